@@ -1,0 +1,62 @@
+"""``workhorse.Admin``: the operator's view of jobs, from Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connections
+
+from . import store
+from .conf import get_settings
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """One job as it stands, whichever side of the runtime/outcome split it is on."""
+
+    id: int
+    name: str
+    queue: str
+    payload: dict[str, Any]
+    state: str
+    """blocked, scheduled, ready, active, succeeded, failed or canceled."""
+    priority: int
+    current_attempt: int
+    """The attempt running or last run; 0 before the first claim."""
+    max_attempts: int
+    stall_count: int
+    run_at: datetime | None
+    """When a live job becomes (or became) eligible; None once terminal."""
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    cancel_requested: bool
+    result: Any
+    """The handler's return value once succeeded."""
+    error: dict[str, Any] | None
+    """The terminal error, or the last attempt's error while retries remain."""
+    idempotency_key: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in ("succeeded", "failed", "canceled")
+
+
+class Admin:
+    """Reads and operator actions over the jobs of one database alias."""
+
+    def __init__(self, using: str | None = None) -> None:
+        self.using = using or get_settings().database
+
+    def get_job(self, job_id: int) -> JobSnapshot | None:
+        """The job's snapshot, or None when no job has this id."""
+        with connections[self.using].cursor() as cursor:
+            row = store.get_job(cursor, job_id)
+        if row is None:
+            return None
+        row["id"] = row.pop("job_id")
+        return JobSnapshot(**row)

@@ -1,0 +1,69 @@
+"""System checks: ``manage.py check`` reports bad settings and a schema mismatch.
+
+Ids are stable: workhorse.E001 (an invalid WORKHORSE value), workhorse.E002
+(the database schema does not match this code and no pending migration
+would fix it), workhorse.W001 (the database could not be reached to check the
+schema), workhorse.W002 (django_workhorse migrations are pending: a warning,
+so that ``migrate`` itself is never blocked).
+"""
+
+from __future__ import annotations
+
+from django.core.checks import Error, Tags, Warning, register
+from django.db import DatabaseError, connections
+
+from . import store
+from .conf import problems, raw_settings
+
+
+@register("workhorse")
+def check_settings(app_configs=None, **kwargs) -> list[Error]:
+    return [
+        Error(
+            f"WORKHORSE[{key!r}] {message}",
+            hint="Fix the value in settings.WORKHORSE; docs/settings.md lists every key.",
+            obj="settings.WORKHORSE",
+            id="workhorse.E001",
+        )
+        for key, message in problems()
+    ]
+
+
+@register(Tags.database, "workhorse")
+def check_schema(app_configs=None, databases=None, **kwargs) -> list[Error | Warning]:
+    """Runs with ``check --database`` and before ``migrate``-less commands that ask."""
+    if not databases:
+        return []
+    alias = raw_settings().get("DATABASE", "default")
+    if alias not in databases or alias not in connections:
+        return []
+    return schema_messages(alias)
+
+
+def schema_messages(alias: str) -> list[Error | Warning]:
+    """The schema check for one alias (also used by the worker at start-up)."""
+    try:
+        with connections[alias].cursor() as cursor:
+            installed = store.schema_version(cursor)
+    except DatabaseError as exc:
+        return [
+            Warning(
+                f"could not read the django-workhorse schema version of database {alias!r}: {exc}",
+                id="workhorse.W001",
+            )
+        ]
+    problem = store.schema_problem(installed)
+    if problem is None:
+        return []
+    if migrations_pending(alias):
+        return [Warning(f"database {alias!r}: {problem}", id="workhorse.W002")]
+    return [Error(f"database {alias!r}: {problem}", id="workhorse.E002")]
+
+
+def migrations_pending(alias: str) -> bool:
+    """Whether django_workhorse has migrations not yet applied to ``alias``."""
+    from django.db.migrations.loader import MigrationLoader
+
+    loader = MigrationLoader(connections[alias], ignore_no_migrations=True)
+    leaves = loader.graph.leaf_nodes("django_workhorse")
+    return any(leaf not in loader.applied_migrations for leaf in leaves)

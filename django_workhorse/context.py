@@ -1,0 +1,73 @@
+"""``current_job()``: what the running job is, for any code a handler calls."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from dataclasses import dataclass, field
+
+from .exceptions import JobCancelled, NotInJobError
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """The job a handler is running. Read it with ``workhorse.current_job()``."""
+
+    job_id: int
+    """The job's id (``workhorse_job.id``)."""
+    name: str
+    """The job type's registered name."""
+    queue: str
+    """The queue this run was claimed from."""
+    attempt: int
+    """1-based number of this attempt; stalls and releases do not count."""
+    max_attempts: int
+    """Total attempts allowed for this job."""
+    worker_id: str = ""
+    """The id of the worker process running this attempt."""
+    using: str = "default"
+    """The database alias the job lives in."""
+    _cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def cancel_requested(self) -> bool:
+        """True once an operator asked to cancel this job."""
+        return self._cancelled.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise JobCancelled when an operator asked to cancel this job.
+
+        Sync handlers call this between steps; async handlers are cancelled.
+        """
+        if self._cancelled.is_set():
+            raise JobCancelled(f"job {self.job_id} was cancelled by an operator")
+
+
+_current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
+    "workhorse_current_job", default=None
+)
+
+
+def current_job() -> JobContext:
+    """The job being run by the calling code; NotInJobError outside a job."""
+    context = _current.get()
+    if context is None:
+        raise NotInJobError(
+            "workhorse.current_job() was called outside a running job: it is only "
+            "available to code called by a job handler that a worker runs"
+        )
+    return context
+
+
+def set_current(context: JobContext | None) -> contextvars.Token:
+    """Make ``context`` the current job; returns the token for ``reset_current``."""
+    return _current.set(context)
+
+
+def reset_current(token: contextvars.Token) -> None:
+    _current.reset(token)
+
+
+def peek_current() -> JobContext | None:
+    """The current job or None, without raising (for log filters)."""
+    return _current.get()

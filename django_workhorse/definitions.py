@@ -1,0 +1,366 @@
+"""Job definitions: the ``@workhorse.job`` decorator and enqueueing.
+
+``enqueue`` runs in the caller's transaction on the job's database alias: if
+the surrounding ``transaction.atomic()`` rolls back, the job was never there.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, Generic, ParamSpec, TypeVar
+
+from django.db import connections
+
+from . import registry, store
+from .backoff import BackoffSpec, custom_delay, policy_of
+from .conf import JOB_NAME_RE, QUEUE_NAME_RE, duration_seconds, get_settings, queue_name_problem
+from .exceptions import InvalidJobOptionError, InvalidPayloadError
+from .payloads import encode_payload
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+PRIORITY_MIN, PRIORITY_MAX = -100, 100
+MAX_ATTEMPTS_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class JobHandle:
+    """What enqueue returns: the job's id, and whether this call created it.
+
+    ``inserted`` is False when an existing job already held the idempotency key;
+    ``id`` is then that job's id.
+    """
+
+    id: int
+    name: str
+    queue: str
+    inserted: bool
+    using: str
+
+
+@dataclass(frozen=True)
+class EnqueueOptions:
+    """Per-enqueue choices layered over a job's defaults by ``.options()``."""
+
+    queue: str
+    priority: int
+    max_attempts: int
+    timeout: float | None
+    max_stalled: int | None
+    delay: float | None = None
+    run_at: datetime | None = None
+    idempotency_key: str | None = None
+
+
+def _whole(field: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidJobOptionError(
+            f"{field} must be a whole number from {low} to {high}, got {type(value).__name__} "
+            f"{value!r}"
+        )
+    if not low <= value <= high:
+        raise InvalidJobOptionError(f"{field} must be from {low} to {high}, got {value}")
+    return value
+
+
+def _seconds(field: str, value: Any, *, positive: bool) -> float:
+    try:
+        seconds = duration_seconds(value)
+    except ValueError as exc:
+        raise InvalidJobOptionError(f"{field}: {exc}") from None
+    if seconds < 0 or (positive and seconds == 0):
+        raise InvalidJobOptionError(
+            f"{field} must be {'more than' if positive else 'at least'} 0 seconds, got {value!r}"
+        )
+    return seconds
+
+
+def _queue(value: Any) -> str:
+    if not isinstance(value, str) or not QUEUE_NAME_RE.match(value):
+        raise InvalidJobOptionError(f"queue: {queue_name_problem(value)}")
+    return value
+
+
+def validate_options(options: EnqueueOptions) -> EnqueueOptions:
+    """The options checked field by field; InvalidJobOptionError names the field."""
+    _queue(options.queue)
+    _whole("priority", options.priority, PRIORITY_MIN, PRIORITY_MAX)
+    _whole("max_attempts", options.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
+    if options.max_stalled is not None:
+        _whole("max_stalled", options.max_stalled, 0, 1000)
+    if options.timeout is not None:
+        _seconds("timeout", options.timeout, positive=True)
+    if options.delay is not None and options.run_at is not None:
+        raise InvalidJobOptionError("pass either delay or run_at, not both")
+    if options.delay is not None:
+        _seconds("delay", options.delay, positive=False)
+    if options.run_at is not None and (
+        not isinstance(options.run_at, datetime) or options.run_at.tzinfo is None
+    ):
+        raise InvalidJobOptionError(
+            f"run_at must be a timezone-aware datetime, got {options.run_at!r}; "
+            "use django.utils.timezone.now() + timedelta(...)"
+        )
+    key = options.idempotency_key
+    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
+        raise InvalidJobOptionError(
+            f"idempotency_key must be a string of 1 to 255 characters, got {key!r}"
+        )
+    return options
+
+
+class _Enqueuer:
+    """enqueue / enqueue_many over a definition and a set of options."""
+
+    definition: JobDefinition
+    _options: EnqueueOptions
+
+    def _rows_json(self, payloads: Iterable[Mapping[str, Any]]) -> tuple[str, int]:
+        """The JSON array for workhorse_enqueue_many_v1, and how many jobs it holds.
+
+        The options are the same for every job of one call, so they are encoded
+        once and each payload is spliced in.
+        """
+        definition, options = self.definition, self._options
+        common: dict[str, Any] = {
+            "name": definition.name,
+            "queue": options.queue,
+            "max_attempts": options.max_attempts,
+            "priority": options.priority,
+            "backoff": definition.backoff_policy,
+            "max_stalled": (
+                options.max_stalled
+                if options.max_stalled is not None
+                else get_settings().max_stalled_count
+            ),
+        }
+        if options.timeout is not None:
+            common["timeout"] = duration_seconds(options.timeout)
+        if options.delay is not None:
+            common["delay"] = duration_seconds(options.delay)
+        if options.run_at is not None:
+            common["run_at"] = options.run_at.isoformat()
+        if options.idempotency_key is not None:
+            common["idempotency_key"] = options.idempotency_key
+        tail = json.dumps(common, separators=(",", ":"))[1:]
+        parts = []
+        for payload in payloads:
+            definition.check_payload(payload)
+            parts.append('{"payload":' + encode_payload(definition.name, payload) + "," + tail)
+        return "[" + ",".join(parts) + "]", len(parts)
+
+    def enqueue(self, **payload: Any) -> JobHandle:
+        """Enqueue one job with ``payload`` as the handler's keyword arguments."""
+        return self.enqueue_many([payload])[0]
+
+    def enqueue_many(self, payloads: Iterable[Mapping[str, Any]]) -> list[JobHandle]:
+        """Enqueue many jobs in one round trip; every payload is checked first,
+        so one bad payload writes nothing."""
+        rows_json, count = self._rows_json(payloads)
+        if not count:
+            return []
+        using = self.definition.using
+        with connections[using].cursor() as cursor:
+            results = store.enqueue_many(cursor, rows_json)
+        return [
+            JobHandle(job_id, self.definition.name, self._options.queue, inserted, using)
+            for job_id, inserted in results
+        ]
+
+
+class BoundJob(_Enqueuer):
+    """A job with per-enqueue options applied; made by ``JobDefinition.options``."""
+
+    def __init__(self, definition: JobDefinition, options: EnqueueOptions) -> None:
+        self.definition = definition
+        self._options = validate_options(options)
+
+    def options(self, **overrides: Any) -> BoundJob:
+        return self.definition._bind(self._options, overrides)
+
+
+class JobDefinition(_Enqueuer, Generic[P, R]):
+    """A registered job type: its handler, name, queue and policies.
+
+    Calling the definition calls the handler directly, in-process (handy in
+    tests); ``enqueue`` stores a job for a worker to run.
+    """
+
+    def __init__(
+        self,
+        func: Callable[P, R],
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        max_attempts: int | None = None,
+        priority: int = 0,
+        timeout: float | timedelta | None = None,
+        backoff: BackoffSpec = None,
+        retry_on: tuple[type[BaseException], ...] = (),
+        max_stalled: int | None = None,
+        concurrency: int | None = None,
+        using: str | None = None,
+    ) -> None:
+        settings = get_settings()
+        self.func = func
+        self.name = name or f"{func.__module__}.{func.__qualname__}"
+        if not isinstance(self.name, str) or not JOB_NAME_RE.match(self.name):
+            raise InvalidJobOptionError(
+                f"job name {self.name!r} is not valid: use up to 200 letters, digits, "
+                "'_', '.', ':' and '-', starting with a letter or '_'"
+            )
+        self.is_async = inspect.iscoroutinefunction(func)
+        self.signature = inspect.signature(func)
+        self.using = using or settings.database
+        if self.using not in connections.databases:
+            raise InvalidJobOptionError(
+                f"job {self.name!r}: using={self.using!r} is not an alias of settings.DATABASES"
+            )
+        if concurrency is not None:
+            _whole("concurrency", concurrency, 1, 10_000)
+        self.concurrency = concurrency
+        if isinstance(retry_on, type):
+            retry_on = (retry_on,)
+        if not all(isinstance(e, type) and issubclass(e, BaseException) for e in retry_on):
+            raise InvalidJobOptionError(
+                f"job {self.name!r}: retry_on must be a tuple of exception classes"
+            )
+        self.retry_on = tuple(retry_on)
+        self.backoff = backoff
+        self.backoff_policy = policy_of(backoff)
+        self._options = validate_options(
+            EnqueueOptions(
+                queue=queue or settings.default_queue,
+                priority=priority,
+                max_attempts=(
+                    max_attempts if max_attempts is not None else settings.default_max_attempts
+                ),
+                timeout=None if timeout is None else _seconds("timeout", timeout, positive=True),
+                max_stalled=max_stalled,
+            )
+        )
+        self.definition = self
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    @property
+    def queue(self) -> str:
+        return self._options.queue
+
+    @property
+    def max_attempts(self) -> int:
+        return self._options.max_attempts
+
+    @property
+    def timeout(self) -> float | None:
+        return self._options.timeout
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<JobDefinition {self.name} queue={self.queue}>"
+
+    def options(self, **overrides: Any) -> BoundJob:
+        """The job with per-enqueue options: delay, run_at, priority, queue,
+        max_attempts, timeout, idempotency_key."""
+        return self._bind(self._options, overrides)
+
+    def _bind(self, base: EnqueueOptions, overrides: dict[str, Any]) -> BoundJob:
+        allowed = {
+            "queue",
+            "priority",
+            "max_attempts",
+            "timeout",
+            "delay",
+            "run_at",
+            "idempotency_key",
+            "max_stalled",
+        }
+        unknown = set(overrides) - allowed
+        if unknown:
+            raise InvalidJobOptionError(
+                f"unknown option(s) {', '.join(sorted(unknown))} for job {self.name!r}; "
+                f"known: {', '.join(sorted(allowed))}"
+            )
+        for key in ("delay", "timeout"):
+            if overrides.get(key) is not None:
+                overrides[key] = _seconds(key, overrides[key], positive=key == "timeout")
+        return BoundJob(self, replace(base, **overrides))
+
+    def check_payload(self, payload: Mapping[str, Any]) -> None:
+        """Refuse a payload that does not fit the handler's signature."""
+        if not isinstance(payload, Mapping):
+            raise InvalidPayloadError(
+                f"the payload of job {self.name!r} must be a dict of keyword arguments, "
+                f"got {type(payload).__name__}"
+            )
+        try:
+            self.signature.bind(**payload)
+        except TypeError as exc:
+            raise InvalidPayloadError(
+                f"payload does not fit job {self.name!r}{self.signature}: {exc}"
+            ) from None
+
+    def retry_delay(self, attempt: int) -> float | None:
+        """Seconds before the next attempt from a custom backoff, else None (SQL decides)."""
+        return custom_delay(self.backoff, attempt)
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Whether a failure with ``exc`` may be retried: always, unless the job
+        declares ``retry_on`` and ``exc`` is none of those."""
+        return not self.retry_on or isinstance(exc, self.retry_on)
+
+
+def job(
+    func: Callable[P, R] | None = None,
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    max_attempts: int | None = None,
+    priority: int = 0,
+    timeout: float | timedelta | None = None,
+    backoff: BackoffSpec = None,
+    retry_on: tuple[type[BaseException], ...] = (),
+    max_stalled: int | None = None,
+    concurrency: int | None = None,
+    using: str | None = None,
+) -> Any:
+    """Register a function as a job type.
+
+    ``name`` defaults to ``module.qualname``; ``queue`` to ``WORKHORSE['DEFAULT_QUEUE']``;
+    ``max_attempts`` to ``WORKHORSE['DEFAULT_MAX_ATTEMPTS']``; ``priority`` runs from
+    -100 to 100, higher first; ``timeout`` ends an attempt as timed out; ``backoff``
+    is ``workhorse.exponential(...)`` (default), ``workhorse.fixed(...)`` or a callable;
+    ``retry_on`` limits retries to those exceptions; ``concurrency`` is this job's
+    queue's slot count when the worker sets none; ``using`` is the database alias.
+    """
+
+    def decorate(f: Callable[P, R]) -> JobDefinition[P, R]:
+        definition = JobDefinition(
+            f,
+            name=name,
+            queue=queue,
+            max_attempts=max_attempts,
+            priority=priority,
+            timeout=timeout,
+            backoff=backoff,
+            retry_on=retry_on,
+            max_stalled=max_stalled,
+            concurrency=concurrency,
+            using=using,
+        )
+        registry.register(definition)
+        return definition
+
+    return decorate(func) if func is not None else decorate
+
+
+def enqueue(name: str, /, **payload: Any) -> JobHandle:
+    """Enqueue a registered job by name; UnknownJobError if there is none."""
+    return registry.get(name).enqueue(**payload)

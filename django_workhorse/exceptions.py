@@ -1,0 +1,39 @@
+"""The exceptions django-workhorse raises. Each message says what was wrong and what to do."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+class WorkhorseError(Exception):
+    """Base class of every django-workhorse error."""
+
+
+class UnknownJobError(WorkhorseError, LookupError):
+    """No job is registered under the given name."""
+
+
+class InvalidPayloadError(WorkhorseError, ValueError):
+    """A payload is not a JSON object that round-trips, or does not fit the handler."""
+
+
+class InvalidJobOptionError(WorkhorseError, ValueError):
+    """A job option (queue, priority, max_attempts, ...) has a wrong type or value."""
+
+
+class JobAlreadyRegistered(WorkhorseError, ImproperlyConfigured):
+    """Two different handlers were registered under one job name."""
+
+
+class StoreMismatchError(WorkhorseError, ImproperlyConfigured):
+    """A job bound to one database alias met a worker serving another."""
+
+
+class NotInJobError(WorkhorseError, RuntimeError):
+    """Code asked for the current job outside a running job."""
+
+
+class SchemaVersionError(WorkhorseError, ImproperlyConfigured):
+    """The database holds a django-workhorse schema this code does not speak."""
+
+
+class JobCancelled(WorkhorseError):
+    """Raised inside a handler whose job an operator cancelled."""

@@ -1,0 +1,177 @@
+import django.db.models.deletion
+from django.db import migrations, models
+
+from django_workhorse.sql_files import RunSQLFile
+
+
+class Migration(migrations.Migration):
+    initial = True
+
+    dependencies = []
+
+    operations = [
+        RunSQLFile("tables_v1.sql", reverse_file="tables_v1.down.sql"),
+        RunSQLFile("workhorse_backoff_delay_v1.sql", drops_function="workhorse_backoff_delay_v1"),
+        RunSQLFile(
+            "workhorse_ensure_partitions_v1.sql", drops_function="workhorse_ensure_partitions_v1"
+        ),
+        RunSQLFile("workhorse_enqueue_many_v1.sql", drops_function="workhorse_enqueue_many_v1"),
+        RunSQLFile("workhorse_enqueue_v1.sql", drops_function="workhorse_enqueue_v1"),
+        RunSQLFile("workhorse_claim_many_v1.sql", drops_function="workhorse_claim_many_v1"),
+        RunSQLFile("workhorse_heartbeat_many_v1.sql", drops_function="workhorse_heartbeat_many_v1"),
+        RunSQLFile("workhorse_succeed_many_v1.sql", drops_function="workhorse_succeed_many_v1"),
+        RunSQLFile("workhorse_fail_many_v1.sql", drops_function="workhorse_fail_many_v1"),
+        RunSQLFile("workhorse_release_many_v1.sql", drops_function="workhorse_release_many_v1"),
+        RunSQLFile(
+            "workhorse_recover_stalled_v1.sql", drops_function="workhorse_recover_stalled_v1"
+        ),
+        RunSQLFile("workhorse_next_run_at_v1.sql", drops_function="workhorse_next_run_at_v1"),
+        RunSQLFile("workhorse_get_job_v1.sql", drops_function="workhorse_get_job_v1"),
+        migrations.RunSQL(
+            "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
+        ),
+        migrations.CreateModel(
+            name="AttemptHistory",
+            fields=[
+                ("id", models.BigIntegerField(primary_key=True, serialize=False)),
+                ("job_id", models.BigIntegerField()),
+                ("attempt", models.IntegerField()),
+                ("outcome", models.TextField()),
+                ("worker_id", models.TextField()),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField()),
+                ("error", models.JSONField(null=True)),
+            ],
+            options={
+                "db_table": "workhorse_attempt_history",
+                "managed": False,
+            },
+        ),
+        migrations.CreateModel(
+            name="Job",
+            fields=[
+                ("id", models.BigIntegerField(primary_key=True, serialize=False)),
+                ("name", models.TextField()),
+                ("queue", models.TextField()),
+                ("payload", models.JSONField()),
+                ("max_attempts", models.IntegerField()),
+                ("priority", models.SmallIntegerField()),
+                ("timeout", models.DurationField(null=True)),
+                ("backoff", models.JSONField()),
+                ("max_stalled", models.IntegerField()),
+                ("idempotency_key", models.TextField(null=True)),
+                ("trace_context", models.JSONField(null=True)),
+                ("created_at", models.DateTimeField()),
+            ],
+            options={
+                "db_table": "workhorse_job",
+                "managed": False,
+            },
+        ),
+        migrations.CreateModel(
+            name="JobEvent",
+            fields=[
+                ("id", models.BigIntegerField(primary_key=True, serialize=False)),
+                ("job_id", models.BigIntegerField()),
+                ("at", models.DateTimeField()),
+                ("kind", models.TextField()),
+                ("attempt", models.IntegerField(null=True)),
+                ("worker_id", models.TextField(null=True)),
+                ("data", models.JSONField(null=True)),
+            ],
+            options={
+                "db_table": "workhorse_job_event",
+                "managed": False,
+            },
+        ),
+        migrations.CreateModel(
+            name="Queue",
+            fields=[
+                ("name", models.TextField(primary_key=True, serialize=False)),
+                ("paused", models.BooleanField()),
+                ("updated_at", models.DateTimeField()),
+            ],
+            options={
+                "db_table": "workhorse_queue",
+                "managed": False,
+            },
+        ),
+        migrations.CreateModel(
+            name="JobOutcome",
+            fields=[
+                (
+                    "job",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        primary_key=True,
+                        related_name="outcome",
+                        serialize=False,
+                        to="django_workhorse.job",
+                    ),
+                ),
+                ("state", models.TextField()),
+                ("result", models.JSONField(null=True)),
+                ("error", models.JSONField(null=True)),
+                ("attempts", models.IntegerField()),
+                ("stall_count", models.IntegerField()),
+                ("finished_at", models.DateTimeField()),
+            ],
+            options={
+                "db_table": "workhorse_job_outcome",
+                "managed": False,
+            },
+        ),
+        migrations.CreateModel(
+            name="JobQuery",
+            fields=[
+                (
+                    "job",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        primary_key=True,
+                        related_name="query_row",
+                        serialize=False,
+                        to="django_workhorse.job",
+                    ),
+                ),
+                ("queue", models.TextField()),
+                ("name", models.TextField()),
+                ("created_at", models.DateTimeField()),
+            ],
+            options={
+                "db_table": "workhorse_job_query",
+                "managed": False,
+            },
+        ),
+        migrations.CreateModel(
+            name="JobRuntime",
+            fields=[
+                (
+                    "job",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        primary_key=True,
+                        related_name="runtime",
+                        serialize=False,
+                        to="django_workhorse.job",
+                    ),
+                ),
+                ("queue", models.TextField()),
+                ("priority", models.SmallIntegerField()),
+                ("state", models.TextField()),
+                ("run_at", models.DateTimeField()),
+                ("attempt", models.IntegerField()),
+                ("stall_count", models.IntegerField()),
+                ("worker_id", models.TextField(null=True)),
+                ("fence", models.BigIntegerField()),
+                ("lease_expires_at", models.DateTimeField(null=True)),
+                ("attempt_started_at", models.DateTimeField(null=True)),
+                ("cancel_requested", models.BooleanField()),
+                ("pending_dependencies", models.IntegerField()),
+            ],
+            options={
+                "db_table": "workhorse_job_runtime",
+                "managed": False,
+            },
+        ),
+    ]

@@ -1,0 +1,151 @@
+-- The relations of django-workhorse, schema version 1.
+--
+-- A job is three rows: immutable identity (workhorse_job), the live row
+-- (workhorse_job_runtime) while it is blocked, scheduled, ready or active, and
+-- the terminal row (workhorse_job_outcome) once it succeeded, failed or was
+-- canceled. The SQL functions move a job from runtime to outcome in one
+-- transaction, so a committed job has exactly one of the two.
+
+CREATE SEQUENCE workhorse_job_id_seq;
+
+CREATE TABLE workhorse_job (
+    id              bigint PRIMARY KEY DEFAULT nextval('workhorse_job_id_seq'),
+    name            text NOT NULL
+        CONSTRAINT workhorse_job_name_format
+        CHECK (name ~ '^[A-Za-z_][A-Za-z0-9_.:-]{0,199}$'),
+    -- Queue names become NOTIFY channels ('workhorse:' || queue), which are
+    -- identifiers of at most 63 bytes: hence 53 characters.
+    queue           text NOT NULL
+        CONSTRAINT workhorse_job_queue_format
+        CHECK (queue ~ '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,52}$'),
+    payload         jsonb NOT NULL
+        CONSTRAINT workhorse_job_payload_object CHECK (jsonb_typeof(payload) = 'object'),
+    max_attempts    integer NOT NULL
+        CONSTRAINT workhorse_job_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 1000),
+    priority        smallint NOT NULL DEFAULT 0
+        CONSTRAINT workhorse_job_priority_range CHECK (priority BETWEEN -100 AND 100),
+    timeout         interval
+        CONSTRAINT workhorse_job_timeout_positive CHECK (timeout > interval '0'),
+    backoff         jsonb NOT NULL
+        DEFAULT '{"kind": "exponential", "base": 1, "max": 3600, "jitter": 0.1}',
+    max_stalled     integer NOT NULL DEFAULT 1
+        CONSTRAINT workhorse_job_max_stalled_range CHECK (max_stalled BETWEEN 0 AND 1000),
+    idempotency_key text
+        CONSTRAINT workhorse_job_idempotency_key_length
+        CHECK (length(idempotency_key) BETWEEN 1 AND 255),
+    trace_context   jsonb,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+ALTER SEQUENCE workhorse_job_id_seq OWNED BY workhorse_job.id;
+
+-- An idempotency key names one job of a type for as long as the job row exists.
+CREATE UNIQUE INDEX workhorse_job_idempotency
+    ON workhorse_job (name, idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE workhorse_job_runtime (
+    job_id               bigint PRIMARY KEY REFERENCES workhorse_job (id) ON DELETE CASCADE,
+    -- queue and priority are copied from workhorse_job so that the claim reads
+    -- one narrow index and never touches the identity row to choose.
+    queue                text NOT NULL,
+    priority             smallint NOT NULL,
+    state                text NOT NULL
+        CONSTRAINT workhorse_runtime_state
+        CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
+    run_at               timestamptz NOT NULL,
+    attempt              integer NOT NULL DEFAULT 0
+        CONSTRAINT workhorse_runtime_attempt_range CHECK (attempt >= 0),
+    stall_count          integer NOT NULL DEFAULT 0
+        CONSTRAINT workhorse_runtime_stall_count_range CHECK (stall_count >= 0),
+    worker_id            text,
+    fence                bigint NOT NULL DEFAULT 0,
+    lease_expires_at     timestamptz,
+    attempt_started_at   timestamptz,
+    cancel_requested     boolean NOT NULL DEFAULT false,
+    pending_dependencies integer NOT NULL DEFAULT 0
+        CONSTRAINT workhorse_runtime_pending_range CHECK (pending_dependencies >= 0),
+    -- An active row has an owner and a lease; no other row has either.
+    CONSTRAINT workhorse_runtime_owner CHECK (
+        (state = 'active') = (worker_id IS NOT NULL)
+        AND (state = 'active') = (lease_expires_at IS NOT NULL)
+        AND (state = 'active') = (attempt_started_at IS NOT NULL)
+    )
+) WITH (fillfactor = 70);
+
+-- One partial index per query: the claim (ready, best first), promotion and
+-- the next-due lookup (scheduled by time), recovery (active by lease expiry).
+-- Terminal jobs have no runtime row, so none of these grows with history.
+CREATE INDEX workhorse_runtime_ready
+    ON workhorse_job_runtime (queue, priority DESC, run_at, job_id) WHERE state = 'ready';
+CREATE INDEX workhorse_runtime_scheduled
+    ON workhorse_job_runtime (queue, run_at) WHERE state = 'scheduled';
+CREATE INDEX workhorse_runtime_lease
+    ON workhorse_job_runtime (lease_expires_at) WHERE state = 'active';
+
+CREATE TABLE workhorse_job_outcome (
+    job_id      bigint PRIMARY KEY REFERENCES workhorse_job (id) ON DELETE CASCADE,
+    state       text NOT NULL
+        CONSTRAINT workhorse_outcome_state CHECK (state IN ('succeeded', 'failed', 'canceled')),
+    result      jsonb,
+    error       jsonb,
+    attempts    integer NOT NULL,
+    stall_count integer NOT NULL DEFAULT 0,
+    finished_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Operator reads page through creation order (job_id grows with it); claims
+-- never touch this projection.
+CREATE TABLE workhorse_job_query (
+    job_id     bigint PRIMARY KEY REFERENCES workhorse_job (id) ON DELETE CASCADE,
+    queue      text NOT NULL,
+    name       text NOT NULL,
+    created_at timestamptz NOT NULL
+);
+CREATE INDEX workhorse_job_query_queue ON workhorse_job_query (queue, job_id);
+CREATE INDEX workhorse_job_query_name ON workhorse_job_query (name, job_id);
+
+-- Append-only history, partitioned by day and retired by dropping partitions.
+-- The default partitions catch rows for a day whose partition is missing, so
+-- no write ever fails for want of a partition.
+CREATE SEQUENCE workhorse_job_event_id_seq;
+CREATE TABLE workhorse_job_event (
+    id        bigint NOT NULL DEFAULT nextval('workhorse_job_event_id_seq'),
+    job_id    bigint NOT NULL,
+    at        timestamptz NOT NULL DEFAULT now(),
+    kind      text NOT NULL,
+    attempt   integer,
+    worker_id text,
+    data      jsonb
+) PARTITION BY RANGE (at);
+CREATE INDEX workhorse_job_event_job ON workhorse_job_event (job_id, at, id);
+CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
+
+CREATE SEQUENCE workhorse_attempt_history_id_seq;
+CREATE TABLE workhorse_attempt_history (
+    id          bigint NOT NULL DEFAULT nextval('workhorse_attempt_history_id_seq'),
+    job_id      bigint NOT NULL,
+    attempt     integer NOT NULL,
+    outcome     text NOT NULL
+        CONSTRAINT workhorse_attempt_outcome
+        CHECK (outcome IN ('succeeded', 'failed', 'timed_out', 'stalled', 'canceled')),
+    worker_id   text NOT NULL,
+    started_at  timestamptz NOT NULL,
+    finished_at timestamptz NOT NULL DEFAULT now(),
+    error       jsonb
+) PARTITION BY RANGE (finished_at);
+CREATE INDEX workhorse_attempt_history_job ON workhorse_attempt_history (job_id, finished_at, id);
+CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
+
+-- Per-queue policy set by operators. A queue without a row runs unpaused.
+CREATE TABLE workhorse_queue (
+    name       text PRIMARY KEY,
+    paused     boolean NOT NULL DEFAULT false,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- The installed schema version; the system check and the worker compare it
+-- with the version the Python code speaks.
+CREATE TABLE workhorse_schema (
+    singleton boolean PRIMARY KEY DEFAULT true CONSTRAINT workhorse_schema_singleton CHECK (singleton),
+    version   integer NOT NULL
+);
+INSERT INTO workhorse_schema (version) VALUES (1);

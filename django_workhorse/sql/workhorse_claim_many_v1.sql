@@ -1,0 +1,95 @@
+-- Hands ready jobs to a worker: up to p_limits[i] jobs of queue p_queues[i],
+-- best first (higher priority, then earlier run_at, then enqueue order).
+-- Due scheduled jobs of those queues are promoted to ready in the same call,
+-- so no separate sweep is needed for a job to become claimable. Paused queues
+-- hand out nothing. Each claimed job gets the worker as owner, a lease of
+-- p_lease_seconds on the database clock and a fence one higher than before:
+-- every later write of this run must present (worker, fence).
+--
+-- SKIP LOCKED lets any number of workers claim at once without waiting on
+-- each other; the LATERAL per queue keeps each probe on the ready index with
+-- its own LIMIT instead of sorting all ready rows of all queues.
+CREATE OR REPLACE FUNCTION workhorse_claim_many_v1(
+    p_worker text,
+    p_queues text[],
+    p_limits integer[],
+    p_lease_seconds double precision DEFAULT 30
+) RETURNS TABLE (
+    job_id bigint, name text, queue text, payload jsonb, attempt integer,
+    max_attempts integer, fence bigint, timeout_seconds double precision,
+    lease_expires_at timestamptz, cancel_requested boolean
+)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_queues text[];
+    v_limits integer[];
+BEGIN
+    IF p_worker IS NULL OR p_worker = '' THEN
+        RAISE EXCEPTION 'workhorse_claim_many_v1 needs a worker id' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF cardinality(p_queues) IS DISTINCT FROM cardinality(p_limits) THEN
+        RAISE EXCEPTION 'workhorse_claim_many_v1: % queues but % limits',
+            cardinality(p_queues), cardinality(p_limits) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    SELECT array_agg(u.q), array_agg(u.l) INTO v_queues, v_limits
+    FROM unnest(p_queues, p_limits) AS u(q, l)
+    WHERE u.l > 0
+      AND NOT EXISTS (SELECT 1 FROM workhorse_queue wq WHERE wq.name = u.q AND wq.paused);
+    IF v_queues IS NULL THEN
+        RETURN;
+    END IF;
+
+    WITH due AS (
+        SELECT s.job_id
+        FROM unnest(v_queues, v_limits) AS u(q, l)
+        CROSS JOIN LATERAL (
+            SELECT rt.job_id FROM workhorse_job_runtime rt
+            WHERE rt.state = 'scheduled' AND rt.queue = u.q AND rt.run_at <= now()
+            ORDER BY rt.run_at
+            LIMIT u.l
+            FOR UPDATE SKIP LOCKED
+        ) s
+    ),
+    promoted AS (
+        UPDATE workhorse_job_runtime rt SET state = 'ready'
+        FROM due WHERE rt.job_id = due.job_id
+        RETURNING rt.job_id, rt.attempt
+    )
+    INSERT INTO workhorse_job_event (job_id, kind, attempt)
+    SELECT p.job_id, 'promoted', p.attempt FROM promoted p;
+
+    RETURN QUERY
+    WITH picked AS (
+        SELECT r.job_id
+        FROM unnest(v_queues, v_limits) AS u(q, l)
+        CROSS JOIN LATERAL (
+            SELECT rt.job_id FROM workhorse_job_runtime rt
+            WHERE rt.state = 'ready' AND rt.queue = u.q
+            ORDER BY rt.priority DESC, rt.run_at, rt.job_id
+            LIMIT u.l
+            FOR UPDATE SKIP LOCKED
+        ) r
+    ),
+    claimed AS (
+        UPDATE workhorse_job_runtime rt
+        SET state = 'active',
+            attempt = rt.attempt + 1,
+            worker_id = p_worker,
+            fence = rt.fence + 1,
+            lease_expires_at = now() + make_interval(secs => p_lease_seconds),
+            attempt_started_at = now()
+        FROM picked WHERE rt.job_id = picked.job_id
+        RETURNING rt.job_id, rt.priority, rt.run_at, rt.attempt, rt.fence,
+                  rt.lease_expires_at, rt.cancel_requested
+    ),
+    evented AS (
+        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id)
+        SELECT c.job_id, 'claimed', c.attempt, p_worker FROM claimed c
+    )
+    SELECT c.job_id, j.name, j.queue, j.payload, c.attempt, j.max_attempts, c.fence,
+           extract(epoch FROM j.timeout)::double precision, c.lease_expires_at, c.cancel_requested
+    FROM claimed c JOIN workhorse_job j ON j.id = c.job_id
+    ORDER BY c.priority DESC, c.run_at, c.job_id;
+END;
+$$;

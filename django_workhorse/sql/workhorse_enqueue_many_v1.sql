@@ -1,0 +1,91 @@
+-- Accepts many jobs in one call. p_jobs is a JSON array of objects:
+--   name, queue, payload (object)          required
+--   max_attempts, priority, timeout (s), backoff, max_stalled,
+--   idempotency_key, trace_context         optional
+--   run_at (timestamp) or delay (s)        optional; the database clock decides
+-- Returns one row per input element, in input order: the job id and whether a
+-- new job was inserted (false: an existing job holds the idempotency key).
+-- Runs inside the caller's transaction: a rollback removes every row, and the
+-- wake-up NOTIFY is only delivered on commit.
+CREATE OR REPLACE FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
+RETURNS TABLE (job_id bigint, inserted boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF jsonb_typeof(p_jobs) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'workhorse_enqueue_many_v1 expects a JSON array of jobs, got %',
+            coalesce(jsonb_typeof(p_jobs), 'NULL') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    RETURN QUERY
+    WITH input AS (
+        SELECT nextval('workhorse_job_id_seq') AS id, e.ord, x.*,
+               CASE
+                   WHEN x.run_at IS NOT NULL THEN x.run_at
+                   WHEN x.delay IS NOT NULL THEN now() + make_interval(secs => x.delay)
+                   ELSE now()
+               END AS due_at
+        FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(doc, ord)
+        CROSS JOIN LATERAL jsonb_to_record(e.doc) AS x(
+            name text, queue text, payload jsonb, max_attempts integer, priority smallint,
+            timeout double precision, backoff jsonb, max_stalled integer,
+            idempotency_key text, trace_context jsonb, run_at timestamptz,
+            delay double precision)
+    ),
+    new_job AS (
+        INSERT INTO workhorse_job AS j (id, name, queue, payload, max_attempts, priority, timeout,
+                                        backoff, max_stalled, idempotency_key, trace_context)
+        SELECT i.id, i.name, coalesce(i.queue, 'default'), i.payload,
+               coalesce(i.max_attempts, 5), coalesce(i.priority, 0),
+               make_interval(secs => i.timeout),
+               coalesce(i.backoff, '{"kind": "exponential", "base": 1, "max": 3600, "jitter": 0.1}'),
+               coalesce(i.max_stalled, 1), i.idempotency_key, i.trace_context
+        FROM input i
+        ORDER BY i.ord
+        ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING j.id, j.queue, j.name, j.priority, j.created_at
+    ),
+    live AS (
+        INSERT INTO workhorse_job_runtime (job_id, queue, priority, state, run_at)
+        SELECT n.id, n.queue, n.priority,
+               CASE WHEN i.due_at > now() THEN 'scheduled' ELSE 'ready' END, i.due_at
+        FROM new_job n JOIN input i ON i.id = n.id
+        RETURNING workhorse_job_runtime.job_id, workhorse_job_runtime.queue,
+                  workhorse_job_runtime.state, workhorse_job_runtime.run_at
+    ),
+    projected AS (
+        INSERT INTO workhorse_job_query (job_id, queue, name, created_at)
+        SELECT n.id, n.queue, n.name, n.created_at FROM new_job n
+    ),
+    evented AS (
+        INSERT INTO workhorse_job_event (job_id, kind, attempt, data)
+        SELECT l.job_id, 'enqueued', 0,
+               jsonb_build_object('state', l.state, 'run_at', l.run_at)
+        FROM live l
+    ),
+    woken AS (
+        -- One notification per queue and commit: ready work wakes takers now,
+        -- scheduled work tells them when to look again (epoch seconds).
+        SELECT pg_notify('workhorse:' || l.queue,
+                         CASE WHEN bool_or(l.state = 'ready') THEN ''
+                              ELSE extract(epoch FROM min(l.run_at))::text END)
+        FROM live l GROUP BY l.queue
+    )
+    SELECT coalesce(n.id, twin.id, existing.id), n.id IS NOT NULL
+    FROM input i
+    LEFT JOIN new_job n ON n.id = i.id
+    -- A key repeated within this call resolves to the job this call inserted
+    -- (not yet visible to the statement's snapshot); otherwise to the stored one.
+    LEFT JOIN LATERAL (
+        SELECT n2.id FROM new_job n2
+        WHERE n.id IS NULL AND n2.name = i.name
+          AND n2.id IN (SELECT i2.id FROM input i2 WHERE i2.idempotency_key = i.idempotency_key)
+    ) twin ON true
+    LEFT JOIN LATERAL (
+        SELECT e.id FROM workhorse_job e
+        WHERE n.id IS NULL AND twin.id IS NULL
+          AND e.name = i.name AND e.idempotency_key = i.idempotency_key
+    ) existing ON true
+    CROSS JOIN (SELECT count(*) FROM woken) AS w
+    ORDER BY i.ord;
+END;
+$$;

@@ -1,0 +1,37 @@
+-- Creates the daily partitions of the history tables from p_from (a UTC day)
+-- for p_days days, and returns how many it created. Idempotent; callers may
+-- run it concurrently (an advisory lock serialises them). A day whose rows
+-- already sit in the default partition is skipped with a NOTICE rather than
+-- failing the sweep: those rows stay readable where they are.
+CREATE OR REPLACE FUNCTION workhorse_ensure_partitions_v1(
+    p_from date DEFAULT (now() AT TIME ZONE 'UTC')::date - 1,
+    p_days integer DEFAULT 9
+) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_day     date;
+    v_table   text;
+    v_parent  text;
+    v_created integer := 0;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('workhorse_ensure_partitions'));
+    FOR v_day IN SELECT generate_series(p_from, p_from + p_days - 1, interval '1 day')::date LOOP
+        FOREACH v_parent IN ARRAY ARRAY['workhorse_job_event', 'workhorse_attempt_history'] LOOP
+            v_table := v_parent || '_p' || to_char(v_day, 'YYYYMMDD');
+            CONTINUE WHEN to_regclass(v_table) IS NOT NULL;
+            BEGIN
+                EXECUTE format(
+                    'CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
+                    v_table, v_parent,
+                    (v_day::timestamp AT TIME ZONE 'UTC'),
+                    ((v_day + 1)::timestamp AT TIME ZONE 'UTC'));
+                v_created := v_created + 1;
+            EXCEPTION WHEN check_violation THEN
+                RAISE NOTICE 'workhorse: % has rows for %, partition % not created',
+                    v_parent || '_default', v_day, v_table;
+            END;
+        END LOOP;
+    END LOOP;
+    RETURN v_created;
+END;
+$$;

@@ -1,0 +1,92 @@
+-- Records the failure of many runs in one call and decides, here and not in
+-- the worker, what happens next. For each (job, fence) still active under
+-- p_worker the attempt closes in attempt_history as p_kinds[i] ('failed' or
+-- 'timed_out') with its error; then:
+--   * retry, when p_retryable[i] and attempts remain (attempt < max_attempts):
+--     the job waits p_delays[i] seconds, or the job's backoff policy when that
+--     is NULL, as 'scheduled' (or 'ready' when the delay is zero);
+--   * otherwise the runtime row becomes a 'failed' outcome in this statement.
+-- Any other id comes back with ok = false (a lost lease): nothing changes.
+CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
+    p_worker text,
+    p_job_ids bigint[],
+    p_fences bigint[],
+    p_errors jsonb[],
+    p_kinds text[] DEFAULT NULL,
+    p_retryable boolean[] DEFAULT NULL,
+    p_delays double precision[] DEFAULT NULL
+) RETURNS TABLE (
+    job_id bigint, ok boolean, will_retry boolean, run_at timestamptz,
+    attempt integer, max_attempts integer
+)
+LANGUAGE sql AS $$
+    WITH input AS (
+        SELECT i.job_id, i.fence, i.error,
+               coalesce(i.kind, 'failed') AS kind,
+               coalesce(i.retryable, true) AS retryable,
+               i.delay
+        FROM unnest(p_job_ids, p_fences, p_errors,
+                    coalesce(p_kinds, '{}'::text[]), coalesce(p_retryable, '{}'::boolean[]),
+                    coalesce(p_delays, '{}'::double precision[]))
+             AS i(job_id, fence, error, kind, retryable, delay)
+        WHERE i.job_id IS NOT NULL
+    ),
+    cur AS (
+        SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at,
+               j.max_attempts, i.error, i.kind,
+               (i.retryable AND rt.attempt < j.max_attempts) AS will_retry,
+               now() + make_interval(secs => coalesce(i.delay,
+                   workhorse_backoff_delay_v1(j.backoff, rt.attempt))) AS next_run_at
+        FROM input i
+        JOIN workhorse_job_runtime rt
+          ON rt.job_id = i.job_id AND rt.fence = i.fence
+         AND rt.worker_id = p_worker AND rt.state = 'active'
+        JOIN workhorse_job j ON j.id = rt.job_id
+        FOR UPDATE OF rt
+    ),
+    retried AS (
+        UPDATE workhorse_job_runtime rt
+        SET state = CASE WHEN c.next_run_at > now() THEN 'scheduled' ELSE 'ready' END,
+            run_at = c.next_run_at,
+            worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
+        FROM cur c
+        WHERE rt.job_id = c.job_id AND c.will_retry
+        RETURNING rt.job_id, rt.queue, rt.state, rt.run_at
+    ),
+    ended AS (
+        DELETE FROM workhorse_job_runtime rt
+        USING cur c
+        WHERE rt.job_id = c.job_id AND NOT c.will_retry
+        RETURNING rt.job_id
+    ),
+    outcome AS (
+        INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
+        SELECT c.job_id, 'failed', c.error, c.attempt, c.stall_count, now()
+        FROM cur c JOIN ended e ON e.job_id = c.job_id
+    ),
+    history AS (
+        INSERT INTO workhorse_attempt_history
+            (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
+        SELECT c.job_id, c.attempt, c.kind, p_worker, c.attempt_started_at, now(), c.error
+        FROM cur c
+    ),
+    evented AS (
+        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
+        SELECT c.job_id,
+               CASE WHEN c.will_retry THEN 'retry_scheduled' ELSE 'failed' END,
+               c.attempt, p_worker,
+               jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
+               || CASE WHEN c.will_retry THEN jsonb_build_object('run_at', c.next_run_at)
+                       ELSE '{}'::jsonb END
+        FROM cur c
+    ),
+    woken AS (
+        SELECT pg_notify('workhorse:' || r.queue, '') FROM retried r
+        WHERE r.state = 'ready' GROUP BY r.queue
+    )
+    SELECT i.job_id, c.job_id IS NOT NULL, coalesce(c.will_retry, false),
+           CASE WHEN c.will_retry THEN c.next_run_at END, c.attempt, c.max_attempts
+    FROM input i
+    LEFT JOIN cur c ON c.job_id = i.job_id
+    CROSS JOIN (SELECT count(*) FROM woken) w
+$$;

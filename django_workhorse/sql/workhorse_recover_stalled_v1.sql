@@ -1,0 +1,68 @@
+-- Recovers up to p_limit active jobs whose lease expired (their worker died,
+-- hung or lost the database). Each closes its attempt as 'stalled' and counts
+-- a stall; stalls have their own budget and never consume an attempt. A job
+-- returns to ready while its stall count stays within max_stalled, and fails
+-- outright past it (a job that keeps taking workers down should stop).
+-- SKIP LOCKED: any number of workers may sweep at once without waiting.
+-- Recovery is time-based, so a handler that was merely paused past its lease
+-- may run twice; its late writes are refused by the fence.
+CREATE OR REPLACE FUNCTION workhorse_recover_stalled_v1(p_limit integer DEFAULT 1000)
+RETURNS TABLE (job_id bigint, queue text, attempt integer, stall_count integer, failed boolean)
+LANGUAGE sql AS $$
+    WITH expired AS (
+        SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count + 1 AS stall_count,
+               rt.worker_id, rt.attempt_started_at, rt.lease_expires_at,
+               rt.stall_count + 1 > j.max_stalled AS give_up
+        FROM workhorse_job_runtime rt
+        JOIN workhorse_job j ON j.id = rt.job_id
+        WHERE rt.state = 'active' AND rt.lease_expires_at < now()
+        ORDER BY rt.lease_expires_at
+        LIMIT p_limit
+        FOR UPDATE OF rt SKIP LOCKED
+    ),
+    requeued AS (
+        UPDATE workhorse_job_runtime rt
+        SET state = 'ready', attempt = rt.attempt - 1, stall_count = e.stall_count,
+            worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
+        FROM expired e
+        WHERE rt.job_id = e.job_id AND NOT e.give_up
+        RETURNING rt.job_id
+    ),
+    ended AS (
+        DELETE FROM workhorse_job_runtime rt USING expired e
+        WHERE rt.job_id = e.job_id AND e.give_up
+        RETURNING rt.job_id
+    ),
+    outcome AS (
+        INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
+        SELECT e.job_id, 'failed',
+               jsonb_build_object(
+                   'type', 'StalledJobError',
+                   'message', format('the job stalled %s times (max_stalled is %s): its worker '
+                                     'stopped renewing the lease', e.stall_count, e.stall_count - 1)),
+               e.attempt, e.stall_count, now()
+        FROM expired e JOIN ended d ON d.job_id = e.job_id
+    ),
+    history AS (
+        INSERT INTO workhorse_attempt_history
+            (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
+        SELECT e.job_id, e.attempt, 'stalled', e.worker_id, e.attempt_started_at, now(),
+               jsonb_build_object('type', 'LeaseExpired',
+                                  'message', 'the lease expired at ' || e.lease_expires_at
+                                             || ' without a heartbeat')
+        FROM expired e
+    ),
+    evented AS (
+        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
+        SELECT e.job_id, CASE WHEN e.give_up THEN 'failed' ELSE 'stalled' END,
+               e.attempt, e.worker_id,
+               jsonb_build_object('stall_count', e.stall_count)
+        FROM expired e
+    ),
+    woken AS (
+        SELECT pg_notify('workhorse:' || e.queue, '') FROM expired e
+        WHERE NOT e.give_up GROUP BY e.queue
+    )
+    SELECT e.job_id, e.queue, e.attempt, e.stall_count, e.give_up
+    FROM expired e CROSS JOIN (SELECT count(*) FROM woken) w
+$$;

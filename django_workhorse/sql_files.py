@@ -1,0 +1,55 @@
+"""SQL shipped as package data, and the migration operation that installs it.
+
+Every SQL function lives in ``django_workhorse/sql/<name>.sql``; each file is
+installed by exactly one migration through :class:`RunSQLFile`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from django.db import migrations
+
+
+@cache
+def read_sql(filename: str) -> str:
+    """The text of ``django_workhorse/sql/<filename>``."""
+    return resources.files("django_workhorse").joinpath("sql", filename).read_text("utf-8")
+
+
+class RunSQLFile(migrations.RunSQL):
+    """``RunSQL`` whose forward SQL is a file of ``django_workhorse/sql``.
+
+    The reverse is either another file (``reverse_file``) or, for a function,
+    a DROP of the function the file creates (``drops_function``).
+    """
+
+    def __init__(
+        self,
+        filename: str,
+        *,
+        reverse_file: str | None = None,
+        drops_function: str | None = None,
+    ) -> None:
+        self.filename = filename
+        self.reverse_file = reverse_file
+        self.drops_function = drops_function
+        if reverse_file:
+            reverse = read_sql(reverse_file)
+        elif drops_function:
+            reverse = f"DROP FUNCTION IF EXISTS {drops_function}"
+        else:
+            reverse = None
+        super().__init__(sql=read_sql(filename), reverse_sql=reverse)
+
+    def deconstruct(self):
+        kwargs = {}
+        if self.reverse_file:
+            kwargs["reverse_file"] = self.reverse_file
+        if self.drops_function:
+            kwargs["drops_function"] = self.drops_function
+        return (self.__class__.__qualname__, [self.filename], kwargs)
+
+    def describe(self) -> str:
+        return f"Run {self.filename}"

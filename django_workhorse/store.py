@@ -1,0 +1,222 @@
+"""The one module that calls django-workhorse's SQL functions.
+
+Every lifecycle change happens inside a versioned SQL function installed by
+the migrations; the rest of the package calls these wrappers and never writes
+the tables itself. Each wrapper takes a DB-API cursor: a Django cursor
+(inside the caller's transaction) or a worker's own psycopg cursor. JSON
+travels as text both ways, so both kinds of cursor behave alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+SCHEMA_VERSION = 1
+"""The schema version this code speaks; see ``workhorse_schema``."""
+
+MIGRATION_FOR_VERSION = {1: "0001_initial"}
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job handed to a worker by ``workhorse_claim_many_v1``."""
+
+    job_id: int
+    name: str
+    queue: str
+    payload: dict[str, Any]
+    attempt: int
+    max_attempts: int
+    fence: int
+    timeout: float | None
+    lease_expires_at: datetime
+    cancel_requested: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FailResult:
+    """What ``workhorse_fail_many_v1`` decided for one failed run."""
+
+    job_id: int
+    ok: bool
+    will_retry: bool
+    run_at: datetime | None
+    attempt: int | None
+    max_attempts: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """One job taken back from an expired lease by ``workhorse_recover_stalled_v1``."""
+
+    job_id: int
+    queue: str
+    attempt: int
+    stall_count: int
+    failed: bool
+
+
+def _loads(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def enqueue_many(cursor, jobs_json: str) -> list[tuple[int, bool]]:
+    """Insert the jobs of a JSON array; ``(job_id, inserted)`` per job, in order."""
+    cursor.execute("SELECT job_id, inserted FROM workhorse_enqueue_many_v1(%s::jsonb)", [jobs_json])
+    return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
+def claim_many(
+    cursor,
+    worker_id: str,
+    queues: Sequence[str],
+    limits: Sequence[int],
+    lease_seconds: float,
+) -> list[ClaimedJob]:
+    """Claim up to ``limits[i]`` ready jobs of ``queues[i]`` for ``worker_id``."""
+    cursor.execute(
+        "SELECT * FROM workhorse_claim_many_v1(%s, %s::text[], %s::integer[], %s)",
+        [worker_id, list(queues), list(limits), lease_seconds],
+    )
+    return [
+        ClaimedJob(r[0], r[1], r[2], _loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9])
+        for r in cursor.fetchall()
+    ]
+
+
+def heartbeat_many(
+    cursor,
+    worker_id: str,
+    job_ids: Sequence[int],
+    fences: Sequence[int],
+    lease_seconds: float,
+) -> list[tuple[int, bool, bool]]:
+    """Renew leases; ``(job_id, renewed, cancel_requested)`` per job."""
+    cursor.execute(
+        "SELECT job_id, renewed, cancel_requested"
+        " FROM workhorse_heartbeat_many_v1(%s, %s::bigint[], %s::bigint[], %s)",
+        [worker_id, list(job_ids), list(fences), lease_seconds],
+    )
+    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+
+
+def succeed_many(
+    cursor,
+    worker_id: str,
+    job_ids: Sequence[int],
+    fences: Sequence[int],
+    results_json: Sequence[str],
+) -> list[tuple[int, bool]]:
+    """Record successes; ``(job_id, ok)`` per job, ok False for a lost lease."""
+    cursor.execute(
+        "SELECT job_id, ok FROM workhorse_succeed_many_v1(%s, %s::bigint[], %s::bigint[], %s::jsonb[])",
+        [worker_id, list(job_ids), list(fences), list(results_json)],
+    )
+    return [(r[0], r[1]) for r in cursor.fetchall()]
+
+
+def fail_many(
+    cursor,
+    worker_id: str,
+    job_ids: Sequence[int],
+    fences: Sequence[int],
+    errors_json: Sequence[str],
+    kinds: Sequence[str],
+    retryable: Sequence[bool],
+    delays: Sequence[float | None],
+) -> list[FailResult]:
+    """Record failures; the SQL decides retry or terminal from budget and backoff."""
+    cursor.execute(
+        "SELECT * FROM workhorse_fail_many_v1(%s, %s::bigint[], %s::bigint[], %s::jsonb[],"
+        " %s::text[], %s::boolean[], %s::double precision[])",
+        [
+            worker_id,
+            list(job_ids),
+            list(fences),
+            list(errors_json),
+            list(kinds),
+            list(retryable),
+            list(delays),
+        ],
+    )
+    return [FailResult(*row) for row in cursor.fetchall()]
+
+
+def release_many(
+    cursor, worker_id: str, job_ids: Sequence[int], fences: Sequence[int]
+) -> list[tuple[int, bool]]:
+    """Give running jobs back to ready without consuming an attempt."""
+    cursor.execute(
+        "SELECT job_id, ok FROM workhorse_release_many_v1(%s, %s::bigint[], %s::bigint[])",
+        [worker_id, list(job_ids), list(fences)],
+    )
+    return [(r[0], r[1]) for r in cursor.fetchall()]
+
+
+def recover_stalled(cursor, limit: int = 1000) -> list[Recovered]:
+    """Take back up to ``limit`` jobs whose lease expired."""
+    cursor.execute("SELECT * FROM workhorse_recover_stalled_v1(%s)", [limit])
+    return [Recovered(*row) for row in cursor.fetchall()]
+
+
+def next_run_at(cursor, queues: Sequence[str]) -> datetime | None:
+    """The earliest run_at of a scheduled job in ``queues``, or None."""
+    cursor.execute("SELECT workhorse_next_run_at_v1(%s::text[])", [list(queues)])
+    return cursor.fetchone()[0]
+
+
+def ensure_partitions(cursor, days_ahead: int) -> int:
+    """Create the history partitions from yesterday to ``days_ahead`` days on."""
+    cursor.execute(
+        "SELECT workhorse_ensure_partitions_v1((now() AT TIME ZONE 'UTC')::date - 1, %s)",
+        [days_ahead + 2],
+    )
+    return cursor.fetchone()[0]
+
+
+def get_job(cursor, job_id: int) -> dict[str, Any] | None:
+    """One job's snapshot row as a dict, or None when there is no such job."""
+    cursor.execute("SELECT * FROM workhorse_get_job_v1(%s)", [job_id])
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    names = [col[0] for col in cursor.description]
+    snapshot = dict(zip(names, row, strict=True))
+    for key in ("payload", "result", "error"):
+        snapshot[key] = _loads(snapshot[key])
+    return snapshot
+
+
+def schema_version(cursor) -> int | None:
+    """The installed schema version, or None when the tables are not there."""
+    cursor.execute("SELECT to_regclass('workhorse_schema') IS NOT NULL")
+    if not cursor.fetchone()[0]:
+        return None
+    cursor.execute("SELECT version FROM workhorse_schema")
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def schema_problem(installed: int | None) -> str | None:
+    """Why the installed schema cannot be used by this code, or None when it can."""
+    if installed == SCHEMA_VERSION:
+        return None
+    target = MIGRATION_FOR_VERSION[SCHEMA_VERSION]
+    if installed is None:
+        return (
+            "the django-workhorse tables are not installed in this database: "
+            f"run `manage.py migrate django_workhorse` (to {target})"
+        )
+    if installed < SCHEMA_VERSION:
+        return (
+            f"the database has django-workhorse schema version {installed}, this code needs "
+            f"{SCHEMA_VERSION}: run `manage.py migrate django_workhorse {target}`"
+        )
+    return (
+        f"the database has django-workhorse schema version {installed}, newer than the "
+        f"{SCHEMA_VERSION} this code speaks: upgrade django-workhorse on this machine"
+    )
