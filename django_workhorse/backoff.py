@@ -33,7 +33,7 @@ class Fixed:
         return {"kind": "fixed", "delay": self.delay}
 
 
-def exponential(base: Any = 1.0, max: Any = 3600.0, jitter: float = 0.1) -> Exponential:  # noqa: A002
+def exponential(base: Any = 1.0, max: Any = 3600.0, jitter: float = 0.1) -> Exponential:
     """Exponential backoff with jitter (the default: 1 s, 2 s, 4 s ... capped at 1 h)."""
     base_s, max_s = duration_seconds(base), duration_seconds(max)
     if base_s < 0 or max_s < 0 or not 0 <= jitter <= 1:

@@ -1,0 +1,119 @@
+"""The heartbeat thread: renews every in-flight lease in one call, delivers
+cancel requests, and runs the periodic sweeps (stall recovery, partitions).
+
+It has its own connection so that a slow claim never delays a renewal: a late
+renewal is what makes another worker take a job that is still running.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import psycopg
+
+from .. import store
+from .connection import connect
+
+logger = logging.getLogger("django_workhorse.worker")
+
+PARTITION_SWEEP_INTERVAL = 3600.0
+
+
+class Heartbeat(threading.Thread):
+    """Renews leases every ``renew_interval``; sweeps every ``stalled_interval``."""
+
+    def __init__(
+        self,
+        *,
+        alias: str,
+        worker_id: str,
+        lease_seconds: float,
+        renew_interval: float,
+        stalled_interval: float,
+        partition_days_ahead: int,
+        in_flight: Callable[[], list[tuple[int, int]]],
+        on_lost: Callable[[int], None],
+        on_cancel: Callable[[int], None],
+        on_recovered: Callable[[list[store.Recovered]], None],
+    ) -> None:
+        super().__init__(name="workhorse-heartbeat", daemon=True)
+        self.alias = alias
+        self.worker_id = worker_id
+        self.lease_seconds = lease_seconds
+        self.renew_interval = renew_interval
+        self.stalled_interval = stalled_interval
+        self.partition_days_ahead = partition_days_ahead
+        self.in_flight = in_flight
+        self.on_lost = on_lost
+        self.on_cancel = on_cancel
+        self.on_recovered = on_recovered
+        self.stop_event = threading.Event()
+        self.kick = threading.Event()
+        self._conn: psycopg.Connection | None = None
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.kick.set()
+
+    def run(self) -> None:
+        now = time.monotonic()
+        next_renew = now + self.renew_interval
+        next_recover = now  # sweep once at start: a restarted fleet recovers at once
+        next_partitions = now + PARTITION_SWEEP_INTERVAL
+        while not self.stop_event.is_set():
+            now = time.monotonic()
+            try:
+                if now >= next_renew or self.kick.is_set():
+                    self.kick.clear()
+                    next_renew = now + self.renew_interval
+                    self.renew()
+                if now >= next_recover:
+                    next_recover = now + self.stalled_interval
+                    self.recover()
+                if now >= next_partitions:
+                    next_partitions = now + PARTITION_SWEEP_INTERVAL
+                    with self.cursor() as cursor:
+                        store.ensure_partitions(cursor, self.partition_days_ahead)
+            except psycopg.Error as exc:
+                logger.warning("workhorse heartbeat: database error, reconnecting: %s", exc)
+                self._close()
+                self.stop_event.wait(1.0)
+                continue
+            wait = min(next_renew, next_recover, next_partitions) - time.monotonic()
+            self.kick.wait(max(0.0, wait))
+        self._close()
+
+    def cursor(self) -> psycopg.Cursor:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.alias, application_name="workhorse-heartbeat")
+        return self._conn.cursor()
+
+    def renew(self) -> None:
+        leases = self.in_flight()
+        if not leases:
+            return
+        ids, fences = zip(*leases, strict=True)
+        with self.cursor() as cursor:
+            rows = store.heartbeat_many(cursor, self.worker_id, ids, fences, self.lease_seconds)
+        for job_id, renewed, cancel_requested in rows:
+            if not renewed:
+                self.on_lost(job_id)
+            elif cancel_requested:
+                self.on_cancel(job_id)
+
+    def recover(self) -> None:
+        with self.cursor() as cursor:
+            recovered = store.recover_stalled(cursor)
+        if recovered:
+            self.on_recovered(recovered)
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except psycopg.Error:
+                pass
+            self._conn = None

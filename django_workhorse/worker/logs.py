@@ -1,0 +1,40 @@
+"""Job annotations on every log record written while a handler runs.
+
+A record factory (not a filter) so that records from any logger, with any
+handler, carry ``workhorse_job_id``, ``workhorse_queue`` and
+``workhorse_attempt``. The worker's own records about a job carry the same
+attributes through ``extra``; other records have none of them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..context import peek_current
+
+_installed = False
+
+
+def install_record_factory() -> None:
+    """Wrap the current log record factory once per process."""
+    global _installed
+    if _installed:
+        return
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args, **kwargs) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        context = peek_current()
+        if context is not None:
+            record.workhorse_job_id = context.job_id
+            record.workhorse_queue = context.queue
+            record.workhorse_attempt = context.attempt
+        return record
+
+    logging.setLogRecordFactory(factory)
+    _installed = True
+
+
+def job_extra(job_id: int, queue: str, attempt: int) -> dict[str, object]:
+    """``extra=`` for the worker's own records about a job."""
+    return {"workhorse_job_id": job_id, "workhorse_queue": queue, "workhorse_attempt": attempt}

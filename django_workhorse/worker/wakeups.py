@@ -1,0 +1,105 @@
+"""The LISTEN connection: wakes the claim loop when its queues get work.
+
+Enqueue sends ``NOTIFY "workhorse:<queue>"`` on commit, with an empty payload
+for ready work or the epoch seconds of the earliest run_at for scheduled work.
+A worker listens only to its own queues, so traffic on other queues never
+wakes it. At start-up the listener checks that a NOTIFY actually arrives; a
+transaction-mode pooler drops them, and the worker then says it is polling.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import psycopg
+from psycopg import sql
+
+from .connection import connect
+
+logger = logging.getLogger("django_workhorse.worker")
+
+SELF_TEST_TIMEOUT = 2.0
+
+
+def channel(queue: str) -> str:
+    return f"workhorse:{queue}"
+
+
+class Listener(threading.Thread):
+    """Calls ``on_ready()`` for ready work and ``on_due(epoch)`` for scheduled work."""
+
+    def __init__(
+        self,
+        *,
+        alias: str,
+        queues: Sequence[str],
+        on_ready: Callable[[], None],
+        on_due: Callable[[float], None],
+    ) -> None:
+        super().__init__(name="workhorse-listener", daemon=True)
+        self.alias = alias
+        self.queues = list(queues)
+        self.on_ready = on_ready
+        self.on_due = on_due
+        self.stop_event = threading.Event()
+        self.delivering = threading.Event()
+        """Set once the start-up self-test saw a NOTIFY arrive."""
+        self.self_test_done = threading.Event()
+        self._conn: psycopg.Connection | None = None
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def _listen(self) -> psycopg.Connection:
+        conn = connect(self.alias, application_name="workhorse-listener")
+        for queue in self.queues:
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(queue))))
+        return conn
+
+    def run(self) -> None:
+        probe = f"workhorse-selftest:{id(self)}:{time.monotonic_ns()}"[:63]
+        try:
+            conn = self._listen()
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(probe)))
+            conn.execute("SELECT pg_notify(%s, 'probe')", [probe])
+        except psycopg.Error as exc:
+            logger.warning("workhorse: cannot LISTEN (%s); polling instead", exc)
+            self.self_test_done.set()
+            return
+        self._conn = conn
+        deadline = time.monotonic() + SELF_TEST_TIMEOUT
+        while not self.stop_event.is_set():
+            try:
+                timeout = 0.5
+                if not self.self_test_done.is_set():
+                    timeout = max(0.01, deadline - time.monotonic())
+                for note in conn.notifies(timeout=timeout):
+                    if note.channel == probe:
+                        self.delivering.set()
+                        self.self_test_done.set()
+                    elif note.payload:
+                        try:
+                            self.on_due(float(note.payload))
+                        except ValueError:
+                            self.on_ready()
+                    else:
+                        self.on_ready()
+                if not self.self_test_done.is_set() and time.monotonic() >= deadline:
+                    self.self_test_done.set()
+            except psycopg.Error as exc:
+                if self.stop_event.is_set():
+                    break
+                logger.warning("workhorse listener: connection lost (%s); reconnecting", exc)
+                self.stop_event.wait(1.0)
+                try:
+                    conn = self._conn = self._listen()
+                    self.on_ready()  # something may have arrived while we were away
+                except psycopg.Error:
+                    continue
+        try:
+            conn.close()
+        except psycopg.Error:
+            pass
