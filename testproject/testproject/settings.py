@@ -77,4 +77,5 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
 }
 
-WORKHORSE = {}
+# Tests and benchmarks pass worker settings to subprocesses as JSON.
+WORKHORSE = env.json("WORKHORSE_JSON", default={})
