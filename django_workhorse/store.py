@@ -45,6 +45,8 @@ class FailResult:
     ok: bool
     will_retry: bool
     run_at: datetime | None
+    retry_in: float | None
+    """Seconds until the retry, on the database clock."""
     attempt: int | None
     max_attempts: int | None
 

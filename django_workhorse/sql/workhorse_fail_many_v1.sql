@@ -17,7 +17,7 @@ CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_delays double precision[] DEFAULT NULL
 ) RETURNS TABLE (
     job_id bigint, ok boolean, will_retry boolean, run_at timestamptz,
-    attempt integer, max_attempts integer
+    retry_in double precision, attempt integer, max_attempts integer
 )
 LANGUAGE sql AS $$
     WITH input AS (
@@ -85,7 +85,9 @@ LANGUAGE sql AS $$
         WHERE r.state = 'ready' GROUP BY r.queue
     )
     SELECT i.job_id, c.job_id IS NOT NULL, coalesce(c.will_retry, false),
-           CASE WHEN c.will_retry THEN c.next_run_at END, c.attempt, c.max_attempts
+           CASE WHEN c.will_retry THEN c.next_run_at END,
+           CASE WHEN c.will_retry THEN extract(epoch FROM c.next_run_at - now())::double precision END,
+           c.attempt, c.max_attempts
     FROM input i
     LEFT JOIN cur c ON c.job_id = i.job_id
     CROSS JOIN (SELECT count(*) FROM woken) w

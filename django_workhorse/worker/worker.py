@@ -496,7 +496,7 @@ class Worker:
         job = running.job
         extra = job_extra(job.job_id, job.queue, job.attempt)
         if result.will_retry:
-            delay = (result.run_at.timestamp() - time.time()) if result.run_at else 0.0
+            delay = result.retry_in or 0.0
             logger.warning(
                 "job %s %s #%s attempt %s/%s %s: %s: %s; retrying in %.1f s",
                 job.name,

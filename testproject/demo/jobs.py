@@ -1,6 +1,8 @@
 """Sample jobs used by the demo and the tests."""
 
+import os
 import time
+from pathlib import Path
 
 import django_workhorse as workhorse
 
@@ -25,3 +27,24 @@ def sleep_for(seconds: float) -> float:
     """Sleeps; long jobs for shutdown and recovery demos."""
     time.sleep(seconds)
     return seconds
+
+
+@workhorse.job(queue="bench")
+def noop() -> None:
+    """Does nothing: the benchmarks measure the queue, not the handler."""
+
+
+@workhorse.job(queue="bench-latency")
+def clock() -> float:
+    """Returns when it started (epoch seconds): pickup latency for the benchmark."""
+    return time.time()
+
+
+@workhorse.job(queue="bench-recovery")
+def hang_first_run(marker: str) -> str:
+    """Hangs on its first run (for kill-and-recover runs), returns at once after."""
+    path = Path(marker)
+    if not path.exists():
+        path.write_text(str(os.getpid()))
+        time.sleep(600)
+    return "recovered"

@@ -1,0 +1,1 @@
+"""Benchmarks of django-workhorse (``make bench``); not tests, never run in CI."""

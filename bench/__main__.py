@@ -1,0 +1,49 @@
+"""``make bench``: print the figures the issues ask for.
+
+    python -m bench [core] [worker] [--history N]
+
+Runs against its own database (``workhorse_bench`` on the server of
+DATABASE_URL), which it empties as it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import raw_connection, setup_django
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument(
+        "sections", nargs="*", default=["core", "worker"], choices=["core", "worker"]
+    )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=1_000_000,
+        help="terminal jobs to put in history for the ratio runs",
+    )
+    args = parser.parse_args()
+    url = setup_django()
+    conn = raw_connection()
+    print(f"benchmark database: {url}")
+    print("server:", conn.execute("SELECT version()").fetchone()[0])
+    print(
+        "fsync:",
+        conn.execute("SHOW fsync").fetchone()[0],
+        " synchronous_commit:",
+        conn.execute("SHOW synchronous_commit").fetchone()[0],
+    )
+    if "core" in args.sections:
+        from . import core
+
+        core.run(conn, args.history)
+    if "worker" in args.sections:
+        from . import worker
+
+        worker.run(conn, url, args.history)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Benchmarks of the durable core: enqueue, the SQL-only lifecycle, claim latency."""
+
+from __future__ import annotations
+
+import time
+
+from django.db import connection
+
+from django_workhorse import store
+
+from .common import fabricate_history, percentile, report, reset, section, timed
+
+
+def enqueue_single(conn, count: int = 3000) -> float:
+    from demo.jobs import noop
+
+    reset(conn)
+    connection.ensure_connection()
+    with timed() as t:
+        for _ in range(count):
+            noop.enqueue()
+    rate = count / t["seconds"]
+    report("enqueue, one job per transaction (public API)", rate, "jobs/s", "target >= 2,000")
+    return rate
+
+
+def enqueue_batches(conn, batches: int = 60, size: int = 1000) -> float:
+    from demo.jobs import noop
+
+    reset(conn)
+    payloads = [{} for _ in range(size)]
+    noop.enqueue_many(payloads)  # warm up
+    reset(conn)
+    with timed() as t:
+        for _ in range(batches):
+            noop.enqueue_many(payloads)
+    rate = batches * size / t["seconds"]
+    report(f"enqueue_many, batches of {size:,} (public API)", rate, "jobs/s", "target >= 60,000")
+    return rate
+
+
+def sql_lifecycle(conn, count: int = 50_000, batch: int = 100) -> float:
+    from demo.jobs import noop
+
+    reset(conn)
+    for _ in range(count // 1000):
+        noop.enqueue_many([{}] * 1000)
+    conn.execute("VACUUM ANALYZE workhorse_job_runtime")
+    done = 0
+    with conn.cursor() as cur, timed() as t:
+        while True:
+            jobs = store.claim_many(cur, "bench-sql", ["bench"], [batch], 30)
+            if not jobs:
+                break
+            store.succeed_many(
+                cur,
+                "bench-sql",
+                [j.job_id for j in jobs],
+                [j.fence for j in jobs],
+                ["null"] * len(jobs),
+            )
+            done += len(jobs)
+    rate = done / t["seconds"]
+    report(f"SQL lifecycle: claim_many({batch}) + succeed_many, no handler", rate, "jobs/s")
+    return rate
+
+
+def claim_latencies(conn, samples: int = 2000, backlog: int = 5000) -> list[float]:
+    """Latency of claim_many for one job with ``backlog`` ready jobs waiting."""
+    from demo.jobs import noop
+
+    conn.execute("DELETE FROM workhorse_job_runtime WHERE queue = 'bench'")
+    for _ in range(backlog // 1000):
+        noop.enqueue_many([{}] * 1000)
+    conn.execute("VACUUM ANALYZE workhorse_job_runtime")
+    latencies = []
+    claimed: list = []
+    with conn.cursor() as cur:
+        for _ in range(samples):
+            start = time.perf_counter()
+            jobs = store.claim_many(cur, "bench-latency", ["bench"], [1], 30)
+            latencies.append((time.perf_counter() - start) * 1000)
+            claimed.extend(jobs)
+            if len(claimed) >= 200:
+                store.succeed_many(
+                    cur,
+                    "bench-latency",
+                    [j.job_id for j in claimed],
+                    [j.fence for j in claimed],
+                    ["null"] * len(claimed),
+                )
+                claimed = []
+            if len(claimed) == 0 and not jobs:
+                noop.enqueue_many([{}] * 1000)
+    return latencies
+
+
+def claim_latency_ratio(conn, history: int) -> tuple[float, float]:
+    reset(conn)
+    empty = claim_latencies(conn)
+    p50e, p99e = percentile(empty, 50), percentile(empty, 99)
+    report("claim latency p50, empty history", p50e, "ms")
+    report("claim latency p99, empty history", p99e, "ms")
+    reset(conn)
+    print(
+        f"  (putting {history:,} terminal jobs in history through the SQL functions...)", flush=True
+    )
+    with timed() as t:
+        fabricate_history(conn, history)
+    print(f"  (done in {t['seconds']:.0f} s)", flush=True)
+    full = claim_latencies(conn)
+    p50f, p99f = percentile(full, 50), percentile(full, 99)
+    report(f"claim latency p50, {history:,} terminal jobs", p50f, "ms")
+    report(f"claim latency p99, {history:,} terminal jobs", p99f, "ms")
+    report("ratio p50 (full / empty)", p50f / p50e, "x", "must be <= 1.2")
+    report("ratio p99 (full / empty)", p99f / p99e, "x")
+    return p50f / p50e, p99f / p99e
+
+
+def run(conn, history: int) -> None:
+    section("durable core (issue: the durable core)")
+    enqueue_single(conn)
+    enqueue_batches(conn)
+    sql_lifecycle(conn)
+    claim_latency_ratio(conn, history)
