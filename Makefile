@@ -1,0 +1,67 @@
+# make demo | make test | make lint | make fmt | make bench | make clean
+#
+# Everything runs from .venv, which `make .venv` (and every target that needs
+# it) builds with a Python >= 3.12 found by scripts/find_python.sh; set
+# VENV_PYTHON=/path/to/python to choose one. The venv is reinstalled whenever
+# pyproject.toml or constraints.txt changes.
+#
+# PostgreSQL: scripts/with_database.py picks DATABASE_URL if set, else a
+# server on 127.0.0.1:5432, else a throwaway embedded one (see README.md).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+RUFF := $(VENV)/bin/ruff
+STAMP := $(VENV)/.installed
+WITH_DB := $(PY) scripts/with_database.py --
+
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+
+.PHONY: help test demo bench lint fmt clean
+
+help:
+	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
+	@echo "make test    run the test suite (PYTEST_ARGS='-k name' to narrow it)"
+	@echo "make lint    ruff check and ruff format --check"
+	@echo "make fmt     ruff check --fix and ruff format"
+	@echo "make bench   run the benchmarks (BENCH_ARGS=... passed on)"
+	@echo "make .venv   (re)build the virtualenv; make clean removes it"
+
+# The directory is the target people type; the stamp records a finished
+# install, so an interrupted one is redone.
+$(VENV): $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@if ! $(PY) -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
+	    python="$$(scripts/find_python.sh)"; \
+	    echo "creating $(VENV) with $$python"; \
+	    rm -rf $(VENV); \
+	    "$$python" -m venv $(VENV); \
+	fi
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -c constraints.txt -e '.[test,embedded]'
+	@touch $@
+
+test: $(VENV)
+	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
+
+demo: $(VENV)
+	$(WITH_DB) $(PY) testproject/manage.py demo
+
+bench: $(VENV)
+	$(WITH_DB) $(PY) -m bench $(BENCH_ARGS)
+
+lint: $(VENV)
+	$(RUFF) check .
+	$(RUFF) format --check .
+
+# Fix first, then format what the fixes changed; still fail on what is left.
+fmt: $(VENV)
+	status=0; $(RUFF) check --fix . || status=$$?; $(RUFF) format .; exit $$status
+
+clean:
+	rm -rf $(VENV)
