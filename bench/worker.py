@@ -1,0 +1,208 @@
+"""Benchmarks of runworker: drain rate, pickup latency, history ratio, recovery."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .common import ROOT, fabricate_history, percentile, report, reset, section
+
+MANAGE = str(ROOT / "testproject" / "manage.py")
+
+
+def worker_env(url: str, **settings) -> dict[str, str]:
+    env = dict(os.environ, DATABASE_URL=url, WORKHORSE_JSON=json.dumps(settings))
+    env.setdefault("DJANGO_SETTINGS_MODULE", "testproject.settings")
+    return env
+
+
+def start_worker(url: str, *flags: str, **settings) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, MANAGE, "runworker", *flags],
+        env=worker_env(url, **settings),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def enqueue_noops(count: int) -> None:
+    from demo.jobs import noop
+
+    for start in range(0, count, 1000):
+        noop.enqueue_many([{}] * min(1000, count - start))
+
+
+def drained_span(conn, queue: str) -> tuple[int, float]:
+    """Jobs finished and the seconds from the first claim to the last finish (DB clock)."""
+    row = conn.execute(
+        "SELECT count(*), extract(epoch FROM max(h.finished_at) - min(h.started_at))"
+        " FROM workhorse_attempt_history h JOIN workhorse_job j ON j.id = h.job_id"
+        " WHERE j.queue = %s AND h.outcome = 'succeeded'",
+        [queue],
+    ).fetchone()
+    return row[0], float(row[1] or 0)
+
+
+def wait_drained(conn, total: int, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = conn.execute(
+            "SELECT count(*) FROM workhorse_job_runtime WHERE queue = 'bench'"
+        ).fetchone()[0]
+        if left == 0:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{total} jobs not drained in {timeout} s")
+
+
+def drain(conn, url: str, jobs: int, processes: int, concurrency: int) -> tuple[float, float]:
+    """Drain ``jobs`` no-op jobs with ``processes`` burst workers; (jobs/s, CPU ms per job)."""
+    conn.execute("DELETE FROM workhorse_job_runtime WHERE queue = 'bench'")
+    conn.execute(
+        "DELETE FROM workhorse_attempt_history h USING workhorse_job j"
+        " WHERE j.id = h.job_id AND j.queue = 'bench'"
+    )
+    conn.execute("DELETE FROM workhorse_job WHERE queue = 'bench'")
+    enqueue_noops(jobs)
+    conn.execute("VACUUM ANALYZE workhorse_job_runtime")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    procs = [
+        start_worker(url, "--burst", "--queues", "bench", "--concurrency", str(concurrency))
+        for _ in range(processes)
+    ]
+    for proc in procs:
+        proc.wait(600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wait_drained(conn, jobs)
+    done, seconds = drained_span(conn, "bench")
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return done / seconds, cpu
+
+
+def startup_cpu(url: str) -> float:
+    """CPU seconds of a burst worker that finds nothing (Django start-up and exit)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start_worker(url, "--burst", "--queues", "bench").wait(120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def drains(conn, url: str, jobs: int, label: str) -> float:
+    base_cpu = startup_cpu(url)
+    one, cpu = drain(conn, url, jobs, 1, 100)
+    report(f"drain {jobs:,} no-op jobs, 1 process ({label})", one, "jobs/s", "target >= 10,000")
+    per_job = max(0.0, cpu - base_cpu) / jobs * 1000
+    report(
+        "  worker CPU per no-op job (1 process, start-up subtracted)",
+        per_job,
+        "ms",
+        "target <= 0.1",
+    )
+    two, _ = drain(conn, url, jobs, 2, 100)
+    report(f"drain {jobs:,} no-op jobs, 2 processes ({label})", two, "jobs/s", "target >= 20,000")
+    return one
+
+
+def pickup(conn, url: str, samples: int = 500) -> None:
+    from demo.jobs import clock
+
+    proc = start_worker(url, "--queues", "bench-latency", "--concurrency", "1", POLL_INTERVAL=60)
+    try:
+        time.sleep(4)  # start-up
+        clock.enqueue()
+        time.sleep(0.5)
+        committed: dict[int, float] = {}
+        for _ in range(samples):
+            handle = clock.enqueue()
+            committed[handle.id] = time.time()
+            time.sleep(0.01)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done = conn.execute(
+                "SELECT count(*) FROM workhorse_job_outcome WHERE job_id = ANY(%s)",
+                [list(committed)],
+            ).fetchone()[0]
+            if done == samples:
+                break
+            time.sleep(0.1)
+        rows = conn.execute(
+            "SELECT job_id, result::text FROM workhorse_job_outcome WHERE job_id = ANY(%s)",
+            [list(committed)],
+        ).fetchall()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    latencies = [(float(json.loads(r)) - committed[i]) * 1000 for i, r in rows]
+    for pct in (50, 95, 99):
+        report(
+            f"pickup latency p{pct} (enqueue commit -> handler start)",
+            percentile(latencies, pct),
+            "ms",
+            {50: "target <= 1.5", 99: "target <= 3"}.get(pct, ""),
+        )
+
+
+def recovery(conn, url: str, lease: float | None, stalled: float | None, label: str) -> None:
+    from demo.jobs import hang_first_run
+
+    settings = {}
+    if lease:
+        settings = {"LOCK_DURATION": lease, "STALLED_INTERVAL": stalled}
+    marker = Path(tempfile.gettempdir()) / f"workhorse-bench-recovery-{os.getpid()}-{label}"
+    marker.unlink(missing_ok=True)
+    victim = start_worker(url, "--queues", "bench-recovery", **settings)
+    rescuer = None
+    try:
+        handle = hang_first_run.enqueue(marker=str(marker))
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rescuer = start_worker(url, "--queues", "bench-recovery", **settings)
+        time.sleep(4)  # the rescuer is up and idle
+        killed = time.time()
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        deadline = time.monotonic() + 180
+        finished = None
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT extract(epoch FROM finished_at) FROM workhorse_job_outcome"
+                " WHERE job_id = %s",
+                [handle.id],
+            ).fetchone()
+            if row:
+                finished = float(row[0])
+                break
+            time.sleep(0.05)
+        if finished is None:
+            report(f"SIGKILL -> recovered job finished ({label})", float("nan"), "s", "TIMED OUT")
+        else:
+            report(f"SIGKILL -> recovered job finished ({label})", finished - killed, "s")
+    finally:
+        marker.unlink(missing_ok=True)
+        for proc in (victim, rescuer):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(40)
+
+
+def run(conn, url: str, history: int, jobs: int = 20_000) -> None:
+    section("runworker (issue: runworker)")
+    reset(conn)
+    empty = drains(conn, url, jobs, "empty history")
+    pickup(conn, url)
+    recovery(conn, url, 2.0, 0.5, "LOCK_DURATION 2 s, STALLED_INTERVAL 0.5 s")
+    recovery(conn, url, None, None, "defaults: 30 s lease, 30 s sweep")
+    reset(conn)
+    print(f"  (putting {history:,} terminal jobs in history...)", flush=True)
+    fabricate_history(conn, history)
+    full, _ = drain(conn, url, jobs, 1, 100)
+    report(f"drain {jobs:,} no-op jobs, 1 process, {history:,} in history", full, "jobs/s")
+    report("  ratio to the empty-history drain", full / empty, "x", "target >= 0.95")
