@@ -115,7 +115,8 @@ def succeed_many(
 ) -> list[tuple[int, bool]]:
     """Record successes; ``(job_id, ok)`` per job, ok False for a lost lease."""
     cursor.execute(
-        "SELECT job_id, ok FROM workhorse_succeed_many_v1(%s, %s::bigint[], %s::bigint[], %s::jsonb[])",
+        "SELECT job_id, ok"
+        " FROM workhorse_succeed_many_v1(%s, %s::bigint[], %s::bigint[], %s::jsonb[])",
         [worker_id, list(job_ids), list(fences), list(results_json)],
     )
     return [(r[0], r[1]) for r in cursor.fetchall()]

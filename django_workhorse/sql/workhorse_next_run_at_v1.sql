@@ -1,5 +1,5 @@
--- The earliest run_at among scheduled jobs of the given queues, or NULL: an
--- idle worker sleeps no longer than until then.
+-- The earliest run_at among scheduled jobs of the given unpaused queues, or
+-- NULL: an idle worker sleeps no longer than until then.
 CREATE OR REPLACE FUNCTION workhorse_next_run_at_v1(p_queues text[])
 RETURNS timestamptz
 LANGUAGE sql STABLE AS $$
@@ -10,4 +10,5 @@ LANGUAGE sql STABLE AS $$
         WHERE rt.state = 'scheduled' AND rt.queue = u.q
         ORDER BY rt.run_at LIMIT 1
     ) s
+    WHERE NOT EXISTS (SELECT 1 FROM workhorse_queue wq WHERE wq.name = u.q AND wq.paused)
 $$;

@@ -23,6 +23,10 @@ from ..definitions import JobDefinition
 from ..store import ClaimedJob
 
 
+class JobTimeout(Exception):
+    """The attempt ran longer than the job's ``timeout``."""
+
+
 @dataclass(eq=False)
 class Running:
     """One claimed job while the worker owns it."""
@@ -36,6 +40,8 @@ class Running:
     timed_out: bool = False
     """The timeout fired and the attempt was recorded; the thread may still run."""
     task: asyncio.Future | None = None
+    kind: str = "failed"
+    """How the attempt closes if it fails: 'failed' or 'timed_out'."""
 
 
 @dataclass(slots=True)
@@ -112,13 +118,17 @@ class AsyncSlots:
         self.loop.call_soon_threadsafe(start)
 
     async def _run(self, running: Running) -> None:
+        timeout = running.job.timeout
         try:
-            coro = running.definition.func(**running.job.payload)
-            if running.job.timeout:
-                value = await asyncio.wait_for(coro, running.job.timeout)
-            else:
-                value = await coro
+            async with asyncio.timeout(timeout) as scope:
+                value = await running.definition.func(**running.job.payload)
             self._done(Finished(running, True, value))
+        except TimeoutError as exc:
+            error: BaseException = exc
+            if scope.expired():
+                error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
+                running.kind = "timed_out"
+            self._done(Finished(running, False, error=error))
         except BaseException as exc:
             self._done(Finished(running, False, error=exc))
 

@@ -7,6 +7,7 @@ renewal is what makes another worker take a job that is still running.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -112,8 +113,6 @@ class Heartbeat(threading.Thread):
 
     def _close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self._conn.close()
-            except psycopg.Error:
-                pass
             self._conn = None

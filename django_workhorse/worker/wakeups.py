@@ -9,6 +9,7 @@ transaction-mode pooler drops them, and the worker then says it is polling.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -99,7 +100,5 @@ class Listener(threading.Thread):
                     self.on_ready()  # something may have arrived while we were away
                 except psycopg.Error:
                     continue
-        try:
+        with contextlib.suppress(psycopg.Error):
             conn.close()
-        except psycopg.Error:
-            pass

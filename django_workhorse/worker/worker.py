@@ -11,6 +11,7 @@ one half-way.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -38,17 +39,13 @@ from ..exceptions import (
 )
 from ..payloads import encode_result
 from .connection import connect
-from .execution import AsyncSlots, Finished, Running, SyncSlots
+from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
 from .failures import JobFailure, error_json
 from .heartbeat import Heartbeat
 from .logs import install_record_factory, job_extra
 from .wakeups import Listener
 
 logger = logging.getLogger("django_workhorse.worker")
-
-
-class JobTimeout(Exception):
-    """The attempt ran longer than the job's ``timeout``."""
 
 
 @dataclass
@@ -280,22 +277,47 @@ class Worker:
 
     def _loop(self) -> None:
         while True:
-            self._wake.clear()
-            did = self._flush()
-            self._expire_timeouts()
-            if self._forced.is_set():
-                return
-            if self._stopping.is_set():
-                if not self.running or time.monotonic() >= (self._stop_deadline or 0):
+            try:
+                if self._pass():
                     return
-                self._wake.wait(0.05)
-                continue
-            claimed = self._claim()
-            if claimed or did:
-                continue
-            if self.options.burst and not self.running and self._finished.empty():
+            except psycopg.OperationalError as exc:
+                if self._stopping.is_set() and not self.running:
+                    return
+                logger.warning("workhorse: database connection lost (%s); reconnecting", exc)
+                self._reconnect()
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(psycopg.Error):
+            self._conn.close()
+        delay = 0.5
+        while not self._forced.is_set():
+            try:
+                self._conn = connect(self.options.alias, application_name="workhorse-worker")
                 return
-            self._wake.wait(self._idle_timeout())
+            except psycopg.OperationalError as exc:
+                logger.warning("workhorse: cannot reconnect (%s); retrying in %.1f s", exc, delay)
+                self._forced.wait(delay)
+                delay = min(delay * 2, 10.0)
+
+    def _pass(self) -> bool:
+        """One pass of the claim loop; True when the loop should end."""
+        self._wake.clear()
+        did = self._flush()
+        self._expire_timeouts()
+        if self._forced.is_set():
+            return True
+        if self._stopping.is_set():
+            if not self.running or time.monotonic() >= (self._stop_deadline or 0):
+                return True
+            self._wake.wait(0.05)
+            return False
+        claimed = self._claim()
+        if claimed or did:
+            return False
+        if self.options.burst and not self.running and self._finished.empty():
+            return True
+        self._wake.wait(self._idle_timeout())
+        return False
 
     def _idle_timeout(self) -> float:
         timeout = self.settings.poll_interval
@@ -307,7 +329,9 @@ class Worker:
                 due = next_at.timestamp() if next_at else None
                 self._next_due = due
             if due is not None:
-                timeout = min(timeout, max(0.0, due - time.time()) + 0.001)
+                # A due time already past (rows locked by another worker's
+                # claim) is retried shortly, never in a busy loop.
+                timeout = min(timeout, max(0.01, due - time.time() + 0.001))
         if self.running:
             nearest = min((r.deadline for r in self.running.values() if r.deadline), default=None)
             if nearest is not None:
@@ -436,7 +460,7 @@ class Worker:
                     [f.running.job.fence for f in successes],
                     [f.value for f in successes],
                 )
-            for (job_id, ok), item in zip(rows, successes, strict=True):
+            for (_job_id, ok), item in zip(rows, successes, strict=True):
                 if not ok:
                     self._report_lost(item.running, "success")
                 self._forget(item.running)
@@ -448,13 +472,7 @@ class Worker:
     def _failure(self, item: Finished) -> tuple[Finished, str, bool, float | None, BaseException]:
         exc = item.error
         running = item.running
-        kind = "failed"
-        if isinstance(exc, TimeoutError) and running.definition and running.definition.is_async:
-            if running.job.timeout:
-                kind = "timed_out"
-                exc = JobTimeout(
-                    f"the attempt ran longer than its timeout of {running.job.timeout} s"
-                )
+        kind = running.kind
         definition = running.definition
         retryable = getattr(exc, "__workhorse_retry__", True)
         if isinstance(exc, JobCancelled):
