@@ -55,20 +55,30 @@ class Finished:
 
 
 class SyncSlots:
-    """A fixed set of threads running sync handlers, fed in claim order."""
+    """Up to ``count`` threads running sync handlers, fed in claim order.
+
+    Threads are started only when no started one is idle (as
+    ThreadPoolExecutor does), so short handlers run on few threads and a
+    burst of jobs does not wake a hundred of them. They are daemon threads:
+    a handler abandoned after its timeout never holds the process open.
+    """
 
     def __init__(self, count: int, done: Callable[[Finished], None], name: str) -> None:
         self._inbox: queue.SimpleQueue[Running | None] = queue.SimpleQueue()
         self._done = done
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"{name}-slot-{i}", daemon=True)
-            for i in range(count)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._max = count
+        self._name = name
+        self._idle = threading.Semaphore(0)
+        self._threads: list[threading.Thread] = []
 
     def submit(self, running: Running) -> None:
         self._inbox.put(running)
+        if not self._idle.acquire(blocking=False) and len(self._threads) < self._max:
+            thread = threading.Thread(
+                target=self._serve, name=f"{self._name}-slot-{len(self._threads)}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
 
     def close(self) -> None:
         for _ in self._threads:
@@ -80,6 +90,7 @@ class SyncSlots:
             if running is None:
                 return
             self._done(run_sync(running))
+            self._idle.release()
 
 
 def run_sync(running: Running) -> Finished:

@@ -47,6 +47,9 @@ from .wakeups import Listener
 
 logger = logging.getLogger("django_workhorse.worker")
 
+FLUSH_LINGER = 0.002
+"""Seconds the loop waits for more runs to finish before writing a batch."""
+
 
 @dataclass
 class WorkerOptions:
@@ -170,6 +173,7 @@ class Worker:
         self._forced = threading.Event()
         self._stop_deadline: float | None = None
         self._next_due: float | None = None  # epoch seconds, from NOTIFY payloads
+        self._flush_at = 1  # finished runs that wake the loop (see _collect)
         self._conn: psycopg.Connection | None = None
         self._sync: dict[str, SyncSlots] = {}
         self._async: AsyncSlots | None = None
@@ -237,7 +241,8 @@ class Worker:
     def _start_threads(self) -> None:
         def done(finished: Finished) -> None:
             self._finished.put(finished)
-            self._wake.set()
+            if self._finished.qsize() >= self._flush_at:
+                self._wake.set()
 
         needs_async = any(
             d.is_async for d in self._definitions.values() if d.queue in self.options.queues
@@ -302,22 +307,51 @@ class Worker:
     def _pass(self) -> bool:
         """One pass of the claim loop; True when the loop should end."""
         self._wake.clear()
-        did = self._flush()
+        finished = self._collect()
         self._expire_timeouts()
         if self._forced.is_set():
+            self._write(finished, claim=False)
             return True
         if self._stopping.is_set():
+            self._write(finished, claim=False)
             if not self.running or time.monotonic() >= (self._stop_deadline or 0):
                 return True
             self._wake.wait(0.05)
             return False
-        claimed = self._claim()
-        if claimed or did:
+        claimed = self._write(finished, claim=True)
+        if claimed or finished:
             return False
         if self.options.burst and not self.running and self._finished.empty():
             return True
         self._wake.wait(self._idle_timeout())
         return False
+
+    def _collect(self) -> list[Finished]:
+        """The runs that finished, gathered so that they are written together.
+
+        After the first one, wait up to FLUSH_LINGER for the others still
+        running, waking early once they all are done: a burst of short jobs
+        is written in one call instead of one call per job.
+        """
+        finished = self._drain()
+        if finished:
+            pending = len(self.running) - len(finished)
+            if pending > 0:
+                self._flush_at = pending
+                self._wake.clear()
+                if self._finished.qsize() < pending:
+                    self._wake.wait(FLUSH_LINGER)
+                self._flush_at = 1
+                finished.extend(self._drain())
+        return finished
+
+    def _drain(self) -> list[Finished]:
+        items: list[Finished] = []
+        while True:
+            try:
+                items.append(self._finished.get_nowait())
+            except queue.Empty:
+                return items
 
     def _idle_timeout(self) -> float:
         timeout = self.settings.poll_interval
@@ -350,10 +384,11 @@ class Worker:
 
     # -- claim -------------------------------------------------------------
 
-    def _free_slots(self) -> dict[str, int]:
+    def _free_slots(self, ignore: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
         busy: dict[str, int] = {}
-        for running in self.running.values():
-            busy[running.job.queue] = busy.get(running.job.queue, 0) + 1
+        for job_id, running in self.running.items():
+            if job_id not in ignore:
+                busy[running.job.queue] = busy.get(running.job.queue, 0) + 1
         return {
             name: count - busy.get(name, 0)
             for name, count in self.options.concurrency.items()
@@ -362,26 +397,6 @@ class Worker:
 
     def _has_free_slots(self) -> bool:
         return bool(self._free_slots())
-
-    def _claim(self) -> int:
-        free = self._free_slots()
-        if not free:
-            return 0
-        with self._conn.cursor() as cursor:
-            jobs = store.claim_many(
-                cursor,
-                self.worker_id,
-                list(free),
-                list(free.values()),
-                self.settings.lock_duration,
-            )
-        if not jobs:
-            self._next_due = None  # look the next run_at up again before sleeping
-            return 0
-        now = time.monotonic()
-        for job in jobs:
-            self._start(job, now)
-        return len(jobs)
 
     def _start(self, job: store.ClaimedJob, now: float) -> None:
         definition = self._definitions.get(job.name)
@@ -424,16 +439,12 @@ class Worker:
 
     # -- finish ------------------------------------------------------------
 
-    def _flush(self) -> bool:
-        """Write every finished run in at most two SQL calls; True if any."""
-        finished: list[Finished] = []
-        while True:
-            try:
-                finished.append(self._finished.get_nowait())
-            except queue.Empty:
-                break
-        if not finished:
-            return False
+    def _write(self, finished: list[Finished], *, claim: bool) -> int:
+        """Record ``finished`` and fill the free slots, in one transaction.
+
+        At most three SQL calls (succeed_many, fail_many, claim_many) and one
+        commit per pass, whatever the number of jobs. Returns the jobs claimed.
+        """
         successes: list[Finished] = []
         failures: list[tuple[Finished, str, bool, float | None, BaseException]] = []
         for item in finished:
@@ -451,23 +462,55 @@ class Worker:
                     item.ok, item.error = False, exc
                     exc.__workhorse_retry__ = False
             failures.append(self._failure(item))
-        if successes:
-            with self._conn.cursor() as cursor:
-                rows = store.succeed_many(
+        free: dict[str, int] = {}
+        if claim:
+            done = {item.running.job.job_id for item in finished}
+            free = self._free_slots(ignore=done)
+        if not (successes or failures or free):
+            return 0
+        jobs: list[store.ClaimedJob] = []
+        with self._conn.transaction(), self._conn.cursor() as cursor:
+            if successes:
+                succeeded = store.succeed_many(
                     cursor,
                     self.worker_id,
                     [f.running.job.job_id for f in successes],
                     [f.running.job.fence for f in successes],
                     [f.value for f in successes],
                 )
-            for (_job_id, ok), item in zip(rows, successes, strict=True):
+            if failures:
+                failed = store.fail_many(
+                    cursor,
+                    self.worker_id,
+                    [f[0].running.job.job_id for f in failures],
+                    [f[0].running.job.fence for f in failures],
+                    [error_json(f[4]) for f in failures],
+                    [f[1] for f in failures],
+                    [f[2] for f in failures],
+                    [f[3] for f in failures],
+                )
+            if free:
+                jobs = store.claim_many(
+                    cursor,
+                    self.worker_id,
+                    list(free),
+                    list(free.values()),
+                    self.settings.lock_duration,
+                )
+        if successes:
+            for (_job_id, ok), item in zip(succeeded, successes, strict=True):
                 if not ok:
                     self._report_lost(item.running, "success")
                 self._forget(item.running)
         if failures:
-            self._write_failures(failures)
+            self._after_failures(failed, failures)
         self.processed += len(finished)
-        return True
+        if free and not jobs:
+            self._next_due = None  # look the next run_at up again before sleeping
+        now = time.monotonic()
+        for job in jobs:
+            self._start(job, now)
+        return len(jobs)
 
     def _failure(self, item: Finished) -> tuple[Finished, str, bool, float | None, BaseException]:
         exc = item.error
@@ -489,18 +532,7 @@ class Worker:
                 )
         return (item, kind, retryable, delay, exc)
 
-    def _write_failures(self, failures) -> None:
-        with self._conn.cursor() as cursor:
-            rows = store.fail_many(
-                cursor,
-                self.worker_id,
-                [f[0].running.job.job_id for f in failures],
-                [f[0].running.job.fence for f in failures],
-                [error_json(f[4]) for f in failures],
-                [f[1] for f in failures],
-                [f[2] for f in failures],
-                [f[3] for f in failures],
-            )
+    def _after_failures(self, rows: list[store.FailResult], failures) -> None:
         for result, (item, kind, _retryable, _delay, exc) in zip(rows, failures, strict=True):
             running = item.running
             self._forget(running)
@@ -668,7 +700,7 @@ class Worker:
 
     def _shutdown(self) -> None:
         try:
-            self._flush()
+            self._write(self._drain(), claim=False)
             with self._lock:
                 leftover = [r for r in self.running.values() if not r.timed_out]
             if leftover:
