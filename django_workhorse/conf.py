@@ -197,9 +197,12 @@ def queue_name_problem(name: object) -> str:
     )
 
 
-def get_settings() -> WorkhorseSettings:
-    """The current settings, validated; ImproperlyConfigured names the bad key."""
-    raw = raw_settings()
+def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSettings:
+    """The current settings, validated; ImproperlyConfigured names the bad key.
+
+    ``overrides`` (from ``runworker`` flags) take precedence over ``WORKHORSE``.
+    """
+    raw = {**raw_settings(), **(overrides or {})}
     bad = problems(raw)
     if bad:
         raise ImproperlyConfigured(

@@ -32,6 +32,37 @@ def positive_int(value: str) -> int:
     return number
 
 
+def positive_seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {value}")
+    return number
+
+
+def whole_at_least_zero(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
+    return number
+
+
+SETTING_FLAGS = {
+    "lock_duration": ("LOCK_DURATION", positive_seconds),
+    "lock_renew_interval": ("LOCK_RENEW_INTERVAL", positive_seconds),
+    "stalled_interval": ("STALLED_INTERVAL", positive_seconds),
+    "max_stalled_count": ("MAX_STALLED_COUNT", whole_at_least_zero),
+    "poll_interval": ("POLL_INTERVAL", positive_seconds),
+    "shutdown_grace": ("SHUTDOWN_GRACE", positive_seconds),
+}
+"""Flags that override a WORKHORSE setting for this run: dest -> (key, type)."""
+
+
 def queue_list(value: str) -> list[str]:
     names = [name.strip() for name in value.split(",") if name.strip()]
     if not names:
@@ -69,6 +100,13 @@ class Command(BaseCommand):
             help="run N worker processes under a supervisor that restarts crashed ones",
         )
         parser.add_argument("--burst", action="store_true", help="run what is due, then exit 0")
+        for dest, (key, kind) in SETTING_FLAGS.items():
+            parser.add_argument(
+                "--" + dest.replace("_", "-"),
+                dest=dest,
+                type=kind,
+                help=f"override WORKHORSE['{key}'] for this run",
+            )
 
     def handle(self, *args, **options) -> None:
         logging.getLogger("django_workhorse").setLevel(
@@ -77,7 +115,12 @@ class Command(BaseCommand):
         if not logging.getLogger().handlers and not logging.getLogger("django_workhorse").handlers:
             logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s %(message)s")
         try:
-            settings = get_settings()
+            overrides = {
+                key: options[dest]
+                for dest, (key, _kind) in SETTING_FLAGS.items()
+                if options[dest] is not None
+            }
+            settings = get_settings(overrides)
             worker_options = resolve_options(
                 alias=options["database"],
                 queues=options["queues"],
