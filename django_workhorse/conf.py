@@ -20,6 +20,9 @@ from django.core.exceptions import ImproperlyConfigured
 QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,52}$")
 """Queue names become NOTIFY channels ``workhorse:<queue>`` (63 bytes at most)."""
 
+LIMIT_1000 = 1000
+"""Upper bound of max_attempts and max_stalled, as the table's CHECKs say."""
+
 JOB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,199}$")
 
 DEFAULTS: dict[str, Any] = {
@@ -122,15 +125,15 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             continue
         if seconds <= 0:
             found.append((key, f"must be a positive duration, got {value!r}"))
-    for key, low in (
-        ("CONCURRENCY", 1),
-        ("DEFAULT_MAX_ATTEMPTS", 1),
-        ("MAX_STALLED_COUNT", 0),
-        ("PARTITION_DAYS_AHEAD", 1),
+    for key, low, high in (
+        ("CONCURRENCY", 1, 10_000),
+        ("DEFAULT_MAX_ATTEMPTS", 1, LIMIT_1000),
+        ("MAX_STALLED_COUNT", 0, LIMIT_1000),
+        ("PARTITION_DAYS_AHEAD", 1, 366),
     ):
         value = raw[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            found.append((key, f"must be a whole number >= {low}, got {value!r}"))
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            found.append((key, f"must be a whole number from {low} to {high}, got {value!r}"))
     if not isinstance(raw["DATABASE"], str) or raw["DATABASE"] not in django_settings.DATABASES:
         found.append(
             (

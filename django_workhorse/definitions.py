@@ -17,7 +17,14 @@ from django.db import connections
 
 from . import registry, store
 from .backoff import BackoffSpec, custom_delay, policy_of
-from .conf import JOB_NAME_RE, QUEUE_NAME_RE, duration_seconds, get_settings, queue_name_problem
+from .conf import (
+    JOB_NAME_RE,
+    LIMIT_1000,
+    QUEUE_NAME_RE,
+    duration_seconds,
+    get_settings,
+    queue_name_problem,
+)
 from .exceptions import InvalidJobOptionError, InvalidPayloadError
 from .payloads import encode_payload
 
@@ -25,7 +32,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
-MAX_ATTEMPTS_LIMIT = 1000
+MAX_ATTEMPTS_LIMIT = LIMIT_1000
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,15 +9,38 @@ from typing import Any
 
 from .exceptions import InvalidPayloadError
 
+FLOAT_EXACT_LIMIT = 1e16
+"""Floats at or above this magnitude do not survive a trip through jsonb."""
+
+
+def _string_problem(value: str, path: str) -> str | None:
+    """Why PostgreSQL's jsonb cannot store this string, or None."""
+    if "\x00" in value:
+        return f"{path} contains a NUL character (\\u0000), which PostgreSQL's jsonb cannot store"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{path} contains a lone surrogate, which is not valid UTF-8; fix the text"
+    return None
+
 
 def _first_mismatch(value: Any, path: str) -> str | None:
     """The path and reason of the first part of ``value`` that is not plain JSON."""
-    if value is None or isinstance(value, bool | str):
+    if value is None or isinstance(value, bool | int):
         return None
-    if isinstance(value, int):
-        return None
+    if isinstance(value, str):
+        return _string_problem(value, path)
     if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path} is {value!r}, which JSON cannot hold"
+        if not math.isfinite(value):
+            return f"{path} is {value!r}, which JSON cannot hold"
+        if abs(value) >= FLOAT_EXACT_LIMIT:
+            # jsonb keeps numbers as numeric and prints this one without a
+            # fraction, so it would come back as an int of another value.
+            return (
+                f"{path} is the float {value!r}, which PostgreSQL's jsonb would return as an "
+                "integer; pass an int or a string"
+            )
+        return None
     if isinstance(value, list):
         for index, item in enumerate(value):
             found = _first_mismatch(item, f"{path}[{index}]")
@@ -28,10 +51,14 @@ def _first_mismatch(value: Any, path: str) -> str | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return f"{path} has the key {key!r}; JSON object keys must be strings"
+            found = _string_problem(key, f"{path} key {key!r}")
+            if found:
+                return found
             found = _first_mismatch(item, f"{path}[{key!r}]")
             if found:
                 return found
         return None
+    article = "an" if type(value).__name__[:1].lower() in "aeiou" else "a"
     hint = {
         "tuple": "pass a list",
         "set": "pass a sorted list",
@@ -40,7 +67,7 @@ def _first_mismatch(value: Any, path: str) -> str | None:
         "Decimal": "pass str(value)",
         "UUID": "pass str(value)",
     }.get(type(value).__name__, "pass the id or a JSON-friendly form of it")
-    return f"{path} is a {type(value).__name__}, which is not JSON; {hint}"
+    return f"{path} is {article} {type(value).__name__}, which is not JSON; {hint}"
 
 
 def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:

@@ -10,13 +10,16 @@
 CREATE OR REPLACE FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 RETURNS TABLE (job_id bigint, inserted boolean)
 LANGUAGE plpgsql AS $$
+DECLARE
+    v_ids      bigint[];
+    v_inserted boolean[];
+    v_missing  integer;
 BEGIN
     IF jsonb_typeof(p_jobs) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'workhorse_enqueue_many_v1 expects a JSON array of jobs, got %',
             coalesce(jsonb_typeof(p_jobs), 'NULL') USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    RETURN QUERY
     WITH input AS (
         SELECT nextval('workhorse_job_id_seq') AS id, e.ord, x.*,
                CASE
@@ -70,7 +73,9 @@ BEGIN
                               ELSE extract(epoch FROM min(l.run_at))::text END)
         FROM live l GROUP BY l.queue
     )
-    SELECT coalesce(n.id, twin.id, existing.id), n.id IS NOT NULL
+    SELECT array_agg(coalesce(n.id, twin.id, existing.id) ORDER BY i.ord),
+           array_agg(n.id IS NOT NULL ORDER BY i.ord)
+    INTO v_ids, v_inserted
     FROM input i
     LEFT JOIN new_job n ON n.id = i.id
     -- A key repeated within this call resolves to the job this call inserted
@@ -85,7 +90,29 @@ BEGIN
         WHERE n.id IS NULL AND twin.id IS NULL
           AND e.name = i.name AND e.idempotency_key = i.idempotency_key
     ) existing ON true
-    CROSS JOIN (SELECT count(*) FROM woken) AS w
-    ORDER BY i.ord;
+    CROSS JOIN (SELECT count(*) FROM woken) AS w;
+
+    -- A key inserted by a concurrent transaction that committed while this
+    -- statement waited on it is invisible to that statement's snapshot; the
+    -- next statement (READ COMMITTED) sees it.
+    IF array_position(v_ids, NULL) IS NOT NULL THEN
+        SELECT array_agg(coalesce(x.id, e.id) ORDER BY x.ord) INTO v_ids
+        FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord)
+        LEFT JOIN LATERAL (
+            SELECT j.id FROM workhorse_job j
+            WHERE x.id IS NULL
+              AND j.name = p_jobs -> (x.ord::integer - 1) ->> 'name'
+              AND j.idempotency_key = p_jobs -> (x.ord::integer - 1) ->> 'idempotency_key'
+        ) e ON true;
+        v_missing := cardinality(array_positions(v_ids, NULL));
+        IF v_missing > 0 THEN
+            RAISE EXCEPTION 'workhorse_enqueue_many_v1: % job(s) collided on an idempotency key '
+                'held by a transaction this one cannot see (isolation above READ COMMITTED?); '
+                'retry the enqueue', v_missing USING ERRCODE = 'serialization_failure';
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    SELECT x.id, x.ins FROM unnest(v_ids, v_inserted) AS x(id, ins);
 END;
 $$;

@@ -4,7 +4,7 @@ CREATE OR REPLACE FUNCTION workhorse_enqueue_v1(
     p_queue text DEFAULT 'default',
     p_payload jsonb DEFAULT '{}',
     p_max_attempts integer DEFAULT 5,
-    p_priority smallint DEFAULT 0,
+    p_priority integer DEFAULT 0,
     p_delay double precision DEFAULT NULL,
     p_run_at timestamptz DEFAULT NULL,
     p_idempotency_key text DEFAULT NULL,

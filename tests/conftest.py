@@ -1,0 +1,202 @@
+"""Fixtures shared by every test directory.
+
+The workhorse models are unmanaged (the SQL files create the tables), so
+Django's flush after a ``transaction=True`` test leaves their rows behind;
+``_empty_workhorse_tables`` empties them after each such test instead.
+``workhorse_schema`` is left alone: it holds the installed schema version.
+
+Transactional tests that need no other app's tables say so with
+``available_apps=["django_workhorse"]``: Django's flush then has nothing to
+truncate, which saves about a second per test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+WORKHORSE_TABLES = (
+    "workhorse_job",
+    "workhorse_job_runtime",
+    "workhorse_job_outcome",
+    "workhorse_job_query",
+    "workhorse_job_event",
+    "workhorse_attempt_history",
+    "workhorse_queue",
+)
+"""Every table that holds jobs or queue policy (not the schema version)."""
+
+
+def _is_transactional(request: pytest.FixtureRequest) -> bool:
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None and marker.kwargs.get("transaction"):
+        return True
+    return "transactional_db" in request.fixturenames or "live_server" in request.fixturenames
+
+
+def delete_workhorse_rows(cursor: Any) -> None:
+    """Empty every workhorse table but ``workhorse_schema``.
+
+    DELETE, not TRUNCATE: for the few rows a test leaves it takes
+    milliseconds, where TRUNCATE of the partitioned history tables (new files
+    for every partition) takes most of a second.
+    """
+    cursor.execute("SELECT to_regclass('workhorse_job') IS NOT NULL")
+    if cursor.fetchone()[0]:
+        for table in (*WORKHORSE_TABLES[1:], WORKHORSE_TABLES[0]):
+            cursor.execute(f"DELETE FROM {table}")
+
+
+@pytest.fixture(autouse=True)
+def _empty_workhorse_tables(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if not _is_transactional(request):
+        return
+    from django.db import connection
+
+    with request.getfixturevalue("django_db_blocker").unblock(), connection.cursor() as cursor:
+        delete_workhorse_rows(cursor)
+
+
+@pytest.fixture(scope="session")
+def committed_rows(django_db_setup, django_db_blocker) -> Callable[[], Any]:
+    """A context manager for module-scoped fixtures that commit rows once.
+
+    ``with committed_rows() as cursor:`` gives an autocommit cursor; every
+    workhorse row is deleted when the block exits.
+    """
+    from django.db import connection
+
+    @contextlib.contextmanager
+    def session() -> Iterator[Any]:
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            try:
+                yield cursor
+            finally:
+                delete_workhorse_rows(cursor)
+
+    return session
+
+
+@pytest.fixture
+def cursor(db) -> Iterator[Any]:
+    """A cursor of Django's default connection (inside the test's transaction, if any)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        yield cur
+
+
+@pytest.fixture
+def pg_connect(transactional_db) -> Iterator[Callable[..., psycopg.Connection]]:
+    """Open autocommit psycopg connections to the test database, closed at teardown.
+
+    Each one is a separate session, like a worker's: what it sees is what
+    other sessions have committed.
+    """
+    from django.db import connection
+
+    params = connection.get_connection_params()
+    kwargs = {k: params[k] for k in ("dbname", "user", "password", "host", "port") if k in params}
+    opened: list[psycopg.Connection] = []
+
+    def connect() -> psycopg.Connection:
+        conn = psycopg.connect(**kwargs, autocommit=True)
+        opened.append(conn)
+        return conn
+
+    yield connect
+    for conn in opened:
+        conn.close()
+
+
+def _wait_until(
+    predicate: Callable[[], Any], *, timeout: float = 5.0, interval: float = 0.01
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout} s: {predicate!r}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., Any]:
+    """``wait_until(predicate, timeout=5)``: poll with a deadline instead of sleeping."""
+    return _wait_until
+
+
+class DbRows:
+    """Reads the workhorse tables as plain values, for before/after comparisons."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+
+    def _dicts(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        self.cursor.execute(sql, params)
+        names = [col[0] for col in self.cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in self.cursor.fetchall()]
+
+    def counts(self) -> dict[str, int]:
+        """Row count of every workhorse table."""
+        found = {}
+        for table in WORKHORSE_TABLES:
+            self.cursor.execute(f"SELECT count(*) FROM {table}")
+            found[table] = self.cursor.fetchone()[0]
+        return found
+
+    def of_job(self, job_id: int) -> dict[str, Any]:
+        """Every row stored about one job, table by table."""
+        one = "SELECT * FROM {} WHERE {} = %s"
+        return {
+            "job": self._dicts(one.format("workhorse_job", "id"), [job_id]),
+            "runtime": self._dicts(one.format("workhorse_job_runtime", "job_id"), [job_id]),
+            "outcome": self._dicts(one.format("workhorse_job_outcome", "job_id"), [job_id]),
+            "query": self._dicts(one.format("workhorse_job_query", "job_id"), [job_id]),
+            "events": self._dicts(
+                "SELECT * FROM workhorse_job_event WHERE job_id = %s ORDER BY id", [job_id]
+            ),
+            "attempts": self._dicts(
+                "SELECT * FROM workhorse_attempt_history WHERE job_id = %s ORDER BY id", [job_id]
+            ),
+        }
+
+    def fingerprint(self, job_id: int) -> tuple:
+        """A one-query summary of ``of_job``: live and terminal rows, history counts."""
+        self.cursor.execute(
+            """
+            SELECT (SELECT row_to_json(rt)::text FROM workhorse_job_runtime rt WHERE job_id = %s),
+                   (SELECT row_to_json(o)::text FROM workhorse_job_outcome o WHERE job_id = %s),
+                   (SELECT count(*) FROM workhorse_job_event WHERE job_id = %s),
+                   (SELECT count(*) FROM workhorse_attempt_history WHERE job_id = %s)
+            """,
+            [job_id] * 4,
+        )
+        return self.cursor.fetchone()
+
+    def runtime(self, job_id: int) -> dict[str, Any] | None:
+        rows = self._dicts("SELECT * FROM workhorse_job_runtime WHERE job_id = %s", [job_id])
+        return rows[0] if rows else None
+
+    def outcome(self, job_id: int) -> dict[str, Any] | None:
+        rows = self._dicts("SELECT * FROM workhorse_job_outcome WHERE job_id = %s", [job_id])
+        return rows[0] if rows else None
+
+    def now(self):
+        """The database clock (the one leases and run_at use)."""
+        self.cursor.execute("SELECT clock_timestamp()")
+        return self.cursor.fetchone()[0]
+
+
+@pytest.fixture
+def db_rows(cursor) -> DbRows:
+    return DbRows(cursor)

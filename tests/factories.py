@@ -1,0 +1,154 @@
+"""Factories that make jobs in a given state through the real code paths.
+
+Every factory enqueues with the public ``enqueue`` and moves the job on with
+the SQL functions a worker calls (claim, succeed, fail), through
+``django_workhorse.store``. None of them writes a runtime or outcome row
+itself, so every row and timestamp is one the database produced for that
+state.
+
+    job = ActiveJobFactory(worker="w1")      # claimed by w1: job.fence, job.attempt
+    done = SucceededJobFactory(result={"ok": True})
+
+Each job goes to a queue of its own unless ``queue=`` says otherwise, so a
+factory's claim takes exactly the job it just enqueued.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import factory
+from demo.jobs import add
+from django.db import connection
+
+from django_workhorse import Admin, JobHandle, JobSnapshot, store
+
+
+@dataclass
+class MadeJob:
+    """A job a factory made, and the ticket (worker, fence) of its last claim."""
+
+    id: int
+    queue: str
+    handle: JobHandle
+    worker: str | None = None
+    fence: int | None = None
+    attempt: int = 0
+
+    def snapshot(self) -> JobSnapshot | None:
+        return Admin().get_job(self.id)
+
+
+class ReadyJobFactory(factory.Factory):
+    """A job enqueued now, waiting in ``ready`` (or ``scheduled`` with ``delay``)."""
+
+    class Meta:
+        model = MadeJob
+
+    definition = factory.LazyFunction(lambda: add)
+    payload = factory.Dict({"a": 1, "b": 2})
+    queue = factory.Sequence(lambda n: f"factory-{n}")
+    priority = 0
+    max_attempts = 3
+    delay = None
+    idempotency_key = None
+
+    @classmethod
+    def _create(cls, model_class: type[MadeJob], **params: Any) -> MadeJob:
+        options = {
+            "queue": params["queue"],
+            "priority": params["priority"],
+            "max_attempts": params["max_attempts"],
+        }
+        for key in ("delay", "idempotency_key"):
+            if params[key] is not None:
+                options[key] = params[key]
+        handle = params["definition"].options(**options).enqueue(**params["payload"])
+        made = model_class(id=handle.id, queue=handle.queue, handle=handle)
+        cls._advance(made, params)
+        return made
+
+    @classmethod
+    def _advance(cls, made: MadeJob, params: dict[str, Any]) -> None:
+        """Move the freshly enqueued job to the factory's state."""
+
+
+class ScheduledJobFactory(ReadyJobFactory):
+    """A job enqueued to run an hour from now."""
+
+    delay = 3600
+
+
+class ActiveJobFactory(ReadyJobFactory):
+    """A job claimed by ``worker`` with a lease of ``lease_seconds``."""
+
+    worker = factory.Sequence(lambda n: f"factory-worker-{n}")
+    lease_seconds = 30.0
+
+    @classmethod
+    def _advance(cls, made: MadeJob, params: dict[str, Any]) -> None:
+        super()._advance(made, params)
+        with connection.cursor() as cursor:
+            claimed = store.claim_many(
+                cursor, params["worker"], [made.queue], [1], params["lease_seconds"]
+            )
+        if [c.job_id for c in claimed] != [made.id]:
+            raise AssertionError(
+                f"the factory claimed {[c.job_id for c in claimed]} instead of job {made.id}: "
+                f"queue {made.queue!r} holds other ready jobs"
+            )
+        made.worker, made.fence, made.attempt = (
+            params["worker"],
+            claimed[0].fence,
+            claimed[0].attempt,
+        )
+
+
+class SucceededJobFactory(ActiveJobFactory):
+    """A job whose first attempt returned ``result``."""
+
+    result = factory.Dict({"sum": 3})
+
+    @classmethod
+    def _advance(cls, made: MadeJob, params: dict[str, Any]) -> None:
+        super()._advance(made, params)
+        with connection.cursor() as cursor:
+            done = store.succeed_many(
+                cursor, made.worker, [made.id], [made.fence], [json.dumps(params["result"])]
+            )
+        assert done == [(made.id, True)], done
+
+
+class FailedJobFactory(ActiveJobFactory):
+    """A job whose attempt raised ``error``; terminal unless ``retryable`` and attempts remain.
+
+    A retried job waits ``retry_delay`` seconds in ``scheduled``.
+    """
+
+    error = factory.Dict({"type": "ValueError", "message": "boom"})
+    retryable = False
+    retry_delay = 3600.0
+
+    @classmethod
+    def _advance(cls, made: MadeJob, params: dict[str, Any]) -> None:
+        super()._advance(made, params)
+        with connection.cursor() as cursor:
+            (failed,) = store.fail_many(
+                cursor,
+                made.worker,
+                [made.id],
+                [made.fence],
+                [json.dumps(params["error"])],
+                ["failed"],
+                [params["retryable"]],
+                [params["retry_delay"]],
+            )
+        assert failed.ok, failed
+
+
+class RetryingJobFactory(FailedJobFactory):
+    """A job whose first attempt failed and that waits in ``scheduled`` for its retry."""
+
+    retryable = True

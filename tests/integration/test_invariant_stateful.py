@@ -1,0 +1,291 @@
+"""Any sequence of lifecycle operations keeps the store's invariants.
+
+Hypothesis drives enqueue, claim, heartbeat, succeed, fail, release and
+recovery in random order, by several workers, and replays old (worker, fence)
+tickets on purpose. A small model predicts what each call must report; after
+every step the database must hold:
+
+* exactly one runtime row or one outcome row per job, never both, never neither;
+* fences that never go backwards, and attempts within max_attempts;
+* the state, attempt, stall count and owner the model predicts.
+
+A refused call (a stale or forged ticket) must report the lost lease and
+leave the job's rows and history exactly as they were.
+
+Every statement runs in its own transaction (autocommit), so a claim with a
+lease of 0 seconds has expired by the next statement and recovery takes it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from demo.jobs import add
+from django.db import connection
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    multiple,
+    rule,
+    run_state_machine_as_test,
+)
+
+from django_workhorse import store
+
+pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+
+QUEUE = "stateful"
+WORKERS = ("worker-1", "worker-2", "worker-3")
+MAX_STALLED = 1
+ERROR = json.dumps({"type": "RuntimeError", "message": "planned"})
+
+
+@dataclass
+class ModelJob:
+    """What the store must hold for one job."""
+
+    max_attempts: int
+    state: str = "ready"
+    attempt: int = 0
+    stall_count: int = 0
+    owner: tuple[str, int] | None = None
+    lease_expired: bool = False
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """A claim as a worker remembers it; stale once the job moved on."""
+
+    job_id: int
+    worker: str
+    fence: int
+
+
+tampering = st.sampled_from(["as-issued", "other-worker", "next-fence", "previous-fence"])
+
+
+class JobLifecycle(RuleBasedStateMachine):
+    tickets = Bundle("tickets")
+    rows = None  # the DbRows fixture, set by the test
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cursor = connection.cursor()
+        for table in ("workhorse_job_event", "workhorse_attempt_history", "workhorse_job"):
+            self.cursor.execute(f"DELETE FROM {table}")
+        self.jobs: dict[int, ModelJob] = {}
+        self.highest_fence: dict[int, int] = {}
+
+    def teardown(self) -> None:
+        self.cursor.close()
+
+    # -- helpers --------------------------------------------------------------
+
+    def presented(self, ticket: Ticket, tamper: str) -> tuple[str, int]:
+        """The (worker, fence) a call presents: the ticket, or a forgery of it."""
+        if tamper == "other-worker":
+            return "intruder", ticket.fence
+        if tamper == "next-fence":
+            return ticket.worker, ticket.fence + 1
+        if tamper == "previous-fence":
+            return ticket.worker, ticket.fence - 1
+        return ticket.worker, ticket.fence
+
+    def owns(self, job_id: int, worker: str, fence: int) -> bool:
+        job = self.jobs[job_id]
+        return job.state == "active" and job.owner == (worker, fence)
+
+    def refused_without_a_trace(self, job_id: int, call) -> None:
+        event("refused a stale or forged ticket")
+        before = self.rows.fingerprint(job_id)
+        assert call() is False, "a stale (worker, fence) was accepted"
+        assert self.rows.fingerprint(job_id) == before, "a refused call changed the job"
+
+    # -- rules ----------------------------------------------------------------
+
+    @rule(
+        count=st.integers(1, 3),
+        max_attempts=st.integers(1, 3),
+        priority=st.integers(-2, 2),
+    )
+    def enqueue(self, count: int, max_attempts: int, priority: int) -> None:
+        handles = add.options(
+            queue=QUEUE, max_attempts=max_attempts, priority=priority, max_stalled=MAX_STALLED
+        ).enqueue_many([{"a": i, "b": i} for i in range(count)])
+        for handle in handles:
+            assert handle.inserted
+            self.jobs[handle.id] = ModelJob(max_attempts=max_attempts)
+
+    @rule(
+        target=tickets,
+        worker=st.sampled_from(WORKERS),
+        limit=st.integers(1, 3),
+        expiring=st.booleans(),
+    )
+    def claim(self, worker: str, limit: int, expiring: bool):
+        ready = [job_id for job_id, job in self.jobs.items() if job.state == "ready"]
+        claimed = store.claim_many(self.cursor, worker, [QUEUE], [limit], 0 if expiring else 60)
+        assert len(claimed) == min(limit, len(ready))
+        issued = []
+        for c in claimed:
+            job = self.jobs[c.job_id]
+            assert job.state == "ready", f"claimed a job the model holds as {job.state}"
+            assert c.attempt == job.attempt + 1
+            assert c.fence > self.highest_fence.get(c.job_id, 0), "a claim reused a fence"
+            assert c.max_attempts == job.max_attempts
+            job.state, job.attempt, job.owner = "active", c.attempt, (worker, c.fence)
+            job.lease_expired = expiring
+            self.highest_fence[c.job_id] = c.fence
+            issued.append(Ticket(c.job_id, worker, c.fence))
+        return multiple(*issued)
+
+    @rule(ticket=tickets, tamper=tampering)
+    def heartbeat(self, ticket: Ticket, tamper: str) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> bool:
+            ((job_id, renewed, cancel),) = store.heartbeat_many(
+                self.cursor, worker, [ticket.job_id], [fence], 60
+            )
+            assert job_id == ticket.job_id and cancel is False
+            return renewed
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, call)
+            return
+        assert call() is True
+        self.jobs[ticket.job_id].lease_expired = False
+
+    @rule(ticket=tickets, tamper=tampering)
+    def succeed(self, ticket: Ticket, tamper: str) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> bool:
+            ((_, ok),) = store.succeed_many(
+                self.cursor, worker, [ticket.job_id], [fence], ['{"done": true}']
+            )
+            return ok
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, call)
+            return
+        assert call() is True
+        job = self.jobs[ticket.job_id]
+        job.state, job.owner = "succeeded", None
+
+    @rule(
+        ticket=tickets,
+        tamper=tampering,
+        retryable=st.booleans(),
+        delay=st.sampled_from([0.0, 3600.0]),
+    )
+    def fail(self, ticket: Ticket, tamper: str, retryable: bool, delay: float) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> store.FailResult:
+            (result,) = store.fail_many(
+                self.cursor, worker, [ticket.job_id], [fence], [ERROR], ["failed"],
+                [retryable], [delay],
+            )  # fmt: skip
+            return result
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, lambda: call().ok)
+            return
+        result = call()
+        job = self.jobs[ticket.job_id]
+        will_retry = retryable and job.attempt < job.max_attempts
+        assert (result.ok, result.will_retry, result.attempt) == (True, will_retry, job.attempt)
+        event(f"failed: will_retry={will_retry}")
+        job.owner = None
+        if not will_retry:
+            job.state = "failed"
+        else:
+            job.state = "ready" if delay == 0 else "scheduled"
+
+    @rule(ticket=tickets, tamper=tampering)
+    def release(self, ticket: Ticket, tamper: str) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> bool:
+            ((_, ok),) = store.release_many(self.cursor, worker, [ticket.job_id], [fence])
+            return ok
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, call)
+            return
+        assert call() is True
+        job = self.jobs[ticket.job_id]
+        job.state, job.attempt, job.owner = "ready", job.attempt - 1, None
+
+    @rule()
+    def recover(self) -> None:
+        expired = {
+            job_id
+            for job_id, job in self.jobs.items()
+            if job.state == "active" and job.lease_expired
+        }
+        recovered = store.recover_stalled(self.cursor)
+        assert {r.job_id for r in recovered} == expired
+        event(f"recovered {'some' if recovered else 'none'}")
+        for r in recovered:
+            job = self.jobs[r.job_id]
+            job.stall_count += 1
+            assert (r.attempt, r.stall_count) == (job.attempt, job.stall_count)
+            assert r.failed == (job.stall_count > MAX_STALLED)
+            job.owner = None
+            if r.failed:
+                job.state = "failed"
+            else:
+                job.state, job.attempt = "ready", job.attempt - 1
+
+    # -- invariants (one query per step keeps the run short) ----------------
+
+    @invariant()
+    def the_store_keeps_its_invariants_and_matches_the_model(self) -> None:
+        self.cursor.execute(
+            """
+            SELECT j.id, j.max_attempts, rt.job_id IS NOT NULL, o.job_id IS NOT NULL,
+                   coalesce(rt.state, o.state), coalesce(rt.attempt, o.attempts),
+                   coalesce(rt.stall_count, o.stall_count), rt.worker_id, rt.fence
+            FROM workhorse_job j
+            LEFT JOIN workhorse_job_runtime rt ON rt.job_id = j.id
+            LEFT JOIN workhorse_job_outcome o ON o.job_id = j.id
+            """
+        )
+        rows = self.cursor.fetchall()
+        assert len(rows) == len(self.jobs)
+        for job_id, max_attempts, live, terminal, state, attempt, stalls, worker, fence in rows:
+            # Three rows, one truth: a runtime row or an outcome row, never both or neither.
+            assert live != terminal, f"job {job_id}: runtime row {live}, outcome row {terminal}"
+            # Attempts never exceed the budget.
+            assert 0 <= attempt <= max_attempts
+            # Fences never go backwards.
+            if live:
+                assert fence >= self.highest_fence.get(job_id, 0)
+                self.highest_fence[job_id] = fence
+            # The store holds what the model predicts.
+            job = self.jobs[job_id]
+            assert (state, attempt, stalls) == (job.state, job.attempt, job.stall_count)
+            assert (worker, fence) == job.owner if state == "active" else worker is None
+
+
+def test_any_sequence_of_operations_keeps_the_store_consistent(db_rows):
+    class Lifecycle(JobLifecycle):
+        rows = db_rows
+
+    run_state_machine_as_test(
+        Lifecycle,
+        settings=settings(
+            max_examples=20,
+            stateful_step_count=25,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )

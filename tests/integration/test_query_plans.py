@@ -1,0 +1,108 @@
+"""Each hot query reads the narrow partial index built for it.
+
+EXPLAIN of a function call shows only a Function Scan, so these tests EXPLAIN
+the statements the functions run, read out of the shipped .sql files (a CTE by
+name), with the PL/pgSQL variables replaced by literal parameters.
+"""
+
+import json
+import re
+
+import pytest
+from demo.jobs import add
+
+from django_workhorse import store
+from django_workhorse.sql_files import read_sql
+
+pytestmark = pytest.mark.django_db
+
+QUEUES = ["plan-a", "plan-b", "plan-c"]
+
+
+def cte(filename: str, name: str) -> str:
+    """The body of the CTE ``name AS (...)`` in ``django_workhorse/sql/<filename>``."""
+    sql = read_sql(filename)
+    match = re.search(rf"\b{name} AS \(", sql)
+    assert match, f"no CTE {name!r} in {filename}: update this test with the function"
+    depth, end = 1, match.end()
+    while depth:
+        depth += {"(": 1, ")": -1}.get(sql[end], 0)
+        end += 1
+    return sql[match.end() : end - 1]
+
+
+def plan_nodes(cursor, statement: str, params: list) -> list[dict]:
+    cursor.execute(f"EXPLAIN (FORMAT JSON) {statement}", params)
+    raw = cursor.fetchone()[0]
+    plan = raw if isinstance(raw, list) else json.loads(raw)
+    nodes, todo = [], [plan[0]["Plan"]]
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        todo.extend(node.get("Plans", []))
+    return nodes
+
+
+def runtime_scans(nodes: list[dict]) -> list[tuple[str, str | None]]:
+    """(node type, index name) of every scan of workhorse_job_runtime."""
+    return [
+        (n["Node Type"], n.get("Index Name"))
+        for n in nodes
+        if n.get("Relation Name") == "workhorse_job_runtime"
+    ]
+
+
+@pytest.fixture(scope="module")
+def busy_queues(committed_rows):
+    """Some thousands of live jobs in every state a claim meets, with fresh statistics."""
+    with committed_rows() as cursor:
+        for queue in QUEUES:
+            add.options(queue=queue).enqueue_many([{"a": i, "b": i} for i in range(1500)])
+            add.options(queue=queue, delay=3600).enqueue_many(
+                [{"a": i, "b": i} for i in range(150)]
+            )
+            store.claim_many(cursor, "plan-worker", [queue], [100], 30)
+            store.claim_many(cursor, "plan-crashed", [queue], [10], 0)
+        cursor.execute("ANALYZE workhorse_job_runtime")
+        cursor.execute("ANALYZE workhorse_job")
+        yield
+
+
+def test_the_claim_reads_ready_jobs_best_first_from_the_ready_index(cursor, busy_queues):
+    picked = cte("workhorse_claim_many_v1.sql", "picked")
+    statement = picked.replace("v_queues", "%s::text[]").replace("v_limits", "%s::integer[]")
+
+    nodes = plan_nodes(cursor, statement, [QUEUES, [10, 10, 10]])
+
+    assert runtime_scans(nodes) == [("Index Scan", "workhorse_runtime_ready")]
+    assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")]
+
+
+def test_the_promotion_finds_due_scheduled_jobs_in_the_scheduled_index(cursor, busy_queues):
+    due = cte("workhorse_claim_many_v1.sql", "due")
+    statement = due.replace("v_queues", "%s::text[]").replace("v_limits", "%s::integer[]")
+
+    nodes = plan_nodes(cursor, statement, [QUEUES, [10, 10, 10]])
+
+    assert runtime_scans(nodes) == [("Index Scan", "workhorse_runtime_scheduled")]
+    assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")]
+
+
+def test_recovery_finds_expired_leases_in_the_lease_index(cursor, busy_queues):
+    expired = cte("workhorse_recover_stalled_v1.sql", "expired")
+    statement = expired.replace("p_limit", "%s")
+
+    nodes = plan_nodes(cursor, statement, [1000])
+
+    assert runtime_scans(nodes) == [("Index Scan", "workhorse_runtime_lease")]
+    assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")]
+
+
+def test_the_next_due_lookup_reads_the_scheduled_index(cursor, busy_queues):
+    body = read_sql("workhorse_next_run_at_v1.sql")
+    statement = body[body.index("SELECT min") : body.rindex("$$")]
+    statement = statement.replace("p_queues", "%s::text[]")
+
+    nodes = plan_nodes(cursor, statement, [QUEUES])
+
+    assert [index for _, index in runtime_scans(nodes)] == ["workhorse_runtime_scheduled"]

@@ -1,0 +1,172 @@
+"""The migrations install the schema from the shipped .sql files, reverse
+cleanly, and the schema version check tells a user which migration to run."""
+
+from importlib import resources
+from io import StringIO
+
+import pytest
+from demo.jobs import add
+from django.core.checks import Error, Warning
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
+
+from django_workhorse import store
+from django_workhorse.checks import schema_messages
+from django_workhorse.sql_files import RunSQLFile
+
+SQL_FILES = sorted(
+    entry.name
+    for entry in resources.files("django_workhorse").joinpath("sql").iterdir()
+    if entry.name.endswith(".sql")
+)
+FUNCTIONS = sorted(name.removesuffix(".sql") for name in SQL_FILES if name.startswith("workhorse_"))
+TABLES = [
+    "workhorse_job",
+    "workhorse_job_runtime",
+    "workhorse_job_outcome",
+    "workhorse_job_query",
+    "workhorse_job_event",
+    "workhorse_attempt_history",
+    "workhorse_queue",
+    "workhorse_schema",
+]
+
+
+def workhorse_sql_operations() -> list[tuple[str, RunSQLFile]]:
+    """(migration name, operation) of every RunSQLFile of django_workhorse, from disk."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    return [
+        (name, operation)
+        for (app, name), migration in sorted(loader.disk_migrations.items())
+        if app == "django_workhorse"
+        for operation in migration.operations
+        if isinstance(operation, RunSQLFile)
+    ]
+
+
+def installed(cursor) -> tuple[list[str], list[str]]:
+    """The workhorse relations (not partitions, indexes or sequences) and functions."""
+    cursor.execute(
+        """
+        SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = current_schema() AND c.relname LIKE 'workhorse\\_%%'
+          AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+        ORDER BY 1
+        """
+    )
+    tables = [row[0] for row in cursor.fetchall()]
+    cursor.execute(
+        """
+        SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = current_schema() AND p.proname LIKE 'workhorse\\_%%' ORDER BY 1
+        """
+    )
+    return tables, [row[0] for row in cursor.fetchall()]
+
+
+def leftovers(cursor) -> list[str]:
+    """Any object at all whose name starts with workhorse_ (partitions, sequences...)."""
+    cursor.execute(
+        """
+        SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = current_schema() AND relname LIKE 'workhorse\\_%%'
+        UNION ALL
+        SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname = current_schema() AND proname LIKE 'workhorse\\_%%'
+        """
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def test_every_sql_file_is_referenced_by_exactly_one_migration():
+    references = [
+        filename
+        for _, operation in workhorse_sql_operations()
+        for filename in (operation.filename, operation.reverse_file)
+        if filename
+    ]
+    assert sorted(references) == SQL_FILES
+
+
+def test_every_function_file_creates_and_reverses_the_function_it_is_named_after():
+    operations = {op.filename: op for _, op in workhorse_sql_operations()}
+    for function in FUNCTIONS:
+        operation = operations[f"{function}.sql"]
+        assert f"CREATE OR REPLACE FUNCTION {function}(" in operation.sql
+        assert operation.drops_function == function
+
+
+def test_sql_function_names_carry_a_version_suffix():
+    assert FUNCTIONS
+    assert all(name.rsplit("_", 1)[1].startswith("v") for name in FUNCTIONS)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrations_reverse_to_zero_and_apply_again():
+    try:
+        call_command("migrate", "django_workhorse", "zero", verbosity=0)
+        with connection.cursor() as cursor:
+            assert leftovers(cursor) == []
+            assert store.schema_version(cursor) is None
+        (pending,) = schema_messages("default")
+        assert isinstance(pending, Warning) and pending.id == "workhorse.W002"
+        assert "manage.py migrate django_workhorse" in pending.msg
+    finally:
+        call_command("migrate", "django_workhorse", verbosity=0)
+
+    with connection.cursor() as cursor:
+        assert installed(cursor) == (sorted(TABLES), FUNCTIONS)
+        assert store.schema_version(cursor) == store.SCHEMA_VERSION
+        cursor.execute("SELECT to_regclass('workhorse_job_event_p' || to_char(now(), 'YYYYMMDD'))")
+        assert cursor.fetchone()[0] is not None, "today's history partition is missing"
+        handle = add.options(queue="after-migrate").enqueue(a=1, b=2)
+        (claimed,) = store.claim_many(cursor, "w", ["after-migrate"], [1], 30)
+        assert claimed.job_id == handle.id
+    assert schema_messages("default") == []
+
+
+@pytest.mark.django_db
+def test_the_schema_check_is_silent_on_a_migrated_database():
+    assert schema_messages("default") == []
+
+
+@pytest.mark.django_db
+def test_a_newer_schema_version_is_an_error_telling_to_upgrade_the_code(cursor):
+    cursor.execute("UPDATE workhorse_schema SET version = 99")
+    try:
+        (error,) = schema_messages("default")
+    finally:
+        cursor.execute("UPDATE workhorse_schema SET version = %s", [store.SCHEMA_VERSION])
+    assert isinstance(error, Error) and error.id == "workhorse.E002"
+    assert "version 99" in error.msg
+    assert "upgrade django-workhorse" in error.msg
+
+
+@pytest.mark.django_db
+def test_an_older_schema_version_is_an_error_naming_the_migration(cursor):
+    cursor.execute("UPDATE workhorse_schema SET version = 0")
+    try:
+        (error,) = schema_messages("default")
+    finally:
+        cursor.execute("UPDATE workhorse_schema SET version = %s", [store.SCHEMA_VERSION])
+    assert error.id == "workhorse.E002"
+    assert "manage.py migrate django_workhorse 0001_initial" in error.msg
+
+
+@pytest.mark.django_db
+def test_manage_py_check_database_reports_the_schema_mismatch(cursor):
+    cursor.execute("UPDATE workhorse_schema SET version = 99")
+    try:
+        with pytest.raises(SystemCheckError, match=r"workhorse\.E002"):
+            call_command("check", databases=["default"], stdout=StringIO(), stderr=StringIO())
+    finally:
+        cursor.execute("UPDATE workhorse_schema SET version = %s", [store.SCHEMA_VERSION])
+
+
+@pytest.mark.django_db
+def test_makemigrations_check_finds_no_model_changes():
+    out = StringIO()
+    call_command("makemigrations", check=True, dry_run=True, stdout=out, verbosity=1)
+    assert "No changes detected" in out.getvalue()

@@ -1,0 +1,110 @@
+"""The WORKHORSE settings dict is validated key by key, lazily, with messages
+that name the key; ``manage.py check`` reports each problem as workhorse.E001."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.checks import run_checks
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from django_workhorse.conf import DEFAULTS, get_settings, problems
+
+BAD_VALUES = [
+    pytest.param({"CONCURRENCY": 0}, "CONCURRENCY", id="concurrency-zero"),
+    pytest.param({"CONCURRENCY": "4"}, "CONCURRENCY", id="concurrency-string"),
+    pytest.param({"POLL_INTERVAL": -1}, "POLL_INTERVAL", id="poll-interval-negative"),
+    pytest.param({"LOCK_DURATION": "30s"}, "LOCK_DURATION", id="lock-duration-string"),
+    pytest.param({"CONCURENCY": 4}, "CONCURENCY", id="unknown-key"),
+    pytest.param({"QUEUES": {"bad queue!": {}}}, "QUEUES['bad queue!']", id="queue-bad-name"),
+    pytest.param({"QUEUES": {"q" * 54: {}}}, f"QUEUES[{'q' * 54!r}]", id="queue-name-too-long"),
+    pytest.param(
+        {"QUEUES": {"email": {"concurrency": 0}}},
+        "QUEUES['email']['concurrency']",
+        id="queue-concurrency-zero",
+    ),
+    pytest.param(
+        {"LOCK_DURATION": 10, "LOCK_RENEW_INTERVAL": 10},
+        "LOCK_RENEW_INTERVAL",
+        id="renew-not-shorter-than-lock",
+    ),
+    pytest.param(
+        {"LOCK_DURATION": 10, "LOCK_RENEW_INTERVAL": timedelta(seconds=20)},
+        "LOCK_RENEW_INTERVAL",
+        id="renew-longer-than-lock",
+    ),
+    pytest.param({"DATABASE": "nowhere"}, "DATABASE", id="database-not-an-alias"),
+    pytest.param({"DEFAULT_QUEUE": "-dash"}, "DEFAULT_QUEUE", id="default-queue-bad-name"),
+    pytest.param({"TRACE_LINKING": "sometimes"}, "TRACE_LINKING", id="trace-linking-unknown"),
+]
+
+
+def test_the_defaults_have_no_problems():
+    assert problems(dict(DEFAULTS)) == []
+
+
+def test_durations_accept_seconds_and_timedeltas():
+    raw = {**DEFAULTS, "LOCK_DURATION": timedelta(minutes=1), "LOCK_RENEW_INTERVAL": 20}
+    assert problems(raw) == []
+
+
+@pytest.mark.parametrize(("overrides", "key"), BAD_VALUES)
+def test_a_bad_value_is_reported_under_its_key(overrides, key):
+    found = problems({**DEFAULTS, **overrides})
+    assert [k for k, _ in found] == [key], found
+
+
+@pytest.mark.parametrize(("overrides", "key"), BAD_VALUES)
+def test_manage_py_check_reports_a_bad_value_as_E001_naming_the_key(overrides, key):
+    with override_settings(WORKHORSE=overrides):
+        errors = [
+            e for e in run_checks(tags=["workhorse"], databases=[]) if e.id == "workhorse.E001"
+        ]
+    assert len(errors) == 1, errors
+    assert f"WORKHORSE[{key!r}]" in errors[0].msg
+
+
+def test_manage_py_check_is_silent_about_good_settings():
+    with override_settings(WORKHORSE={"CONCURRENCY": 8, "QUEUES": {"email": {"concurrency": 2}}}):
+        assert run_checks(tags=["workhorse"], databases=[]) == []
+
+
+def test_a_workhorse_setting_that_is_not_a_dict_is_reported():
+    with override_settings(WORKHORSE=["CONCURRENCY", 4]):
+        assert [k for k, _ in problems()] == ["WORKHORSE"]
+
+
+def test_every_problem_is_reported_not_only_the_first():
+    keys = {k for k, _ in problems({**DEFAULTS, "CONCURRENCY": 0, "POLL_INTERVAL": -1})}
+    assert keys == {"CONCURRENCY", "POLL_INTERVAL"}
+
+
+def test_settings_are_read_when_used_so_override_settings_works():
+    assert get_settings().concurrency == DEFAULTS["CONCURRENCY"]
+    with override_settings(WORKHORSE={"CONCURRENCY": 7, "LOCK_DURATION": timedelta(seconds=40)}):
+        current = get_settings()
+        assert current.concurrency == 7
+        assert current.lock_duration == 40.0
+        assert current.lock_renew_interval == 20.0  # half the lock by default
+
+
+def test_reading_bad_settings_raises_improperly_configured_naming_the_key():
+    with (
+        override_settings(WORKHORSE={"POLL_INTERVAL": -1}),
+        pytest.raises(ImproperlyConfigured, match=r"WORKHORSE\['POLL_INTERVAL'\]"),
+    ):
+        get_settings()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        pytest.param("DEFAULT_MAX_ATTEMPTS", 1001, id="max-attempts-above-1000"),
+        pytest.param("MAX_STALLED_COUNT", 1001, id="max-stalled-above-1000"),
+    ],
+)
+def test_a_default_beyond_what_the_database_accepts_is_reported(key, value):
+    """Bug: only the lower bound is checked, so ``manage.py check`` passes and
+    then every @workhorse.job (max_attempts) or every enqueue (max_stalled, a
+    CHECK violation in PostgreSQL) fails."""
+    assert [k for k, _ in problems({**DEFAULTS, key: value})] == [key]
