@@ -185,6 +185,28 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     return found
 
 
+def job_defaults() -> tuple[str, str, int, int]:
+    """(DATABASE, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS, MAX_STALLED_COUNT) for job
+    definitions, without validating the rest of the settings.
+
+    Job modules are imported while Django starts; an invalid setting elsewhere
+    must not stop ``manage.py check`` from reporting it. A value of the wrong
+    type here falls back to its default (the check reports it too).
+    """
+    raw = raw_settings()
+
+    def pick(key: str, kind: type) -> Any:
+        value = raw.get(key, DEFAULTS[key])
+        return value if isinstance(value, kind) and not isinstance(value, bool) else DEFAULTS[key]
+
+    return (
+        pick("DATABASE", str),
+        pick("DEFAULT_QUEUE", str),
+        pick("DEFAULT_MAX_ATTEMPTS", int),
+        pick("MAX_STALLED_COUNT", int),
+    )
+
+
 def queue_name_problem(name: object) -> str:
     """Why ``name`` is not a valid queue name, in words a user can act on."""
     if not isinstance(name, str):

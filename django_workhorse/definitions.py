@@ -22,7 +22,7 @@ from .conf import (
     LIMIT_1000,
     QUEUE_NAME_RE,
     duration_seconds,
-    get_settings,
+    job_defaults,
     queue_name_problem,
 )
 from .exceptions import InvalidJobOptionError, InvalidPayloadError
@@ -141,9 +141,7 @@ class _Enqueuer:
             "priority": options.priority,
             "backoff": definition.backoff_policy,
             "max_stalled": (
-                options.max_stalled
-                if options.max_stalled is not None
-                else get_settings().max_stalled_count
+                options.max_stalled if options.max_stalled is not None else job_defaults()[3]
             ),
         }
         if options.timeout is not None:
@@ -213,7 +211,7 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
         concurrency: int | None = None,
         using: str | None = None,
     ) -> None:
-        settings = get_settings()
+        database, default_queue, default_max_attempts, _ = job_defaults()
         self.func = func
         self.name = name or f"{func.__module__}.{func.__qualname__}"
         if not isinstance(self.name, str) or not JOB_NAME_RE.match(self.name):
@@ -223,7 +221,7 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
             )
         self.is_async = inspect.iscoroutinefunction(func)
         self.signature = inspect.signature(func)
-        self.using = using or settings.database
+        self.using = using or database
         if self.using not in connections.databases:
             raise InvalidJobOptionError(
                 f"job {self.name!r}: using={self.using!r} is not an alias of settings.DATABASES"
@@ -242,11 +240,9 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
         self.backoff_policy = policy_of(backoff)
         self._options = validate_options(
             EnqueueOptions(
-                queue=queue or settings.default_queue,
+                queue=queue or default_queue,
                 priority=priority,
-                max_attempts=(
-                    max_attempts if max_attempts is not None else settings.default_max_attempts
-                ),
+                max_attempts=(max_attempts if max_attempts is not None else default_max_attempts),
                 timeout=None if timeout is None else _seconds("timeout", timeout, positive=True),
                 max_stalled=max_stalled,
             )

@@ -1,12 +1,22 @@
 """``runworker --processes N``: N worker processes under one supervisor.
 
 Each child is a plain ``runworker`` process (its own worker id, connections
-and slots); the supervisor restarts a child that dies unexpectedly, forwards
-SIGTERM/SIGINT to all children, and exits once they have all stopped.
+and slots). The supervisor:
+
+- starts children in their own process group, so a Ctrl-C or a service
+  manager's SIGTERM to the supervisor's group reaches each child once,
+  forwarded, and counts as the first (graceful) signal;
+- asks the kernel to SIGTERM a child whose supervisor dies (Linux), so no
+  child outlives a SIGKILLed supervisor;
+- restarts a child that dies while running, and gives up (exit 1) when
+  children keep dying within BOOT_WINDOW seconds of their start, which means
+  they cannot start at all.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import signal
 import subprocess
@@ -17,6 +27,17 @@ from collections.abc import Sequence
 logger = logging.getLogger("django_workhorse.worker")
 
 RESTART_DELAY = 1.0
+BOOT_WINDOW = 10.0
+"""A child that exits this soon after its start failed to boot."""
+MAX_BOOT_FAILURES = 3
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM me when my parent dies (Linux only)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 class Supervisor:
@@ -24,21 +45,31 @@ class Supervisor:
         self.argv = list(argv)
         self.processes = processes
         self.children: list[subprocess.Popen | None] = [None] * processes
+        self.started: list[float] = [0.0] * processes
         self.stopping = False
-        self.signals = 0
+        self.boot_failures = 0
 
     def _spawn(self, index: int) -> None:
-        self.children[index] = subprocess.Popen(self.argv)
-        logger.info(
-            "workhorse supervisor: started worker %s (pid %s)", index, self.children[index].pid
+        child = subprocess.Popen(
+            self.argv,
+            process_group=0,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
+        self.children[index] = child
+        self.started[index] = time.monotonic()
+        logger.info("workhorse supervisor: started worker %s (pid %s)", index, child.pid)
 
     def _forward(self, signum, frame) -> None:
         self.stopping = True
-        self.signals += 1
         for child in self.children:
             if child is not None and child.poll() is None:
                 child.send_signal(signum)
+
+    def _stop_all(self) -> None:
+        self.stopping = True
+        for child in self.children:
+            if child is not None and child.poll() is None:
+                child.send_signal(signal.SIGTERM)
 
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._forward)
@@ -46,6 +77,7 @@ class Supervisor:
         for index in range(self.processes):
             self._spawn(index)
         codes: dict[int, int] = {}
+        failed_to_boot = False
         while True:
             alive = False
             for index, child in enumerate(self.children):
@@ -58,6 +90,19 @@ class Supervisor:
                 if self.stopping:
                     codes[index] = code
                     self.children[index] = None
+                    continue
+                quick = time.monotonic() - self.started[index] < BOOT_WINDOW
+                self.boot_failures = self.boot_failures + 1 if quick else 0
+                if self.boot_failures >= MAX_BOOT_FAILURES:
+                    logger.error(
+                        "workhorse supervisor: workers keep exiting right after they start "
+                        "(last exit status %s); giving up, see their errors above",
+                        code,
+                    )
+                    failed_to_boot = True
+                    codes[index] = code
+                    self.children[index] = None
+                    self._stop_all()
                     continue
                 logger.error(
                     "workhorse supervisor: worker %s (pid %s) exited with %s; restarting",
@@ -72,6 +117,8 @@ class Supervisor:
             if not alive and self.stopping:
                 break
             time.sleep(0.2)
+        if failed_to_boot:
+            return 1
         return max(codes.values(), default=0)
 
 

@@ -136,6 +136,8 @@ def resolve_options(
             None,
         )
         slots[name] = configured or from_job or default or 1
+    if settings.on_job_failure:
+        import_callable(settings.on_job_failure)  # refuse a bad path before starting
     return WorkerOptions(
         alias=alias,
         queues=served,
@@ -174,6 +176,7 @@ class Worker:
         self._stop_deadline: float | None = None
         self._next_due: float | None = None  # epoch seconds, from NOTIFY payloads
         self._flush_at = 1  # finished runs that wake the loop (see _collect)
+        self._signals = 0
         self._conn: psycopg.Connection | None = None
         self._sync: dict[str, SyncSlots] = {}
         self._async: AsyncSlots | None = None
@@ -195,20 +198,37 @@ class Worker:
         self._wake.set()
 
     def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT: the first drains gracefully, the second forces.
+
+        The handler runs on the main thread between two bytecodes, possibly
+        while that thread holds the wake-up event's lock, so it only counts
+        the signal and hands the rest to a new thread.
+        """
+
         def handle(signum, frame) -> None:
-            if self._stopping.is_set():
-                logger.warning("workhorse: second %s, stopping now", signal.Signals(signum).name)
-            else:
-                logger.warning(
-                    "workhorse: %s received, finishing running jobs (up to %.0f s; "
-                    "send it again to stop now)",
-                    signal.Signals(signum).name,
-                    self.settings.shutdown_grace,
-                )
-            self.request_stop()
+            self._signals += 1
+            threading.Thread(
+                target=self._on_signal, args=(signum, self._signals), daemon=True
+            ).start()
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
+
+    def _on_signal(self, signum: int, count: int) -> None:
+        name = signal.Signals(signum).name
+        if count == 1:
+            logger.warning(
+                "workhorse: %s received, finishing running jobs (up to %.0f s; "
+                "send it again to stop now)",
+                name,
+                self.settings.shutdown_grace,
+            )
+            self.request_stop()
+        else:
+            logger.warning("workhorse: second %s, stopping now", name)
+            self._stopping.set()
+            self._forced.set()
+            self._wake.set()
 
     def wake(self) -> None:
         self._wake.set()
@@ -367,7 +387,10 @@ class Worker:
                 # claim) is retried shortly, never in a busy loop.
                 timeout = min(timeout, max(0.01, due - time.time() + 0.001))
         if self.running:
-            nearest = min((r.deadline for r in self.running.values() if r.deadline), default=None)
+            nearest = min(
+                (r.deadline for r in self.running.values() if r.deadline and not r.timed_out),
+                default=None,
+            )
             if nearest is not None:
                 timeout = min(timeout, max(0.0, nearest - time.monotonic()))
         return timeout

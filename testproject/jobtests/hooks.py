@@ -1,0 +1,39 @@
+"""``WORKHORSE['ON_JOB_FAILURE']`` hooks for the acceptance tests.
+
+Both store what they received in ``FailureCall``; ``record_then_raise`` then
+raises, to show that a broken hook does not disturb job processing.
+"""
+
+from __future__ import annotations
+
+from django_workhorse.worker.failures import JobFailure
+
+from .models import FailureCall
+
+
+def _store(hook: str, failure: JobFailure) -> None:
+    FailureCall.objects.create(
+        hook=hook,
+        job_id=failure.job_id,
+        name=failure.name,
+        queue=failure.queue,
+        attempt=failure.attempt,
+        max_attempts=failure.max_attempts,
+        will_retry=failure.will_retry,
+        timed_out=failure.timed_out,
+        exception_type=type(failure.exception).__name__,
+        exception_message=str(failure.exception),
+    )
+
+
+def record_failure(failure: JobFailure) -> None:
+    _store("record_failure", failure)
+
+
+class BrokenHookError(RuntimeError):
+    """Raised on purpose by ``record_then_raise``."""
+
+
+def record_then_raise(failure: JobFailure) -> None:
+    _store("record_then_raise", failure)
+    raise BrokenHookError(f"hook broken on purpose (job {failure.job_id})")

@@ -1,0 +1,122 @@
+"""Jobs the acceptance tests run in real ``runworker`` processes.
+
+Every job has a queue of its own (``jobtests.*``), so a test starts workers
+for exactly the queues it needs, and every handler records its runs in
+``RunRecord``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+
+from django.utils import timezone
+
+import django_workhorse as workhorse
+
+from . import log_capture
+from .models import RunRecord
+
+log_capture.install()
+logger = logging.getLogger("jobtests")
+
+
+class PlannedFailure(Exception):
+    """Raised by the failing jobs on purpose."""
+
+
+def start_run(label: str = "", *, finished: bool = False) -> RunRecord:
+    """Record that the current job's handler started (and, optionally, finished)."""
+    ctx = workhorse.current_job()
+    now = timezone.now()
+    return RunRecord.objects.create(
+        job_id=ctx.job_id,
+        attempt=ctx.attempt,
+        pid=os.getpid(),
+        worker_id=ctx.worker_id,
+        label=label,
+        started_at=now,
+        finished_at=now if finished else None,
+    )
+
+
+def finish_run(run: RunRecord) -> None:
+    run.finished_at = timezone.now()
+    run.save(update_fields=["finished_at"])
+
+
+@workhorse.job(queue="jobtests.record")
+def record(label: str = "") -> dict:
+    """Records one run and returns where it ran."""
+    run = start_run(label, finished=True)
+    return {"pid": run.pid, "attempt": run.attempt}
+
+
+@workhorse.job(queue="jobtests.sleep")
+def sleep(seconds: float, rerun_seconds: float | None = None, label: str = "") -> float:
+    """Sleeps ``seconds``, recording start and finish. A run of a job that has
+    run before sleeps ``rerun_seconds`` instead, when given: a long first run
+    for a worker to lose, a short one for the worker that takes over."""
+    ctx = workhorse.current_job()
+    if rerun_seconds is not None and RunRecord.objects.filter(job_id=ctx.job_id).exists():
+        seconds = rerun_seconds
+    run = start_run(label)
+    time.sleep(seconds)
+    finish_run(run)
+    return seconds
+
+
+@workhorse.job(
+    queue="jobtests.flaky",
+    max_attempts=5,
+    backoff=workhorse.exponential(base=0.2, max=10, jitter=0),
+)
+def flaky(failures: int) -> int:
+    """Fails its first ``failures`` attempts, then returns the attempt number."""
+    run = start_run(finished=True)
+    if run.attempt <= failures:
+        raise PlannedFailure(f"planned failure {run.attempt} of {failures}")
+    return run.attempt
+
+
+@workhorse.job(queue="jobtests.doomed", max_attempts=2, backoff=workhorse.fixed(0.1))
+def doomed() -> None:
+    """Fails every attempt; two attempts allowed."""
+    run = start_run(finished=True)
+    raise PlannedFailure(f"doomed attempt {run.attempt}")
+
+
+@workhorse.job(queue="jobtests.timeout", timeout=1, max_attempts=1)
+def too_slow(seconds: float = 5) -> float:
+    """Sleeps past its one-second timeout."""
+    run = start_run()
+    time.sleep(seconds)
+    finish_run(run)
+    return seconds
+
+
+@workhorse.job(queue="jobtests.async")
+async def async_echo(value: str) -> dict:
+    """An async handler: awaits, writes through the async ORM, returns."""
+    ctx = workhorse.current_job()
+    await asyncio.sleep(0.05)
+    now = timezone.now()
+    await RunRecord.objects.acreate(
+        job_id=ctx.job_id,
+        attempt=ctx.attempt,
+        pid=os.getpid(),
+        worker_id=ctx.worker_id,
+        label="async",
+        started_at=now,
+        finished_at=now,
+    )
+    return {"echo": value, "attempt": ctx.attempt}
+
+
+@workhorse.job(queue="jobtests.logs")
+def log_warning(message: str) -> None:
+    """Logs one warning through the ``jobtests`` logger."""
+    start_run(finished=True)
+    logger.warning("handler says %s", message)

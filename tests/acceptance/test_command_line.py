@@ -1,0 +1,81 @@
+"""``runworker`` flags and settings: bad values refused with a clear message;
+``--burst`` drains what is due and exits."""
+
+from __future__ import annotations
+
+import pytest
+from jobtests.jobs import record
+
+from django_workhorse.models import JobOutcome, JobRuntime
+
+REFUSED = {
+    "concurrency-0": (
+        ["--concurrency", "0"],
+        {},
+        ["argument --concurrency", "must be at least 1, got 0"],
+    ),
+    "unknown-queue": (
+        ["--queues", "nosuch"],
+        {},
+        ["unknown queue(s) nosuch", "jobtests.record"],
+    ),
+    "invalid-queue-name": (
+        ["--queues", "bad name!"],
+        {},
+        ["argument --queues", "queue name 'bad name!' is not valid"],
+    ),
+    "negative-poll-interval": (
+        ["--queues", "jobtests.record"],
+        {"POLL_INTERVAL": -1},
+        ["WORKHORSE['POLL_INTERVAL']", "must be a positive duration, got -1"],
+    ),
+    "negative-poll-interval-flag": (
+        ["--queues", "jobtests.record", "--poll-interval", "-1"],
+        {},
+        ["argument --poll-interval", "must be more than 0 seconds, got -1"],
+    ),
+    "unimportable-hook": (
+        ["--queues", "jobtests.record"],
+        {"ON_JOB_FAILURE": "jobtests.hooks.nosuch"},
+        ["cannot import 'jobtests.hooks.nosuch'"],
+    ),
+}
+"""Invocations that must be refused: flags, WORKHORSE settings, what stderr must say."""
+
+
+@pytest.fixture(scope="module")
+def refused_workers(module_workers):
+    """Every refused invocation, started at once: each spends its life importing Django."""
+    return {
+        case: module_workers.start(*flags, settings=settings, ready=False, name=case)
+        for case, (flags, settings, _) in REFUSED.items()
+    }
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_bad_flags_and_settings_are_refused_with_a_message_naming_them(refused_workers, case):
+    worker = refused_workers[case]
+    code = worker.wait_exit(60)
+
+    assert code != 0
+    stderr = worker.stderr
+    for text in REFUSED[case][2]:
+        assert text in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    assert not worker.worker_ids()
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])
+def test_burst_runs_the_due_jobs_then_exits_0(start_worker):
+    due = [h.id for h in record.enqueue_many([{"label": str(i)} for i in range(20)])]
+    later = record.options(delay=3600).enqueue(label="not due")
+    worker = start_worker(
+        "--queues", "jobtests.record", "--concurrency", "4", "--burst", ready=False
+    )
+
+    assert worker.wait_exit(60) == 0, worker.stderr
+    assert worker.worker_ids()
+    outcomes = JobOutcome.objects.filter(job_id__in=due)
+    assert outcomes.count() == 20
+    assert set(outcomes.values_list("state", flat=True)) == {"succeeded"}
+    assert JobRuntime.objects.get(job_id=later.id).state == "scheduled"

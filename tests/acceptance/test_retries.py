@@ -1,0 +1,103 @@
+"""Failed attempts: retried with backoff, failed for good past max_attempts,
+and ended as timed out when they outlive the job's timeout."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pytest
+from jobtests.jobs import doomed, flaky, too_slow
+from jobtests.models import FailureCall
+
+from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+
+def outcome_of(job_id: int):
+    return JobOutcome.objects.filter(job_id=job_id).first()
+
+
+def test_a_job_failing_twice_succeeds_at_attempt_3_after_backoff(start_worker, wait_until):
+    handle = flaky.enqueue(failures=2)
+    worker = start_worker("--queues", "jobtests.flaky")
+    outcome = wait_until(lambda: outcome_of(handle.id), what="the job terminal")
+    assert worker.stop() == 0
+
+    assert (outcome.state, outcome.attempts, outcome.result) == ("succeeded", 3, 3)
+    history = AttemptHistory.objects.filter(job_id=handle.id).order_by("attempt")
+    assert [(h.attempt, h.outcome) for h in history] == [
+        (1, "failed"),
+        (2, "failed"),
+        (3, "succeeded"),
+    ]
+    assert [h.error["type"] for h in history[:2]] == ["jobtests.jobs.PlannedFailure"] * 2
+    assert history[0].error["message"] == "planned failure 1 of 2"
+
+    # exponential(base=0.2, jitter=0): 0.2 s after attempt 1, 0.4 s after attempt 2
+    # (run_at and the event time come from one statement's now()), and no attempt
+    # is claimed before its run_at.
+    retries = JobEvent.objects.filter(job_id=handle.id, kind="retry_scheduled").order_by("at")
+    claims = {e.attempt: e.at for e in JobEvent.objects.filter(job_id=handle.id, kind="claimed")}
+    assert [e.attempt for e in retries] == [1, 2]
+    for event, expected in zip(retries, (0.2, 0.4), strict=True):
+        run_at = datetime.fromisoformat(event.data["run_at"])
+        delay = (run_at - event.at).total_seconds()
+        assert delay == pytest.approx(expected, abs=0.001), (event.attempt, delay)
+        assert claims[event.attempt + 1] >= run_at
+
+
+def test_a_job_failing_every_attempt_ends_failed_at_max_attempts(start_worker, wait_until):
+    handle = doomed.enqueue()
+    worker = start_worker("--queues", "jobtests.doomed")
+    outcome = wait_until(lambda: outcome_of(handle.id), what="the job terminal")
+    assert worker.stop() == 0
+
+    assert (outcome.state, outcome.attempts) == ("failed", 2)
+    assert outcome.error["type"] == "jobtests.jobs.PlannedFailure"
+    assert outcome.error["message"] == "doomed attempt 2"
+    history = AttemptHistory.objects.filter(job_id=handle.id).order_by("attempt")
+    assert [(h.attempt, h.outcome) for h in history] == [(1, "failed"), (2, "failed")]
+    kinds = JobEvent.objects.filter(job_id=handle.id).order_by("at", "id")
+    assert [e.kind for e in kinds][-1] == "failed"
+    assert [e.kind for e in kinds].count("retry_scheduled") == 1
+    assert "doomed attempt 2" in worker.stderr  # logged at ERROR as terminal
+
+
+def test_an_attempt_outliving_its_timeout_ends_timed_out(start_worker, wait_until):
+    handle = too_slow.enqueue(seconds=5)
+    worker = start_worker(
+        "--queues",
+        "jobtests.timeout",
+        settings={"SHUTDOWN_GRACE": 1, "ON_JOB_FAILURE": "jobtests.hooks.record_failure"},
+    )
+    outcome = wait_until(lambda: outcome_of(handle.id), what="the job terminal")
+    call = wait_until(lambda: FailureCall.objects.filter(job_id=handle.id).first())
+    assert worker.stop() == 0
+
+    assert (outcome.state, outcome.attempts) == ("failed", 1)
+    (attempt,) = AttemptHistory.objects.filter(job_id=handle.id)
+    assert attempt.outcome == "timed_out"
+    assert attempt.error["type"].endswith("JobTimeout")
+    ran_for = (attempt.finished_at - attempt.started_at).total_seconds()
+    assert 0.9 <= ran_for < 4, ran_for  # timeout=1; the handler would sleep 5
+    assert (call.timed_out, call.will_retry, call.attempt) == (True, False, 1)
+
+
+def test_an_abandoned_timed_out_handler_does_not_make_the_worker_spin(start_worker, wait_until):
+    """The thread of a timed-out sync handler keeps sleeping; the worker, with
+    nothing else to do, must sleep too rather than loop on the passed deadline."""
+    handle = too_slow.enqueue(seconds=30)
+    worker = start_worker("--queues", "jobtests.timeout", settings={"SHUTDOWN_GRACE": 1})
+    wait_until(lambda: outcome_of(handle.id), what="the attempt timed out")
+
+    before, started = worker.cpu_seconds(), time.monotonic()
+    time.sleep(2)  # a measurement window, not a wait for a condition
+    used = worker.cpu_seconds() - before
+    window = time.monotonic() - started
+
+    assert used < 0.15 * window, f"the idle worker used {used:.2f} s of CPU in {window:.2f} s"
+    assert worker.stop() == 0

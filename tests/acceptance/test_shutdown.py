@@ -1,0 +1,65 @@
+"""SIGTERM: running jobs get a grace period, then go back to ready unused."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+from jobtests.jobs import sleep
+from jobtests.models import RunRecord
+
+from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome, JobRuntime
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+GRACE = 1.0
+
+
+def test_sigterm_releases_running_jobs_and_exits_0_after_the_grace_period(start_worker, wait_until):
+    ids = [h.id for h in sleep.enqueue_many([{"seconds": 60, "rerun_seconds": 0.2}] * 2)]
+    leaving = start_worker(
+        "--queues",
+        "jobtests.sleep",
+        "--concurrency",
+        "2",
+        "--id",
+        "leaving",
+        settings={"SHUTDOWN_GRACE": GRACE},
+    )
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id__in=ids, pid=leaving.pid).count() == 2,
+        what="both jobs running",
+    )
+    leaving_id = leaving.worker_id
+
+    sent = time.monotonic()
+    leaving.send(signal.SIGTERM)
+    code = leaving.wait_exit(GRACE + 10)
+    took = time.monotonic() - sent
+
+    assert code == 0, leaving.stderr
+    assert GRACE * 0.9 <= took < GRACE + 4, f"exited {took:.2f} s after SIGTERM"
+    assert "SIGTERM received" in leaving.stderr
+    assert "released 2 running job(s) back to ready" in leaving.stderr
+    for job_id in ids:
+        runtime = JobRuntime.objects.get(job_id=job_id)
+        assert (runtime.state, runtime.attempt, runtime.worker_id) == ("ready", 0, None)
+        released = JobEvent.objects.get(job_id=job_id, kind="released")
+        assert (released.worker_id, released.attempt) == (leaving_id, 1)
+    assert not AttemptHistory.objects.filter(job_id__in=ids).exists()
+
+    finisher = start_worker("--queues", "jobtests.sleep", "--concurrency", "2", "--id", "finisher")
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id__in=ids).count() == 2,
+        timeout=20,
+        what="both jobs finished by the second worker",
+    )
+    assert finisher.stop() == 0
+    for job_id in ids:
+        outcome = JobOutcome.objects.get(job_id=job_id)
+        assert (outcome.state, outcome.attempts, outcome.stall_count) == ("succeeded", 1, 0)
+        history = AttemptHistory.objects.filter(job_id=job_id).values_list("outcome", "worker_id")
+        assert list(history) == [("succeeded", finisher.worker_id)]
