@@ -24,6 +24,12 @@ def calibrate(conn, count: int = 2000) -> None:
         for _ in range(count):
             cur.execute("INSERT INTO bench_bare (payload) VALUES ('{}')")
     report("calibration: bare one-row INSERT, one commit each", count / t["seconds"], "rows/s")
+    with conn.cursor() as cur, timed() as t:
+        for _ in range(20):
+            cur.execute(
+                "INSERT INTO bench_bare (payload) SELECT '{}' FROM generate_series(1, 1000)"
+            )
+    report("calibration: bare INSERT of 1,000 rows per commit", 20_000 / t["seconds"], "rows/s")
     conn.execute("TRUNCATE bench_bare")
     conn.execute("INSERT INTO bench_bare (payload) SELECT '{}' FROM generate_series(1, 50000)")
     conn.execute("VACUUM ANALYZE bench_bare")
