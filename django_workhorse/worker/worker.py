@@ -328,7 +328,7 @@ class Worker:
         """One pass of the claim loop; True when the loop should end."""
         self._wake.clear()
         finished = self._collect()
-        self._expire_timeouts()
+        finished.extend(self._expire_timeouts())
         if self._forced.is_set():
             self._write(finished, claim=False)
             return True
@@ -472,7 +472,7 @@ class Worker:
         failures: list[tuple[Finished, str, bool, float | None, BaseException]] = []
         for item in finished:
             running = item.running
-            if running.timed_out:
+            if running.timed_out and not item.abandoned:
                 # The attempt was already recorded as timed out; the thread is back.
                 self._forget(running)
                 continue
@@ -487,7 +487,7 @@ class Worker:
             failures.append(self._failure(item))
         free: dict[str, int] = {}
         if claim:
-            done = {item.running.job.job_id for item in finished}
+            done = {item.running.job.job_id for item in finished if not item.abandoned}
             free = self._free_slots(ignore=done)
         if not (successes or failures or free):
             return 0
@@ -558,7 +558,8 @@ class Worker:
     def _after_failures(self, rows: list[store.FailResult], failures) -> None:
         for result, (item, kind, _retryable, _delay, exc) in zip(rows, failures, strict=True):
             running = item.running
-            self._forget(running)
+            if not item.abandoned:
+                self._forget(running)
             if not result.ok:
                 self._report_lost(running, "failure")
                 continue
@@ -639,45 +640,28 @@ class Worker:
 
     # -- timeouts, leases, cancels ----------------------------------------
 
-    def _expire_timeouts(self) -> None:
+    def _expire_timeouts(self) -> list[Finished]:
+        """Failures for sync runs past their timeout, written with the next batch.
+
+        Python cannot stop a thread: the attempt ends as timed out now, and
+        the run stays in ``running`` (its slot busy) until the thread returns.
+        Async runs are cancelled by their own timeout scope instead.
+        """
         now = time.monotonic()
-        expired = [
-            r
-            for r in list(self.running.values())
-            if r.deadline is not None and now >= r.deadline and not r.timed_out
-        ]
-        failures = []
-        for running in expired:
-            definition = running.definition
-            if definition is not None and definition.is_async:
-                continue  # asyncio.wait_for cancels and reports it
+        expired: list[Finished] = []
+        for running in list(self.running.values()):
+            if running.deadline is None or now < running.deadline or running.timed_out:
+                continue
+            if running.definition is not None and running.definition.is_async:
+                continue
             running.timed_out = True
+            running.kind = "timed_out"
             exc = JobTimeout(
                 f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
                 "thread is abandoned and the slot stays busy until it returns"
             )
-            retryable = definition.should_retry(exc) if definition else True
-            failures.append(
-                (Finished(running, False, error=exc), "timed_out", retryable, None, exc)
-            )
-        if failures:
-            with self._conn.cursor() as cursor:
-                rows = store.fail_many(
-                    cursor,
-                    self.worker_id,
-                    [f[0].running.job.job_id for f in failures],
-                    [f[0].running.job.fence for f in failures],
-                    [error_json(f[4]) for f in failures],
-                    [f[1] for f in failures],
-                    [f[2] for f in failures],
-                    [f[3] for f in failures],
-                )
-            for result, (item, kind, _r, _d, exc) in zip(rows, failures, strict=True):
-                if result.ok:
-                    self._log_failure(item.running, result, kind, exc)
-                    self._call_hook(item.running, result, kind, exc)
-                else:
-                    self._report_lost(item.running, "timeout")
+            expired.append(Finished(running, False, error=exc, abandoned=True))
+        return expired
 
     def _leases(self) -> list[tuple[int, int]]:
         with self._lock:
