@@ -1,6 +1,6 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [core] [worker] [--history N]
+    python -m bench [calibrate] [core] [worker] [--history N]
 
 Runs against its own database (``workhorse_bench`` on the server of
 DATABASE_URL), which it empties as it goes.
@@ -35,6 +35,10 @@ def main() -> None:
         " synchronous_commit:",
         conn.execute("SHOW synchronous_commit").fetchone()[0],
     )
+    if args.sections == ["calibrate"]:
+        from . import core
+
+        core.calibrate(conn)
     if "core" in args.sections:
         from . import core
 
