@@ -138,9 +138,7 @@ def claim_latency_ratio(conn, history: int) -> tuple[float, float]:
     report("claim latency p50, empty history", p50e, "ms")
     report("claim latency p99, empty history", p99e, "ms")
     reset(conn)
-    print(
-        f"  (putting {history:,} terminal jobs in history through the SQL functions...)", flush=True
-    )
+    print(f"  (putting {history:,} terminal jobs in history...)", flush=True)
     with timed() as t:
         fabricate_history(conn, history)
     print(f"  (done in {t['seconds']:.0f} s)", flush=True)
