@@ -43,6 +43,10 @@ def main() -> None:
         from . import core
 
         core.run(conn, args.history)
+    if args.sections == ["pickup"]:
+        from . import worker
+
+        worker.pickup(conn, url)
     if "worker" in args.sections:
         from . import worker
 

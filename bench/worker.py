@@ -111,6 +111,7 @@ def drains(conn, url: str, jobs: int, label: str) -> float:
 
 
 def pickup(conn, url: str, samples: int = 500) -> None:
+    """Enqueue-commit to handler-start latency, one job at a time to an idle worker."""
     from demo.jobs import clock
 
     proc = start_worker(url, "--queues", "bench-latency", "--concurrency", "1", POLL_INTERVAL=60)
@@ -122,7 +123,17 @@ def pickup(conn, url: str, samples: int = 500) -> None:
         for _ in range(samples):
             handle = clock.enqueue()
             committed[handle.id] = time.time()
-            time.sleep(0.01)
+            # Wait for this job to finish so that every pickup meets an idle
+            # worker, as the measurement intends (no backlog).
+            deadline = time.monotonic() + 10
+            while (
+                time.monotonic() < deadline
+                and not conn.execute(
+                    "SELECT 1 FROM workhorse_job_outcome WHERE job_id = %s", [handle.id]
+                ).fetchone()
+            ):
+                time.sleep(0.005)
+            time.sleep(0.005)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             done = conn.execute(
