@@ -16,7 +16,10 @@ from .common import raw_connection, setup_django
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument(
-        "sections", nargs="*", default=["core", "worker"], choices=["core", "worker"]
+        "sections",
+        nargs="*",
+        default=["core", "worker"],
+        choices=["calibrate", "core", "worker", "pickup"],
     )
     parser.add_argument(
         "--history",
