@@ -19,7 +19,12 @@ CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     job_id bigint, ok boolean, will_retry boolean, run_at timestamptz,
     retry_in double precision, attempt integer, max_attempts integer
 )
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+-- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
+-- for the session, while a SQL function's body is planned on every call.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH input AS (
         SELECT i.job_id, i.fence, i.error,
                coalesce(i.kind, 'failed') AS kind,
@@ -90,5 +95,6 @@ LANGUAGE sql AS $$
            c.attempt, c.max_attempts
     FROM input i
     LEFT JOIN cur c ON c.job_id = i.job_id
-    CROSS JOIN (SELECT count(*) FROM woken) w
+    CROSS JOIN (SELECT count(*) FROM woken) w;
+END;
 $$;

@@ -9,7 +9,12 @@ CREATE OR REPLACE FUNCTION workhorse_heartbeat_many_v1(
     p_fences bigint[],
     p_lease_seconds double precision DEFAULT 30
 ) RETURNS TABLE (job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamptz)
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+-- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
+-- for the session, while a SQL function's body is planned on every call.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences) AS i(job_id, fence)
     ),
@@ -22,5 +27,6 @@ LANGUAGE sql AS $$
         RETURNING rt.job_id, rt.cancel_requested, rt.lease_expires_at
     )
     SELECT i.job_id, r.job_id IS NOT NULL, coalesce(r.cancel_requested, false), r.lease_expires_at
-    FROM input i LEFT JOIN renewed r ON r.job_id = i.job_id
+    FROM input i LEFT JOIN renewed r ON r.job_id = i.job_id;
+END;
 $$;

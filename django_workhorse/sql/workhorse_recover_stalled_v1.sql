@@ -8,7 +8,12 @@
 -- may run twice; its late writes are refused by the fence.
 CREATE OR REPLACE FUNCTION workhorse_recover_stalled_v1(p_limit integer DEFAULT 1000)
 RETURNS TABLE (job_id bigint, queue text, attempt integer, stall_count integer, failed boolean)
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+-- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
+-- for the session, while a SQL function's body is planned on every call.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH expired AS (
         SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count + 1 AS stall_count,
                rt.worker_id, rt.attempt_started_at, rt.lease_expires_at,
@@ -64,5 +69,6 @@ LANGUAGE sql AS $$
         WHERE NOT e.give_up GROUP BY e.queue
     )
     SELECT e.job_id, e.queue, e.attempt, e.stall_count, e.give_up
-    FROM expired e CROSS JOIN (SELECT count(*) FROM woken) w
+    FROM expired e CROSS JOIN (SELECT count(*) FROM woken) w;
+END;
 $$;

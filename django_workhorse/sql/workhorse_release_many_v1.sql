@@ -8,7 +8,12 @@ CREATE OR REPLACE FUNCTION workhorse_release_many_v1(
     p_job_ids bigint[],
     p_fences bigint[]
 ) RETURNS TABLE (job_id bigint, ok boolean)
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+-- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
+-- for the session, while a SQL function's body is planned on every call.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences) AS i(job_id, fence)
     ),
@@ -30,5 +35,6 @@ LANGUAGE sql AS $$
     )
     SELECT i.job_id, r.job_id IS NOT NULL
     FROM input i LEFT JOIN released r ON r.job_id = i.job_id
-    CROSS JOIN (SELECT count(*) FROM woken) w
+    CROSS JOIN (SELECT count(*) FROM woken) w;
+END;
 $$;

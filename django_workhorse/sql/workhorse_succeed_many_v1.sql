@@ -9,7 +9,12 @@ CREATE OR REPLACE FUNCTION workhorse_succeed_many_v1(
     p_fences bigint[],
     p_results jsonb[]
 ) RETURNS TABLE (job_id bigint, ok boolean)
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+-- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
+-- for the session, while a SQL function's body is planned on every call.
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences, p_results) AS i(job_id, fence, result)
     ),
@@ -32,5 +37,6 @@ LANGUAGE sql AS $$
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id)
         SELECT d.job_id, 'succeeded', d.attempt, p_worker FROM done d
     )
-    SELECT i.job_id, d.job_id IS NOT NULL FROM input i LEFT JOIN done d ON d.job_id = i.job_id
+    SELECT i.job_id, d.job_id IS NOT NULL FROM input i LEFT JOIN done d ON d.job_id = i.job_id;
+END;
 $$;
