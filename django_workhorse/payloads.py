@@ -74,7 +74,7 @@ def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
     """The payload as JSON text, or InvalidPayloadError naming the offending field.
 
     Only values that come back equal after a JSON round trip are accepted, so
-    the handler sees exactly what the caller passed. Nothing is pickled.
+    the handler sees exactly what the caller passed; no other serialization is used.
     """
     if not isinstance(payload, Mapping):
         raise InvalidPayloadError(

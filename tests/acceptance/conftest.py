@@ -74,9 +74,8 @@ def database_url(**query: str) -> str:
     return f"{url}?{urlencode(query, quote_via=quote)}" if query else url
 
 
-def live_processes_in_group(pgid: int) -> list[int]:
-    """Pids of the processes of group ``pgid`` that are not zombies."""
-    found = []
+def _process_stats():
+    """(pid, state, ppid, pgrp) of every process, read from /proc."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -86,25 +85,19 @@ def live_processes_in_group(pgid: int) -> list[int]:
             continue
         # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses
         fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            found.append(int(entry.name))
-    return found
+        yield int(entry.name), fields[0], int(fields[1]), int(fields[2])
+
+
+def live_processes_in_group(pgid: int) -> list[int]:
+    """Pids of the processes of group ``pgid`` that are not zombies."""
+    return [pid for pid, state, _ppid, pgrp in _process_stats() if state != "Z" and pgrp == pgid]
 
 
 def children_of(pid: int) -> list[int]:
     """Pids of the live (non-zombie) children of ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return sorted(found)
+    return sorted(
+        child for child, state, ppid, _pgrp in _process_stats() if state != "Z" and ppid == pid
+    )
 
 
 class WorkerProcess:

