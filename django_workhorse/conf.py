@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -81,7 +81,6 @@ class WorkhorseSettings:
     worker_id: str | None
     shutdown_grace: float
     partition_days_ahead: int
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def duration_seconds(value: Any) -> float:

@@ -40,6 +40,13 @@ BEGIN
         RETURN;
     END IF;
 
+    -- Promotion is a write; most claims find nothing due, so probe the
+    -- scheduled index first and skip the UPDATE/INSERT statement entirely.
+    IF EXISTS (
+        SELECT 1 FROM unnest(v_queues) AS u(q)
+        WHERE EXISTS (SELECT 1 FROM workhorse_job_runtime rt
+                      WHERE rt.state = 'scheduled' AND rt.queue = u.q AND rt.run_at <= now())
+    ) THEN
     WITH due AS (
         SELECT s.job_id
         FROM unnest(v_queues, v_limits) AS u(q, l)
@@ -58,6 +65,7 @@ BEGIN
     )
     INSERT INTO workhorse_job_event (job_id, kind, attempt)
     SELECT p.job_id, 'promoted', p.attempt FROM promoted p;
+    END IF;
 
     RETURN QUERY
     WITH picked AS (

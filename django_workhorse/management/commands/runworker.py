@@ -22,14 +22,23 @@ from ...worker.worker import Worker, resolve_options
 VERBOSITY_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
 
-def positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
+def whole_number(low: int):
+    """An argparse type: a whole number of at least ``low``."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        if number < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {number}")
+        return number
+
+    return parse
+
+
+positive_int = whole_number(1)
+whole_at_least_zero = whole_number(0)
 
 
 def positive_seconds(value: str) -> float:
@@ -39,16 +48,6 @@ def positive_seconds(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
     if not number > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {value}")
-    return number
-
-
-def whole_at_least_zero(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {number}")
     return number
 
 
