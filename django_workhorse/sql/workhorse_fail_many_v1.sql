@@ -47,6 +47,8 @@ BEGIN
           ON rt.job_id = i.job_id AND rt.fence = i.fence
          AND rt.worker_id = p_worker AND rt.state = 'active'
         JOIN workhorse_job j ON j.id = rt.job_id
+        -- job_id order, as in every function that locks several runtime rows
+        ORDER BY rt.job_id
         FOR UPDATE OF rt
     ),
     retried AS (

@@ -18,12 +18,21 @@ BEGIN
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences) AS i(job_id, fence)
     ),
+    -- Lock this worker's rows in job_id order first: every function that
+    -- locks several runtime rows takes them in the same order, so a heartbeat
+    -- and a finish of the same jobs can wait on each other but never deadlock.
+    owned AS (
+        SELECT rt.job_id FROM workhorse_job_runtime rt
+        JOIN input i ON rt.job_id = i.job_id AND rt.fence = i.fence
+        WHERE rt.worker_id = p_worker AND rt.state = 'active'
+        ORDER BY rt.job_id
+        FOR UPDATE OF rt
+    ),
     renewed AS (
         UPDATE workhorse_job_runtime rt
         SET lease_expires_at = now() + make_interval(secs => p_lease_seconds)
-        FROM input i
-        WHERE rt.job_id = i.job_id AND rt.fence = i.fence
-          AND rt.worker_id = p_worker AND rt.state = 'active'
+        FROM owned o
+        WHERE rt.job_id = o.job_id
         RETURNING rt.job_id, rt.cancel_requested, rt.lease_expires_at
     )
     SELECT i.job_id, r.job_id IS NOT NULL, coalesce(r.cancel_requested, false), r.lease_expires_at

@@ -18,11 +18,20 @@ BEGIN
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences, p_results) AS i(job_id, fence, result)
     ),
+    -- Lock this worker's rows in job_id order first: every function that
+    -- locks several runtime rows takes them in the same order, so a heartbeat
+    -- and a finish of the same jobs can wait on each other but never deadlock.
+    owned AS (
+        SELECT rt.job_id FROM workhorse_job_runtime rt
+        JOIN input i ON rt.job_id = i.job_id AND rt.fence = i.fence
+        WHERE rt.worker_id = p_worker AND rt.state = 'active'
+        ORDER BY rt.job_id
+        FOR UPDATE OF rt
+    ),
     done AS (
         DELETE FROM workhorse_job_runtime rt
-        USING input i
-        WHERE rt.job_id = i.job_id AND rt.fence = i.fence
-          AND rt.worker_id = p_worker AND rt.state = 'active'
+        USING owned o, input i
+        WHERE rt.job_id = o.job_id AND i.job_id = o.job_id
         RETURNING rt.job_id, rt.attempt, rt.stall_count, rt.attempt_started_at, i.result
     ),
     outcome AS (

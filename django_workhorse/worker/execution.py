@@ -52,6 +52,8 @@ class Finished:
     ok: bool
     value: Any = None
     error: BaseException | None = None
+    encoded: str | None = None
+    """The return value as JSON, once encoded."""
     abandoned: bool = False
     """A timed-out sync run whose thread is still going: its slot stays busy."""
 

@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from secrets import token_hex
 
 import psycopg
@@ -62,7 +62,6 @@ class WorkerOptions:
     settings: WorkhorseSettings
     burst: bool = False
     on_job_failure: str | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def make_worker_id(base: str | None = None) -> str:
@@ -177,6 +176,7 @@ class Worker:
         self._next_due: float | None = None  # epoch seconds, from NOTIFY payloads
         self._flush_at = 1  # finished runs that wake the loop (see _collect)
         self._signals = 0
+        self._unwritten: list[Finished] = []
         self._conn: psycopg.Connection | None = None
         self._sync: dict[str, SyncSlots] = {}
         self._async: AsyncSlots | None = None
@@ -308,7 +308,11 @@ class Worker:
             except psycopg.OperationalError as exc:
                 if self._stopping.is_set() and not self.running:
                     return
-                logger.warning("workhorse: database connection lost (%s); reconnecting", exc)
+                logger.warning(
+                    "workhorse: database error (%s); the pass was rolled back and is retried "
+                    "on a new connection",
+                    exc,
+                )
                 self._reconnect()
 
     def _reconnect(self) -> None:
@@ -327,18 +331,24 @@ class Worker:
     def _pass(self) -> bool:
         """One pass of the claim loop; True when the loop should end."""
         self._wake.clear()
-        finished = self._collect()
+        # Runs whose write was rolled back (a lost connection) are kept and
+        # written again: nothing of that transaction reached the database.
+        finished = self._unwritten + self._collect()
         finished.extend(self._expire_timeouts())
+        self._unwritten = finished
         if self._forced.is_set():
             self._write(finished, claim=False)
+            self._unwritten = []
             return True
         if self._stopping.is_set():
             self._write(finished, claim=False)
+            self._unwritten = []
             if not self.running or time.monotonic() >= (self._stop_deadline or 0):
                 return True
             self._wake.wait(0.05)
             return False
         claimed = self._write(finished, claim=True)
+        self._unwritten = []
         if claimed or finished:
             return False
         if self.options.burst and not self.running and self._finished.empty():
@@ -478,7 +488,8 @@ class Worker:
                 continue
             if item.ok:
                 try:
-                    item.value = encode_result(item.value)
+                    if item.encoded is None:
+                        item.encoded = encode_result(item.value)
                     successes.append(item)
                     continue
                 except InvalidPayloadError as exc:
@@ -499,7 +510,7 @@ class Worker:
                     self.worker_id,
                     [f.running.job.job_id for f in successes],
                     [f.running.job.fence for f in successes],
-                    [f.value for f in successes],
+                    [f.encoded for f in successes],
                 )
             if failures:
                 failed = store.fail_many(
@@ -707,7 +718,7 @@ class Worker:
 
     def _shutdown(self) -> None:
         try:
-            self._write(self._drain(), claim=False)
+            self._write(self._unwritten + self._drain(), claim=False)
             with self._lock:
                 leftover = [r for r in self.running.values() if not r.timed_out]
             if leftover:
