@@ -33,9 +33,10 @@ def setup_django() -> str:
         dbname="postgres",
         autocommit=True,
     )
-    exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone()
-    if not exists:
-        admin.execute(f'CREATE DATABASE "{BENCH_DB}"')
+    # Created afresh for every run, so that it holds the SQL functions of the
+    # code being measured, not those of the run that created it.
+    admin.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+    admin.execute(f'CREATE DATABASE "{BENCH_DB}"')
     admin.close()
     import django
 

@@ -23,6 +23,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_queues text[];
     v_limits integer[];
+    v_ids    bigint[];
 BEGIN
     IF p_worker IS NULL OR p_worker = '' THEN
         RAISE EXCEPTION 'workhorse_claim_many_v1 needs a worker id' USING ERRCODE = 'invalid_parameter_value';
@@ -67,19 +68,26 @@ BEGIN
     SELECT p.job_id, 'promoted', p.attempt FROM promoted p;
     END IF;
 
+    -- The picked ids go through an array, not a CTE joined back to the
+    -- runtime table: the planner cannot know how many rows LIMIT u.l yields,
+    -- guessed thousands, and hashed a sequential scan of runtime and of job
+    -- on every claim (6 of 7 ms for 100 jobs out of 20,000 waiting). An
+    -- ANY(array) probe stays on the primary keys whatever the statistics say.
+    SELECT array_agg(r.job_id) INTO v_ids
+    FROM unnest(v_queues, v_limits) AS u(q, l)
+    CROSS JOIN LATERAL (
+        SELECT rt.job_id FROM workhorse_job_runtime rt
+        WHERE rt.state = 'ready' AND rt.queue = u.q
+        ORDER BY rt.priority DESC, rt.run_at, rt.job_id
+        LIMIT u.l
+        FOR UPDATE SKIP LOCKED
+    ) r;
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+
     RETURN QUERY
-    WITH picked AS (
-        SELECT r.job_id
-        FROM unnest(v_queues, v_limits) AS u(q, l)
-        CROSS JOIN LATERAL (
-            SELECT rt.job_id FROM workhorse_job_runtime rt
-            WHERE rt.state = 'ready' AND rt.queue = u.q
-            ORDER BY rt.priority DESC, rt.run_at, rt.job_id
-            LIMIT u.l
-            FOR UPDATE SKIP LOCKED
-        ) r
-    ),
-    claimed AS (
+    WITH claimed AS (
         UPDATE workhorse_job_runtime rt
         SET state = 'active',
             attempt = rt.attempt + 1,
@@ -87,7 +95,7 @@ BEGIN
             fence = rt.fence + 1,
             lease_expires_at = now() + make_interval(secs => p_lease_seconds),
             attempt_started_at = now()
-        FROM picked WHERE rt.job_id = picked.job_id
+        WHERE rt.job_id = ANY (v_ids)
         RETURNING rt.job_id, rt.priority, rt.run_at, rt.attempt, rt.fence,
                   rt.lease_expires_at, rt.cancel_requested
     ),
@@ -97,7 +105,15 @@ BEGIN
     )
     SELECT c.job_id, j.name, j.queue, j.payload, c.attempt, j.max_attempts, c.fence,
            extract(epoch FROM j.timeout)::double precision, c.lease_expires_at, c.cancel_requested
-    FROM claimed c JOIN workhorse_job j ON j.id = c.job_id
+    FROM claimed c
+    -- One primary-key probe per claimed job. As a plain join the planner
+    -- hashes a sequential scan of workhorse_job until it holds ~25,000 rows
+    -- (3.5 ms at 20,000 against 0.1 ms of probes); OFFSET 0 keeps the
+    -- subquery parameterized by c.job_id.
+    CROSS JOIN LATERAL (
+        SELECT j.name, j.queue, j.payload, j.max_attempts, j.timeout
+        FROM workhorse_job j WHERE j.id = c.job_id OFFSET 0
+    ) j
     ORDER BY c.priority DESC, c.run_at, c.job_id;
 END;
 $$;

@@ -7,6 +7,7 @@
 --     is NULL, as 'scheduled' (or 'ready' when the delay is zero);
 --   * otherwise the runtime row becomes a 'failed' outcome in this statement.
 -- Any other id comes back with ok = false (a lost lease): nothing changes.
+-- Rows come back in input order.
 CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_worker text,
     p_job_ids bigint[],
@@ -26,30 +27,36 @@ LANGUAGE plpgsql AS $$
 BEGIN
     RETURN QUERY
     WITH input AS (
-        SELECT i.job_id, i.fence, i.error,
+        SELECT i.job_id, i.fence, i.error, i.ord,
                coalesce(i.kind, 'failed') AS kind,
                coalesce(i.retryable, true) AS retryable,
                i.delay
         FROM unnest(p_job_ids, p_fences, p_errors,
                     coalesce(p_kinds, '{}'::text[]), coalesce(p_retryable, '{}'::boolean[]),
-                    coalesce(p_delays, '{}'::double precision[]))
-             AS i(job_id, fence, error, kind, retryable, delay)
+                    coalesce(p_delays, '{}'::double precision[])) WITH ORDINALITY
+             AS i(job_id, fence, error, kind, retryable, delay, ord)
         WHERE i.job_id IS NOT NULL
+        ORDER BY i.job_id
     ),
+    -- The owner lookup of succeed_many: a locking primary-key probe per
+    -- input row, in job_id order, and one into workhorse_job (docs/sql.md).
     cur AS (
-        SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at,
-               j.max_attempts, i.error, i.kind,
-               (i.retryable AND rt.attempt < j.max_attempts) AS will_retry,
+        SELECT i.job_id, i.ord, r.job_id IS NOT NULL AS ok, r.queue, r.attempt, r.stall_count,
+               r.attempt_started_at, j.max_attempts, i.error, i.kind,
+               (i.retryable AND r.attempt < j.max_attempts) AS will_retry,
                now() + make_interval(secs => coalesce(i.delay,
-                   workhorse_backoff_delay_v1(j.backoff, rt.attempt))) AS next_run_at
+                   workhorse_backoff_delay_v1(j.backoff, r.attempt))) AS next_run_at
         FROM input i
-        JOIN workhorse_job_runtime rt
-          ON rt.job_id = i.job_id AND rt.fence = i.fence
-         AND rt.worker_id = p_worker AND rt.state = 'active'
-        JOIN workhorse_job j ON j.id = rt.job_id
-        -- job_id order, as in every function that locks several runtime rows
-        ORDER BY rt.job_id
-        FOR UPDATE OF rt
+        LEFT JOIN LATERAL (
+            SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at
+            FROM workhorse_job_runtime rt
+            WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
+            FOR UPDATE
+        ) r ON true
+        LEFT JOIN LATERAL (
+            SELECT j.max_attempts, j.backoff FROM workhorse_job j
+            WHERE j.id = r.job_id OFFSET 0
+        ) j ON true
     ),
     retried AS (
         UPDATE workhorse_job_runtime rt
@@ -57,25 +64,24 @@ BEGIN
             run_at = c.next_run_at,
             worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
         FROM cur c
-        WHERE rt.job_id = c.job_id AND c.will_retry
-        RETURNING rt.job_id, rt.queue, rt.state, rt.run_at
+        WHERE rt.job_id = ANY (ARRAY(SELECT c2.job_id FROM cur c2 WHERE c2.ok AND c2.will_retry))
+          AND c.job_id = rt.job_id
+        RETURNING rt.job_id, rt.queue, rt.state
     ),
     ended AS (
         DELETE FROM workhorse_job_runtime rt
-        USING cur c
-        WHERE rt.job_id = c.job_id AND NOT c.will_retry
-        RETURNING rt.job_id
+        WHERE rt.job_id = ANY (ARRAY(SELECT c.job_id FROM cur c WHERE c.ok AND NOT c.will_retry))
     ),
     outcome AS (
         INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
         SELECT c.job_id, 'failed', c.error, c.attempt, c.stall_count, now()
-        FROM cur c JOIN ended e ON e.job_id = c.job_id
+        FROM cur c WHERE c.ok AND NOT c.will_retry
     ),
     history AS (
         INSERT INTO workhorse_attempt_history
             (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
         SELECT c.job_id, c.attempt, c.kind, p_worker, c.attempt_started_at, now(), c.error
-        FROM cur c
+        FROM cur c WHERE c.ok
     ),
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
@@ -85,18 +91,19 @@ BEGIN
                jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
                || CASE WHEN c.will_retry THEN jsonb_build_object('run_at', c.next_run_at)
                        ELSE '{}'::jsonb END
-        FROM cur c
+        FROM cur c WHERE c.ok
     ),
     woken AS (
-        SELECT pg_notify('workhorse:' || r.queue, '') FROM retried r
-        WHERE r.state = 'ready' GROUP BY r.queue
+        SELECT pg_notify('workhorse:' || c.queue, '') FROM cur c
+        WHERE c.ok AND c.will_retry AND c.next_run_at <= now() GROUP BY c.queue
     )
-    SELECT i.job_id, c.job_id IS NOT NULL, coalesce(c.will_retry, false),
-           CASE WHEN c.will_retry THEN c.next_run_at END,
-           CASE WHEN c.will_retry THEN extract(epoch FROM c.next_run_at - now())::double precision END,
+    SELECT c.job_id, c.ok, coalesce(c.ok AND c.will_retry, false),
+           CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END,
+           CASE WHEN c.ok AND c.will_retry
+                THEN extract(epoch FROM c.next_run_at - now())::double precision END,
            c.attempt, c.max_attempts
-    FROM input i
-    LEFT JOIN cur c ON c.job_id = i.job_id
-    CROSS JOIN (SELECT count(*) FROM woken) w;
+    FROM cur c
+    CROSS JOIN (SELECT count(*) FROM woken) w
+    ORDER BY c.ord;
 END;
 $$;

@@ -2,7 +2,8 @@
 -- it is still active under (p_worker, fence); every other id comes back with
 -- renewed = false: the lease was lost (recovered, or claimed by another run)
 -- and the caller must not assume it still owns the job. cancel_requested
--- carries an operator's cancel to the worker running the job.
+-- carries an operator's cancel to the worker running the job. Rows come back
+-- in input order.
 CREATE OR REPLACE FUNCTION workhorse_heartbeat_many_v1(
     p_worker text,
     p_job_ids bigint[],
@@ -16,26 +17,28 @@ LANGUAGE plpgsql AS $$
 BEGIN
     RETURN QUERY
     WITH input AS (
-        SELECT * FROM unnest(p_job_ids, p_fences) AS i(job_id, fence)
+        SELECT * FROM unnest(p_job_ids, p_fences) WITH ORDINALITY AS i(job_id, fence, ord)
+        ORDER BY i.job_id
     ),
-    -- Lock this worker's rows in job_id order first: every function that
-    -- locks several runtime rows takes them in the same order, so a heartbeat
-    -- and a finish of the same jobs can wait on each other but never deadlock.
+    -- The owner lookup of succeed_many: a locking primary-key probe per
+    -- input row, in job_id order (docs/sql.md).
     owned AS (
-        SELECT rt.job_id FROM workhorse_job_runtime rt
-        JOIN input i ON rt.job_id = i.job_id AND rt.fence = i.fence
-        WHERE rt.worker_id = p_worker AND rt.state = 'active'
-        ORDER BY rt.job_id
-        FOR UPDATE OF rt
+        SELECT i.job_id, i.ord, r.job_id IS NOT NULL AS ok, r.cancel_requested
+        FROM input i
+        LEFT JOIN LATERAL (
+            SELECT rt.job_id, rt.cancel_requested
+            FROM workhorse_job_runtime rt
+            WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
+            FOR UPDATE
+        ) r ON true
     ),
     renewed AS (
         UPDATE workhorse_job_runtime rt
         SET lease_expires_at = now() + make_interval(secs => p_lease_seconds)
-        FROM owned o
-        WHERE rt.job_id = o.job_id
-        RETURNING rt.job_id, rt.cancel_requested, rt.lease_expires_at
+        WHERE rt.job_id = ANY (ARRAY(SELECT o.job_id FROM owned o WHERE o.ok))
     )
-    SELECT i.job_id, r.job_id IS NOT NULL, coalesce(r.cancel_requested, false), r.lease_expires_at
-    FROM input i LEFT JOIN renewed r ON r.job_id = i.job_id;
+    SELECT o.job_id, o.ok, coalesce(o.cancel_requested, false),
+           CASE WHEN o.ok THEN now() + make_interval(secs => p_lease_seconds) END
+    FROM owned o ORDER BY o.ord;
 END;
 $$;

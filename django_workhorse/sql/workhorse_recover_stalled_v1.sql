@@ -36,7 +36,7 @@ BEGIN
     ended AS (
         DELETE FROM workhorse_job_runtime rt USING expired e
         WHERE rt.job_id = e.job_id AND e.give_up
-        RETURNING rt.job_id
+        RETURNING rt.job_id, e.attempt, e.stall_count
     ),
     outcome AS (
         INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
@@ -46,7 +46,7 @@ BEGIN
                    'message', format('the job stalled %s times (max_stalled is %s): its worker '
                                      'stopped renewing the lease', e.stall_count, e.stall_count - 1)),
                e.attempt, e.stall_count, now()
-        FROM expired e JOIN ended d ON d.job_id = e.job_id
+        FROM ended e
     ),
     history AS (
         INSERT INTO workhorse_attempt_history

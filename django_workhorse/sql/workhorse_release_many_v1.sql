@@ -2,7 +2,8 @@
 -- down): each (job, fence) still active under p_worker returns to ready with
 -- its attempt counter as it was before the claim, and keeps its place in line
 -- (run_at is unchanged). No attempt_history row: the attempt never counted.
--- Any other id comes back with ok = false and nothing changes.
+-- Any other id comes back with ok = false and nothing changes. Rows come back
+-- in input order.
 CREATE OR REPLACE FUNCTION workhorse_release_many_v1(
     p_worker text,
     p_job_ids bigint[],
@@ -15,35 +16,36 @@ LANGUAGE plpgsql AS $$
 BEGIN
     RETURN QUERY
     WITH input AS (
-        SELECT * FROM unnest(p_job_ids, p_fences) AS i(job_id, fence)
+        SELECT * FROM unnest(p_job_ids, p_fences) WITH ORDINALITY AS i(job_id, fence, ord)
+        ORDER BY i.job_id
     ),
-    -- Lock this worker's rows in job_id order first: every function that
-    -- locks several runtime rows takes them in the same order, so a heartbeat
-    -- and a finish of the same jobs can wait on each other but never deadlock.
+    -- The owner lookup of succeed_many: a locking primary-key probe per
+    -- input row, in job_id order (docs/sql.md).
     owned AS (
-        SELECT rt.job_id FROM workhorse_job_runtime rt
-        JOIN input i ON rt.job_id = i.job_id AND rt.fence = i.fence
-        WHERE rt.worker_id = p_worker AND rt.state = 'active'
-        ORDER BY rt.job_id
-        FOR UPDATE OF rt
+        SELECT i.job_id, i.ord, r.job_id IS NOT NULL AS ok, r.queue, r.attempt
+        FROM input i
+        LEFT JOIN LATERAL (
+            SELECT rt.job_id, rt.queue, rt.attempt
+            FROM workhorse_job_runtime rt
+            WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
+            FOR UPDATE
+        ) r ON true
     ),
     released AS (
         UPDATE workhorse_job_runtime rt
         SET state = 'ready', attempt = rt.attempt - 1,
             worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
-        FROM owned o
-        WHERE rt.job_id = o.job_id
-        RETURNING rt.job_id, rt.queue, rt.attempt
+        WHERE rt.job_id = ANY (ARRAY(SELECT o.job_id FROM owned o WHERE o.ok))
     ),
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id)
-        SELECT r.job_id, 'released', r.attempt + 1, p_worker FROM released r
+        SELECT o.job_id, 'released', o.attempt, p_worker FROM owned o WHERE o.ok
     ),
     woken AS (
-        SELECT pg_notify('workhorse:' || r.queue, '') FROM released r GROUP BY r.queue
+        SELECT pg_notify('workhorse:' || o.queue, '') FROM owned o WHERE o.ok GROUP BY o.queue
     )
-    SELECT i.job_id, r.job_id IS NOT NULL
-    FROM input i LEFT JOIN released r ON r.job_id = i.job_id
-    CROSS JOIN (SELECT count(*) FROM woken) w;
+    SELECT o.job_id, o.ok FROM owned o
+    CROSS JOIN (SELECT count(*) FROM woken) w
+    ORDER BY o.ord;
 END;
 $$;

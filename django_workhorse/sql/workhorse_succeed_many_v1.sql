@@ -2,7 +2,8 @@
 -- active under p_worker: the runtime row is deleted and the outcome row
 -- inserted in this same statement, the attempt closes as succeeded in
 -- attempt_history, and a 'succeeded' event is written. Any other id comes back
--- with ok = false (a lost lease) and nothing about that job changes.
+-- with ok = false (a lost lease) and nothing about that job changes. Rows come
+-- back in input order.
 CREATE OR REPLACE FUNCTION workhorse_succeed_many_v1(
     p_worker text,
     p_job_ids bigint[],
@@ -16,36 +17,45 @@ LANGUAGE plpgsql AS $$
 BEGIN
     RETURN QUERY
     WITH input AS (
-        SELECT * FROM unnest(p_job_ids, p_fences, p_results) AS i(job_id, fence, result)
+        SELECT * FROM unnest(p_job_ids, p_fences, p_results) WITH ORDINALITY
+            AS i(job_id, fence, result, ord)
+        ORDER BY i.job_id
     ),
-    -- Lock this worker's rows in job_id order first: every function that
-    -- locks several runtime rows takes them in the same order, so a heartbeat
-    -- and a finish of the same jobs can wait on each other but never deadlock.
+    -- The owner lookup (see docs/sql.md, "Plans that do not depend on
+    -- statistics"): one primary-key probe per input row, in job_id order, each
+    -- locking its row. Every function that locks several runtime rows takes
+    -- them in that order, so a heartbeat and a finish of the same jobs may
+    -- wait on each other but never deadlock. worker_id implies
+    -- state = 'active' (the owner CHECK).
     owned AS (
-        SELECT rt.job_id FROM workhorse_job_runtime rt
-        JOIN input i ON rt.job_id = i.job_id AND rt.fence = i.fence
-        WHERE rt.worker_id = p_worker AND rt.state = 'active'
-        ORDER BY rt.job_id
-        FOR UPDATE OF rt
+        SELECT i.job_id, i.ord, i.result, r.job_id IS NOT NULL AS ok,
+               r.attempt, r.stall_count, r.attempt_started_at
+        FROM input i
+        LEFT JOIN LATERAL (
+            SELECT rt.job_id, rt.attempt, rt.stall_count, rt.attempt_started_at
+            FROM workhorse_job_runtime rt
+            WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
+            FOR UPDATE
+        ) r ON true
     ),
     done AS (
         DELETE FROM workhorse_job_runtime rt
-        USING owned o, input i
-        WHERE rt.job_id = o.job_id AND i.job_id = o.job_id
-        RETURNING rt.job_id, rt.attempt, rt.stall_count, rt.attempt_started_at, i.result
+        WHERE rt.job_id = ANY (ARRAY(SELECT o.job_id FROM owned o WHERE o.ok))
     ),
     outcome AS (
         INSERT INTO workhorse_job_outcome (job_id, state, result, attempts, stall_count, finished_at)
-        SELECT d.job_id, 'succeeded', d.result, d.attempt, d.stall_count, now() FROM done d
+        SELECT o.job_id, 'succeeded', o.result, o.attempt, o.stall_count, now()
+        FROM owned o WHERE o.ok
     ),
     history AS (
         INSERT INTO workhorse_attempt_history (job_id, attempt, outcome, worker_id, started_at, finished_at)
-        SELECT d.job_id, d.attempt, 'succeeded', p_worker, d.attempt_started_at, now() FROM done d
+        SELECT o.job_id, o.attempt, 'succeeded', p_worker, o.attempt_started_at, now()
+        FROM owned o WHERE o.ok
     ),
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id)
-        SELECT d.job_id, 'succeeded', d.attempt, p_worker FROM done d
+        SELECT o.job_id, 'succeeded', o.attempt, p_worker FROM owned o WHERE o.ok
     )
-    SELECT i.job_id, d.job_id IS NOT NULL FROM input i LEFT JOIN done d ON d.job_id = i.job_id;
+    SELECT o.job_id, o.ok FROM owned o ORDER BY o.ord;
 END;
 $$;

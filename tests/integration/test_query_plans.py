@@ -69,8 +69,11 @@ def busy_queues(committed_rows):
 
 
 def test_the_claim_reads_ready_jobs_best_first_from_the_ready_index(cursor, busy_queues):
-    picked = cte("workhorse_claim_many_v1.sql", "picked")
-    statement = picked.replace("v_queues", "%s::text[]").replace("v_limits", "%s::integer[]")
+    sql = read_sql("workhorse_claim_many_v1.sql")
+    match = re.search(r"SELECT array_agg\(r\.job_id\) INTO v_ids(.*?\) r);", sql, re.S)
+    assert match, "no picking statement in workhorse_claim_many_v1.sql: update this test"
+    statement = "SELECT r.job_id" + match.group(1)
+    statement = statement.replace("v_queues", "%s::text[]").replace("v_limits", "%s::integer[]")
 
     nodes = plan_nodes(cursor, statement, [QUEUES, [10, 10, 10]])
 

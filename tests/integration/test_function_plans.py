@@ -1,0 +1,165 @@
+"""Whole SQL functions, run for real, never scan a table or compare rows pair by pair.
+
+``test_query_plans`` checks the statement that picks jobs; this module runs
+each batch function as the worker calls it, under ``auto_explain`` with nested
+statements, and reads the executed plan of every statement inside. A plan
+that hashes a sequential scan of ``workhorse_job_runtime`` or ``workhorse_job``
+costs time in proportion to the backlog (it once cost 6 of the 7 ms of a
+100-job claim); a nested loop that filters one CTE against another costs
+batch² comparisons. Both depend on statistics, so the tables are analyzed
+with thousands of live rows, as a worker meets them, and each function is
+called a few times first: PL/pgSQL may switch to a generic plan after five.
+"""
+
+import re
+
+import pytest
+from demo.jobs import add
+
+from django_workhorse import store
+
+pytestmark = pytest.mark.django_db
+
+QUEUE = "plan-fn"
+BATCH = 100
+
+
+@pytest.fixture(scope="module")
+def backlog(committed_rows):
+    """5,000 ready jobs and fresh statistics."""
+    with committed_rows() as cursor:
+        for _ in range(5):
+            add.options(queue=QUEUE).enqueue_many([{"a": i, "b": i} for i in range(1000)])
+        cursor.execute("ANALYZE workhorse_job_runtime")
+        cursor.execute("ANALYZE workhorse_job")
+        yield
+
+
+@pytest.fixture
+def explained(cursor):
+    """Run statements with every nested plan sent back as a notice; yields the list."""
+    from django.db import connection
+
+    plans: list[str] = []
+    raw = connection.connection
+
+    def collect(diagnostic) -> None:
+        message = diagnostic.message_primary or ""
+        if "plan:" in message:
+            plans.append(message)
+
+    cursor.execute("LOAD 'auto_explain'")
+    for setting in (
+        "auto_explain.log_min_duration = 0",
+        "auto_explain.log_nested_statements = on",
+        "auto_explain.log_analyze = on",
+        "auto_explain.log_timing = off",
+        "auto_explain.log_level = notice",
+    ):
+        cursor.execute(f"SET LOCAL {setting}")
+    raw.add_notice_handler(collect)
+    try:
+        yield plans
+    finally:
+        raw.remove_notice_handler(collect)
+
+
+def problems(plans: list[str]) -> list[str]:
+    """Whole-table scans and pairwise join filters in ``plans``, quoted."""
+    found = []
+    for plan in plans:
+        if "FOR KEY SHARE" in plan:
+            continue  # a foreign-key check: one primary-key probe
+        for line in plan.splitlines():
+            if re.search(r"Seq Scan on workhorse_job(_runtime)? ", line):
+                found.append(line.strip())
+            removed = re.search(r"Rows Removed by Join Filter: (\d+)", line)
+            if removed and int(removed.group(1)) >= BATCH:
+                found.append(line.strip())
+    return found
+
+
+def claim(cursor, worker: str = "plan-w") -> list[store.ClaimedJob]:
+    return store.claim_many(cursor, worker, [QUEUE], [BATCH], 30)
+
+
+@pytest.fixture
+def warmed(backlog, cursor):
+    """Six calls of every batch function on this connection, before the measured one."""
+    for _ in range(6):
+        jobs = store.claim_many(cursor, "plan-warm", [QUEUE], [10], 30)
+        ids, fences = [j.job_id for j in jobs], [j.fence for j in jobs]
+        store.heartbeat_many(cursor, "plan-warm", ids, fences, 30)
+        store.release_many(cursor, "plan-warm", ids[:2], fences[:2])
+        store.fail_many(
+            cursor,
+            "plan-warm",
+            ids[2:4],
+            fences[2:4],
+            ["{}"] * 2,
+            ["failed"] * 2,
+            [True, False],
+            [None, None],
+        )
+        store.succeed_many(cursor, "plan-warm", ids[4:], fences[4:], ["null"] * len(ids[4:]))
+
+
+def test_a_claim_of_a_batch_stays_on_indexes(warmed, cursor, explained):
+    jobs = claim(cursor)
+
+    assert len(jobs) == BATCH
+    assert len(explained) > 3
+    assert problems(explained) == []
+
+
+def test_succeeding_a_batch_stays_on_indexes(warmed, cursor, explained):
+    jobs = claim(cursor)
+    explained.clear()
+
+    rows = store.succeed_many(
+        cursor, "plan-w", [j.job_id for j in jobs], [j.fence for j in jobs], ["null"] * len(jobs)
+    )
+
+    assert all(ok for _, ok in rows)
+    assert problems(explained) == []
+
+
+def test_failing_a_batch_stays_on_indexes(warmed, cursor, explained):
+    jobs = claim(cursor)
+    explained.clear()
+    n = len(jobs)
+
+    rows = store.fail_many(
+        cursor,
+        "plan-w",
+        [j.job_id for j in jobs],
+        [j.fence for j in jobs],
+        ['{"type": "E", "message": "m"}'] * n,
+        ["failed"] * n,
+        [j.job_id % 2 == 0 for j in jobs],  # half retried, half terminal
+        [0.0] * n,
+    )
+
+    assert all(r.ok for r in rows)
+    assert problems(explained) == []
+
+
+def test_heartbeat_and_release_of_a_batch_stay_on_indexes(warmed, cursor, explained):
+    jobs = claim(cursor)
+    explained.clear()
+    ids, fences = [j.job_id for j in jobs], [j.fence for j in jobs]
+
+    renewed = store.heartbeat_many(cursor, "plan-w", ids, fences, 30)
+    released = store.release_many(cursor, "plan-w", ids, fences)
+
+    assert len(renewed) == len(released) == BATCH
+    assert problems(explained) == []
+
+
+def test_the_check_finds_a_whole_table_scan(cursor, explained):
+    """The detector itself: a plain scan of the runtime table is reported."""
+    cursor.execute("SET LOCAL enable_indexscan = off")
+    cursor.execute("SET LOCAL enable_bitmapscan = off")
+    cursor.execute("SELECT count(*) FROM workhorse_job_runtime WHERE job_id = 1")
+
+    assert any("Seq Scan on workhorse_job_runtime" in p for p in problems(explained))
