@@ -1,6 +1,8 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [--history N]
+    python -m bench [calibrate] [core] [worker] [drain] [pickup] [--history N]
+
+``drain`` and ``pickup`` run one part of ``worker`` alone.
 
 Runs against its own database (``workhorse_bench`` on the server of
 DATABASE_URL), which it empties as it goes.
@@ -19,7 +21,7 @@ def main() -> None:
         "sections",
         nargs="*",
         default=["core", "worker"],
-        choices=["calibrate", "core", "worker", "pickup"],
+        choices=["calibrate", "core", "worker", "drain", "pickup"],
     )
     parser.add_argument(
         "--history",
@@ -46,6 +48,11 @@ def main() -> None:
         from . import core
 
         core.run(conn, args.history)
+    if args.sections == ["drain"]:
+        from . import common, worker
+
+        common.reset(conn)
+        worker.drains(conn, url, 20_000, "empty history")
     if args.sections == ["pickup"]:
         from . import worker
 

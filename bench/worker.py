@@ -65,10 +65,11 @@ def wait_drained(conn, total: int, timeout: float = 600) -> None:
 def drain(conn, url: str, jobs: int, processes: int, concurrency: int) -> tuple[float, float]:
     """Drain ``jobs`` no-op jobs with ``processes`` burst workers; (jobs/s, CPU ms per job)."""
     conn.execute("DELETE FROM workhorse_job_runtime WHERE queue = 'bench'")
-    conn.execute(
-        "DELETE FROM workhorse_attempt_history h USING workhorse_job j"
-        " WHERE j.id = h.job_id AND j.queue = 'bench'"
-    )
+    for table in ("workhorse_attempt_history", "workhorse_job_outcome", "workhorse_job_query"):
+        conn.execute(
+            f"DELETE FROM {table} h USING workhorse_job j"
+            " WHERE j.id = h.job_id AND j.queue = 'bench'"
+        )
     conn.execute("DELETE FROM workhorse_job WHERE queue = 'bench'")
     enqueue_noops(jobs)
     conn.execute("VACUUM ANALYZE workhorse_job_runtime")

@@ -5,6 +5,14 @@
 -- the terminal row (workhorse_job_outcome) once it succeeded, failed or was
 -- canceled. The SQL functions move a job from runtime to outcome in one
 -- transaction, so a committed job has exactly one of the two.
+--
+-- The runtime, outcome and query rows carry the job's id without a foreign
+-- key. Only the SQL functions write them: enqueue creates job, runtime and
+-- query rows in one statement, and an outcome row is only ever made from a
+-- runtime row. A foreign-key check locks the job row (FOR KEY SHARE), which
+-- writes WAL and dirties a page of the ever-growing job table on every
+-- finish; without the three keys a two-process drain went from ~21,600 to
+-- ~25,000 jobs/s and enqueue_many from ~28,500 to ~35,000 jobs/s.
 
 CREATE SEQUENCE workhorse_job_id_seq;
 
@@ -43,7 +51,7 @@ CREATE UNIQUE INDEX workhorse_job_idempotency
     ON workhorse_job (name, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 CREATE TABLE workhorse_job_runtime (
-    job_id               bigint PRIMARY KEY REFERENCES workhorse_job (id) ON DELETE CASCADE,
+    job_id               bigint PRIMARY KEY,
     -- queue and priority are copied from workhorse_job so that the claim reads
     -- one narrow index and never touches the identity row to choose.
     queue                text NOT NULL,
@@ -82,7 +90,7 @@ CREATE INDEX workhorse_runtime_lease
     ON workhorse_job_runtime (lease_expires_at) WHERE state = 'active';
 
 CREATE TABLE workhorse_job_outcome (
-    job_id      bigint PRIMARY KEY REFERENCES workhorse_job (id) ON DELETE CASCADE,
+    job_id      bigint PRIMARY KEY,
     state       text NOT NULL
         CONSTRAINT workhorse_outcome_state CHECK (state IN ('succeeded', 'failed', 'canceled')),
     result      jsonb,
@@ -95,7 +103,7 @@ CREATE TABLE workhorse_job_outcome (
 -- Operator reads page through creation order (job_id grows with it); claims
 -- never touch this projection.
 CREATE TABLE workhorse_job_query (
-    job_id     bigint PRIMARY KEY REFERENCES workhorse_job (id) ON DELETE CASCADE,
+    job_id     bigint PRIMARY KEY,
     queue      text NOT NULL,
     name       text NOT NULL,
     created_at timestamptz NOT NULL

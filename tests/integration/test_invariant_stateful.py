@@ -76,7 +76,14 @@ class JobLifecycle(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.cursor = connection.cursor()
-        for table in ("workhorse_job_event", "workhorse_attempt_history", "workhorse_job"):
+        for table in (
+            "workhorse_job_event",
+            "workhorse_attempt_history",
+            "workhorse_job_runtime",
+            "workhorse_job_outcome",
+            "workhorse_job_query",
+            "workhorse_job",
+        ):
             self.cursor.execute(f"DELETE FROM {table}")
         self.jobs: dict[int, ModelJob] = {}
         self.highest_fence: dict[int, int] = {}
@@ -273,6 +280,17 @@ class JobLifecycle(RuleBasedStateMachine):
             job = self.jobs[job_id]
             assert (state, attempt, stalls) == (job.state, job.attempt, job.stall_count)
             assert (worker, fence) == job.owner if state == "active" else worker is None
+        # No foreign key ties the split rows to the job: the functions must.
+        self.cursor.execute(
+            """
+            SELECT count(*) FROM (
+                SELECT job_id FROM workhorse_job_runtime
+                UNION ALL SELECT job_id FROM workhorse_job_outcome
+                UNION ALL SELECT job_id FROM workhorse_job_query
+            ) split WHERE NOT EXISTS (SELECT 1 FROM workhorse_job j WHERE j.id = split.job_id)
+            """
+        )
+        assert self.cursor.fetchone()[0] == 0, "a runtime, outcome or query row has no job"
 
 
 def test_any_sequence_of_operations_keeps_the_store_consistent(db_rows):
