@@ -133,6 +133,11 @@ def test_enqueue_v1_accepts_its_options_by_name_with_plain_literals():
             "workhorse_job_name_format",
             id="bad-job-name",
         ),
+        pytest.param(
+            "SELECT workhorse_enqueue_v1(repeat('n', 201))",
+            "workhorse_job_name_format",
+            id="job-name-too-long",
+        ),
     ],
 )
 def test_the_tables_refuse_what_python_validation_refuses(call, constraint):
