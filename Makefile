@@ -1,4 +1,4 @@
-# make demo | make test | make lint | make fmt | make bench | make clean
+# make demo | make test | make lint | make fmt | make bench | make schema | make clean
 #
 # Everything runs from .venv, which `make .venv` (and every target that needs
 # it) builds with a Python >= 3.12 found by scripts/find_python.sh; set
@@ -21,7 +21,7 @@ WITH_DB := $(PY) scripts/with_database.py --
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help test demo bench lint fmt clean
+.PHONY: help test demo bench lint fmt schema clean
 
 help:
 	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
@@ -29,6 +29,7 @@ help:
 	@echo "make lint    ruff check and ruff format --check"
 	@echo "make fmt     ruff check --fix and ruff format"
 	@echo "make bench   run the benchmarks (BENCH_ARGS=... passed on)"
+	@echo "make schema  rewrite docs/schema.sql from the migrations (review the diff)"
 	@echo "make .venv   (re)build the virtualenv; make clean removes it"
 
 # The directory is the target people type; the stamp records a finished
@@ -54,6 +55,9 @@ demo: $(VENV)
 
 bench: $(VENV)
 	$(WITH_DB) $(PY) -m bench $(BENCH_ARGS)
+
+schema: $(VENV)
+	WORKHORSE_WRITE_SCHEMA=1 $(WITH_DB) $(PY) -m pytest -q tests/migration/test_schema_snapshot.py
 
 lint: $(VENV)
 	$(RUFF) check .

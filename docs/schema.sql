@@ -1,0 +1,151 @@
+-- The schema the migrations install; rewritten by `make schema`.
+
+CREATE TABLE workhorse_attempt_history (
+    id bigint NOT NULL DEFAULT nextval('workhorse_attempt_history_id_seq'::regclass),
+    job_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    outcome text NOT NULL,
+    worker_id text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL DEFAULT now(),
+    error jsonb,
+    CONSTRAINT workhorse_attempt_outcome CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text])))
+) PARTITION BY RANGE (finished_at);
+
+CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
+
+CREATE TABLE workhorse_job (
+    id bigint NOT NULL DEFAULT nextval('workhorse_job_id_seq'::regclass),
+    name text NOT NULL,
+    queue text NOT NULL,
+    payload jsonb NOT NULL,
+    max_attempts integer NOT NULL,
+    priority smallint NOT NULL DEFAULT 0,
+    timeout interval,
+    backoff jsonb NOT NULL DEFAULT '{"max": 3600, "base": 1, "kind": "exponential", "jitter": 0.1}'::jsonb,
+    max_stalled integer NOT NULL DEFAULT 1,
+    idempotency_key text,
+    trace_context jsonb,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workhorse_job_idempotency_key_length CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
+    CONSTRAINT workhorse_job_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
+    CONSTRAINT workhorse_job_max_stalled_range CHECK (((max_stalled >= 0) AND (max_stalled <= 1000))),
+    CONSTRAINT workhorse_job_name_format CHECK (((name ~ '^[A-Za-z_][A-Za-z0-9_.:-]*$'::text) AND (length(name) <= 200))),
+    CONSTRAINT workhorse_job_payload_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT workhorse_job_pkey PRIMARY KEY (id),
+    CONSTRAINT workhorse_job_priority_range CHECK (((priority >= '-100'::integer) AND (priority <= 100))),
+    CONSTRAINT workhorse_job_queue_format CHECK (((queue ~ '^[A-Za-z0-9_][A-Za-z0-9_.-]*$'::text) AND (length(queue) <= 53))),
+    CONSTRAINT workhorse_job_timeout_positive CHECK ((timeout > '00:00:00'::interval))
+);
+
+CREATE TABLE workhorse_job_event (
+    id bigint NOT NULL DEFAULT nextval('workhorse_job_event_id_seq'::regclass),
+    job_id bigint NOT NULL,
+    at timestamp with time zone NOT NULL DEFAULT now(),
+    kind text NOT NULL,
+    attempt integer,
+    worker_id text,
+    data jsonb
+) PARTITION BY RANGE (at);
+
+CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
+
+CREATE TABLE workhorse_job_outcome (
+    job_id bigint NOT NULL,
+    state text NOT NULL,
+    result jsonb,
+    error jsonb,
+    attempts integer NOT NULL,
+    stall_count integer NOT NULL DEFAULT 0,
+    finished_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workhorse_job_outcome_pkey PRIMARY KEY (job_id),
+    CONSTRAINT workhorse_outcome_state CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'canceled'::text])))
+);
+
+CREATE TABLE workhorse_job_query (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT workhorse_job_query_pkey PRIMARY KEY (job_id)
+);
+
+CREATE TABLE workhorse_job_runtime (
+    job_id bigint NOT NULL,
+    queue text NOT NULL,
+    priority smallint NOT NULL,
+    state text NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    attempt integer NOT NULL DEFAULT 0,
+    stall_count integer NOT NULL DEFAULT 0,
+    worker_id text,
+    fence bigint NOT NULL DEFAULT 0,
+    lease_expires_at timestamp with time zone,
+    attempt_started_at timestamp with time zone,
+    cancel_requested boolean NOT NULL DEFAULT false,
+    pending_dependencies integer NOT NULL DEFAULT 0,
+    CONSTRAINT workhorse_job_runtime_pkey PRIMARY KEY (job_id),
+    CONSTRAINT workhorse_runtime_attempt_range CHECK ((attempt >= 0)),
+    CONSTRAINT workhorse_runtime_owner CHECK ((((state = 'active'::text) = (worker_id IS NOT NULL)) AND ((state = 'active'::text) = (lease_expires_at IS NOT NULL)) AND ((state = 'active'::text) = (attempt_started_at IS NOT NULL)))),
+    CONSTRAINT workhorse_runtime_pending_range CHECK ((pending_dependencies >= 0)),
+    CONSTRAINT workhorse_runtime_stall_count_range CHECK ((stall_count >= 0)),
+    CONSTRAINT workhorse_runtime_state CHECK ((state = ANY (ARRAY['blocked'::text, 'scheduled'::text, 'ready'::text, 'active'::text])))
+) WITH (fillfactor=70);
+
+CREATE TABLE workhorse_queue (
+    name text NOT NULL,
+    paused boolean NOT NULL DEFAULT false,
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workhorse_queue_pkey PRIMARY KEY (name)
+);
+
+CREATE TABLE workhorse_schema (
+    singleton boolean NOT NULL DEFAULT true,
+    version integer NOT NULL,
+    CONSTRAINT workhorse_schema_pkey PRIMARY KEY (singleton),
+    CONSTRAINT workhorse_schema_singleton CHECK (singleton)
+);
+
+CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
+CREATE INDEX workhorse_job_event_job ON ONLY public.workhorse_job_event USING btree (job_id, at, id);
+CREATE UNIQUE INDEX workhorse_job_idempotency ON public.workhorse_job USING btree (name, idempotency_key) WHERE (idempotency_key IS NOT NULL);
+CREATE UNIQUE INDEX workhorse_job_outcome_pkey ON public.workhorse_job_outcome USING btree (job_id);
+CREATE UNIQUE INDEX workhorse_job_pkey ON public.workhorse_job USING btree (id);
+CREATE INDEX workhorse_job_query_name ON public.workhorse_job_query USING btree (name, job_id);
+CREATE UNIQUE INDEX workhorse_job_query_pkey ON public.workhorse_job_query USING btree (job_id);
+CREATE INDEX workhorse_job_query_queue ON public.workhorse_job_query USING btree (queue, job_id);
+CREATE UNIQUE INDEX workhorse_job_runtime_pkey ON public.workhorse_job_runtime USING btree (job_id);
+CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (name);
+CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE (state = 'active'::text);
+CREATE INDEX workhorse_runtime_ready ON public.workhorse_job_runtime USING btree (queue, priority DESC, run_at, job_id) WHERE (state = 'ready'::text);
+CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING btree (queue, run_at) WHERE (state = 'scheduled'::text);
+CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree (singleton);
+
+CREATE SEQUENCE workhorse_attempt_history_id_seq;
+CREATE SEQUENCE workhorse_job_event_id_seq;
+CREATE SEQUENCE workhorse_job_id_seq;
+
+-- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
+--   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
+-- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 199b0db4c79eae41
+-- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 c4dea4a6552fa615
+-- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3a8326753fef970a
+-- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
+-- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 ff1c2b64bf9c91c5
+-- FUNCTION workhorse_get_job_v1(p_job_id bigint)
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE sql -- body sha256 d7e691b0618a534b
+-- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
+--   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 aa345bd16cb3772b
+-- FUNCTION workhorse_next_run_at_v1(p_queues text[])
+--   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 65da1c41cddae9d3
+-- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean) LANGUAGE plpgsql -- body sha256 a7bf993e5dc21899
+-- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 490753c811dd5ca1
+-- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 d076c003756c61c1
