@@ -1,6 +1,6 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [drain] [pickup] [--history N]
+    python -m bench [calibrate] [core] [worker] [drain] [pickup] [peers] [--history N]
 
 ``drain`` and ``pickup`` run one part of ``worker`` alone.
 
@@ -21,7 +21,7 @@ def main() -> None:
         "sections",
         nargs="*",
         default=["core", "worker"],
-        choices=["calibrate", "core", "worker", "drain", "pickup"],
+        choices=["calibrate", "core", "worker", "drain", "pickup", "peers"],
     )
     parser.add_argument(
         "--history",
@@ -61,6 +61,10 @@ def main() -> None:
         from . import worker
 
         worker.run(conn, url, args.history)
+    if "peers" in args.sections:
+        from . import peers
+
+        peers.run(conn, url)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,263 @@
+"""Peer comparison: pgqueuer drains the same no-op jobs on the same machine and server.
+
+A figure of ours means more beside another Postgres queue measured the same
+way, here and now, than beside numbers quoted from elsewhere. pgqueuer is not a
+dependency of the project: it lives in ``.bench-venv`` (git-ignored), which this
+module creates on first use from bench/peers-constraints.txt and rebuilds when
+that file changes. Nothing here imports it; bench/peer_pgqueuer.py runs under
+that venv's Python as separate processes, and prints JSON lines read here.
+
+pgqueuer gets a database of its own, ``workhorse_bench_peer``, dropped and
+created every run like ours, on the server of DATABASE_URL, with the server's
+fsync and synchronous_commit as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .common import ROOT, median, percentile, report, section
+
+if TYPE_CHECKING:
+    import psycopg
+
+PEER_DB = "workhorse_bench_peer"
+VENV = ROOT / ".bench-venv"
+PYTHON = VENV / "bin" / "python"
+CONSTRAINTS = ROOT / "bench" / "peers-constraints.txt"
+# Written last: an interrupted install has none and is redone.
+STAMP = VENV / ".installed"
+PACKAGES = ("pgqueuer", "asyncpg")
+SCRIPT = ROOT / "bench" / "peer_pgqueuer.py"
+JOBS = 20_000
+DRAIN_RUNS = 3
+PICKUP_SAMPLES = 300
+
+
+def _wanted_stamp() -> str:
+    return hashlib.sha256(CONSTRAINTS.read_bytes() + " ".join(PACKAGES).encode()).hexdigest()
+
+
+def _python_runs() -> bool:
+    try:
+        return subprocess.run([PYTHON, "-c", ""], capture_output=True, timeout=60).returncode == 0
+    except OSError:
+        return False
+
+
+def ensure_venv() -> None:
+    """Create ``.bench-venv`` unless it holds exactly what the constraints file pins.
+
+    A changed pin rebuilds it from scratch rather than upgrading in place, so
+    that the venv never holds leftovers the file no longer names.
+    """
+    wanted = _wanted_stamp()
+    if STAMP.is_file() and STAMP.read_text().strip() == wanted and _python_runs():
+        return
+    print(f"creating {VENV.name} for the peer benchmark (not a project dependency)", flush=True)
+    shutil.rmtree(VENV, ignore_errors=True)
+    # The bench's own interpreter is the project's Python (>= 3.12); venv
+    # builds on its base installation, not on the project venv.
+    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    pip = subprocess.run(
+        [PYTHON, "-m", "pip", "install", "--quiet", "-c", str(CONSTRAINTS), *PACKAGES],
+        capture_output=True,
+        text=True,
+    )
+    if pip.returncode != 0:
+        sys.stderr.write(pip.stdout + pip.stderr)
+        raise RuntimeError(f"installing {' '.join(PACKAGES)} into {VENV} failed")
+    STAMP.write_text(wanted + "\n")
+
+
+def peer_url(url: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/" + PEER_DB))
+
+
+def create_database(conn: psycopg.Connection) -> None:
+    # Afresh every run, like workhorse_bench, so no earlier run's schema or
+    # rows are measured.
+    conn.execute(f'DROP DATABASE IF EXISTS "{PEER_DB}" WITH (FORCE)')
+    conn.execute(f'CREATE DATABASE "{PEER_DB}"')
+
+
+def _last_json(stdout: str) -> dict[str, Any]:
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"no JSON result in the peer's output: {stdout[-2000:]!r}")
+    return json.loads(lines[-1])
+
+
+def peer(env: dict[str, str], *args: str, timeout: float = 600) -> dict[str, Any]:
+    """Run one subcommand of the peer script to completion; its JSON result."""
+    done = subprocess.run(
+        [PYTHON, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-4000:])
+        raise RuntimeError(f"peer_pgqueuer.py {' '.join(args)} exited {done.returncode}")
+    return _last_json(done.stdout)
+
+
+class Worker:
+    """A pgqueuer worker process; its stderr kept in a file to show if it fails."""
+
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.args = args
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by finish or stop)
+        self.proc = subprocess.Popen(
+            [PYTHON, str(SCRIPT), "worker", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+
+    def finish(self, timeout: float, terminate: bool) -> dict[str, Any]:
+        """Wait for the exit (after SIGTERM if ``terminate``); its JSON result."""
+        if terminate:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            stdout, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.communicate()
+            raise
+        finally:
+            self.log.seek(0)
+            errors = self.log.read()
+            self.log.close()
+        if self.proc.returncode != 0:
+            sys.stderr.write(errors[-4000:])
+            raise RuntimeError(f"pgqueuer worker {self.args} exited {self.proc.returncode}")
+        return _last_json(stdout)
+
+    def stop(self) -> None:
+        """End the process if it still runs (after a failure elsewhere), SIGTERM first."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def drain(
+    conn: psycopg.Connection, env: dict[str, str], processes: int, batch: int
+) -> tuple[float, str]:
+    """Drain JOBS no-op jobs with ``processes`` pgqueuer workers; (jobs/s, problem or "").
+
+    The jobs are enqueued in bulk first, then the workers start, in drain mode
+    (each exits once the queue is empty). The rate is jobs / (last finish -
+    first pick) on the database clock from pgqueuer's own log, as ours is from
+    its attempt history, so process start-up is excluded.
+    """
+    peer(env, "enqueue", str(JOBS))
+    # As before ours: no drain pays for an earlier one's WAL being flushed under it.
+    conn.execute("CHECKPOINT")
+    workers = [Worker(env, "--batch", str(batch), "--drain") for _ in range(processes)]
+    try:
+        handled = sum(w.finish(600, terminate=False)["handled"] for w in workers)
+    finally:
+        for w in workers:
+            w.stop()
+    result = peer(env, "span")
+    problem = ""
+    if result["done"] != JOBS or result["left"] or handled != JOBS:
+        problem = f"INCOMPLETE: {result['done']} logged, {handled} run, {result['left']} left"
+    if result["seconds"] <= 0:
+        return float("nan"), problem or "no span"
+    return result["done"] / result["seconds"], problem
+
+
+def drain_runs(
+    conn: psycopg.Connection, env: dict[str, str], processes: int, batch: int
+) -> tuple[float, str]:
+    """The median of DRAIN_RUNS drains and a note with their spread (or a problem).
+
+    A drain of 20,000 jobs lasts about a second here, so one run swings with
+    whatever else the machine does, and with how far the second process's
+    start-up overlaps the first one's work; ours takes the median of as many.
+    """
+    rates, problems = [], []
+    for _ in range(DRAIN_RUNS):
+        rate, problem = drain(conn, env, processes, batch)
+        rates.append(rate)
+        if problem:
+            problems.append(problem)
+    rates.sort()
+    note = f"median of {DRAIN_RUNS}, runs {rates[0]:,.0f}-{rates[-1]:,.0f}"
+    return median(rates), "; ".join([*problems, note])
+
+
+def pickup(env: dict[str, str], batch: int) -> list[float]:
+    """Latencies (ms) of PICKUP_SAMPLES single jobs, each to an idle worker."""
+    peer(env, "enqueue", "0")
+    with tempfile.TemporaryDirectory() as tmp:
+        starts = str(Path(tmp) / "starts")
+        Path(starts).touch()
+        worker = Worker(env, "--batch", str(batch), "--starts", starts)
+        try:
+            result = peer(env, "pickup", str(PICKUP_SAMPLES), "--starts", starts)
+        finally:
+            worker.finish(30, terminate=True)
+    if result["missing"]:
+        print(f"  ({result['missing']} of {PICKUP_SAMPLES} pgqueuer pickups never started)")
+    return result["latencies_ms"]
+
+
+def run(conn: psycopg.Connection, url: str) -> None:
+    """Print pgqueuer's drain rates and pickup latency, in the format of our own lines.
+
+    ``conn`` (autocommit, on our benchmark database) only creates pgqueuer's
+    database; ``url`` is our benchmark database's URL, whose server it shares.
+    """
+    started = time.monotonic()
+    ensure_venv()
+    create_database(conn)
+    env = dict(os.environ, PGQUEUER_DSN=peer_url(url))
+    info = peer(env, "install")
+    default = int(info["default_batch"])
+    section(
+        f"peer: pgqueuer {info['version']} ({VENV.name}, not a dependency;"
+        f" database {PEER_DB}, durability {info['durability']})"
+    )
+    for processes, batch, label in (
+        (1, 100, ""),
+        (1, default, " (pgqueuer's default)"),
+        (2, 100, ""),
+    ):
+        rate, note = drain_runs(conn, env, processes, batch)
+        report(
+            f"pgqueuer drain {JOBS:,} no-op jobs, {processes} process"
+            f"{'es' if processes > 1 else ''}, batch {batch}",
+            rate,
+            "jobs/s",
+            note + label,
+        )
+    latencies = pickup(env, default)
+    for pct in (50, 95, 99):
+        report(
+            f"pgqueuer pickup p{pct} (enqueue commit -> handler start)",
+            percentile(latencies, pct),
+            "ms",
+            f"{len(latencies)} samples, batch {default}" if pct == 50 else "",
+        )
+    print(f"  (peer section took {time.monotonic() - started:.0f} s)", flush=True)
