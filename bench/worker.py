@@ -33,11 +33,12 @@ def start_worker(url: str, *flags: str, **settings) -> subprocess.Popen:
     )
 
 
-def enqueue_noops(count: int) -> None:
-    from demo.jobs import noop
+def enqueue_noops(count: int, queue: str = "bench") -> None:
+    from demo.jobs import anoop, noop
 
+    job = anoop if queue == "bench-async" else noop
     for start in range(0, count, 1000):
-        noop.enqueue_many([{}] * min(1000, count - start))
+        job.enqueue_many([{}] * min(1000, count - start))
 
 
 def drained_span(conn, queue: str) -> tuple[int, float]:
@@ -51,11 +52,11 @@ def drained_span(conn, queue: str) -> tuple[int, float]:
     return row[0], float(row[1] or 0)
 
 
-def wait_drained(conn, total: int, timeout: float = 600) -> None:
+def wait_drained(conn, total: int, queue: str, timeout: float = 600) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         left = conn.execute(
-            "SELECT count(*) FROM workhorse_job_runtime WHERE queue = 'bench'"
+            "SELECT count(*) FROM workhorse_job_runtime WHERE queue = %s", [queue]
         ).fetchone()[0]
         if left == 0:
             return
@@ -63,16 +64,21 @@ def wait_drained(conn, total: int, timeout: float = 600) -> None:
     raise TimeoutError(f"{total} jobs not drained in {timeout} s")
 
 
-def drain(conn, url: str, jobs: int, processes: int, concurrency: int) -> tuple[float, float]:
-    """Drain ``jobs`` no-op jobs with ``processes`` burst workers; (jobs/s, CPU ms per job)."""
-    conn.execute("DELETE FROM workhorse_job_runtime WHERE queue = 'bench'")
+def drain(
+    conn, url: str, jobs: int, processes: int, concurrency: int, queue: str = "bench"
+) -> tuple[float, float]:
+    """Drain ``jobs`` no-op jobs with ``processes`` burst workers; (jobs/s, CPU ms per job).
+
+    Queue ``bench`` holds the sync no-op, ``bench-async`` the async one.
+    """
+    conn.execute("DELETE FROM workhorse_job_runtime WHERE queue = %s", [queue])
     for table in ("workhorse_attempt_history", "workhorse_job_outcome", "workhorse_job_query"):
         conn.execute(
-            f"DELETE FROM {table} h USING workhorse_job j"
-            " WHERE j.id = h.job_id AND j.queue = 'bench'"
+            f"DELETE FROM {table} h USING workhorse_job j WHERE j.id = h.job_id AND j.queue = %s",
+            [queue],
         )
-    conn.execute("DELETE FROM workhorse_job WHERE queue = 'bench'")
-    enqueue_noops(jobs)
+    conn.execute("DELETE FROM workhorse_job WHERE queue = %s", [queue])
+    enqueue_noops(jobs, queue)
     conn.execute("VACUUM ANALYZE workhorse_job_runtime")
     # Every drain starts right after a checkpoint, so none pays for the
     # set-up's WAL (a million history rows write about a gigabyte) being
@@ -80,14 +86,14 @@ def drain(conn, url: str, jobs: int, processes: int, concurrency: int) -> tuple[
     conn.execute("CHECKPOINT")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     procs = [
-        start_worker(url, "--burst", "--queues", "bench", "--concurrency", str(concurrency))
+        start_worker(url, "--burst", "--queues", queue, "--concurrency", str(concurrency))
         for _ in range(processes)
     ]
     for proc in procs:
         proc.wait(600)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wait_drained(conn, jobs)
-    done, seconds = drained_span(conn, "bench")
+    wait_drained(conn, jobs, queue)
+    done, seconds = drained_span(conn, queue)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return done / seconds, cpu
 
@@ -101,14 +107,14 @@ def startup_cpu(url: str) -> float:
 
 
 def drain_runs(
-    conn, url: str, jobs: int, processes: int, runs: int = DRAIN_RUNS
+    conn, url: str, jobs: int, processes: int, runs: int = DRAIN_RUNS, queue: str = "bench"
 ) -> tuple[float, float, str]:
     """``runs`` drains; (median jobs/s, median CPU seconds, "min-max" of the rates).
 
     One drain takes about two seconds here, so single runs swing by 10-20 %
     with whatever else the machine does; the median of a few is steadier.
     """
-    results = [drain(conn, url, jobs, processes, 100) for _ in range(runs)]
+    results = [drain(conn, url, jobs, processes, 100, queue) for _ in range(runs)]
     rates = sorted(rate for rate, _ in results)
     spread = f"runs {rates[0]:,.0f}-{rates[-1]:,.0f}" if runs > 1 else ""
     return median(rates), median([cpu for _, cpu in results]), spread
@@ -137,6 +143,14 @@ def drains(conn, url: str, jobs: int, label: str) -> float:
         "jobs/s",
         f"target >= 20,000; median of {DRAIN_RUNS}, {spread}",
     )
+    for processes in (1, 2):
+        rate, _, spread = drain_runs(conn, url, jobs, processes, queue="bench-async")
+        report(
+            f"drain {jobs:,} async no-op jobs, {processes} process{'es' * (processes > 1)}",
+            rate,
+            "jobs/s",
+            f"as pgqueuer's peer run; median of {DRAIN_RUNS}, {spread}",
+        )
     return one
 
 

@@ -34,6 +34,11 @@ def noop() -> None:
     """Does nothing: the benchmarks measure the queue, not the handler."""
 
 
+@workhorse.job(queue="bench-async")
+async def anoop() -> None:
+    """The async no-op: compared with peers whose benchmark handlers are async."""
+
+
 @workhorse.job(queue="bench-latency")
 def clock() -> float:
     """Returns when it started (epoch seconds): pickup latency for the benchmark."""
