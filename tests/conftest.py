@@ -146,6 +146,10 @@ class DbRows:
         names = [col[0] for col in self.cursor.description]
         return [dict(zip(names, row, strict=True)) for row in self.cursor.fetchall()]
 
+    def delete_all(self) -> None:
+        """Empty every workhorse table but the schema version."""
+        delete_workhorse_rows(self.cursor)
+
     def counts(self) -> dict[str, int]:
         """Row count of every workhorse table."""
         found = {}

@@ -76,15 +76,7 @@ class JobLifecycle(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.cursor = connection.cursor()
-        for table in (
-            "workhorse_job_event",
-            "workhorse_attempt_history",
-            "workhorse_job_runtime",
-            "workhorse_job_outcome",
-            "workhorse_job_query",
-            "workhorse_job",
-        ):
-            self.cursor.execute(f"DELETE FROM {table}")
+        self.rows.delete_all()
         self.jobs: dict[int, ModelJob] = {}
         self.highest_fence: dict[int, int] = {}
 
