@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,23 +61,42 @@ class Finished:
 class SyncSlots:
     """Up to ``count`` threads running sync handlers, fed in claim order.
 
-    Threads are started only when no started one is idle (as
-    ThreadPoolExecutor does), so short handlers run on few threads and a
-    burst of jobs does not wake a hundred of them. They are daemon threads:
-    a handler abandoned after its timeout never holds the process open.
+    Waking a thread costs far more than a short handler, so a submit wakes at
+    most one thread, and a thread that takes a job wakes the next one when
+    more are waiting. A burst of short jobs is then run by the few threads
+    that are awake while the rest are still waking, and long jobs still each
+    start on their own thread, one thread wake-up apart. Threads are started
+    only when none is idle. They are daemon threads: a handler abandoned
+    after its timeout never holds the process open.
     """
 
     def __init__(self, count: int, done: Callable[[Finished], None], name: str) -> None:
-        self._inbox: queue.SimpleQueue[Running | None] = queue.SimpleQueue()
+        self._jobs: deque[Running] = deque()
+        self._cond = threading.Condition(threading.Lock())
         self._done = done
         self._max = count
         self._name = name
-        self._idle = threading.Semaphore(0)
         self._threads: list[threading.Thread] = []
+        self._idle = 0  # threads waiting for a job
+        self._waking = 0  # threads woken or started that have not looked for a job yet
+        self._closed = False
 
-    def submit(self, running: Running) -> None:
-        self._inbox.put(running)
-        if not self._idle.acquire(blocking=False) and len(self._threads) < self._max:
+    def submit(self, runs: list[Running]) -> None:
+        """Queue ``runs`` in order; wakes one thread, which wakes the next."""
+        with self._cond:
+            self._jobs.extend(runs)
+            self._wake_one()
+
+    def _wake_one(self) -> None:
+        """With the lock held: get one more thread looking for a job, unless
+        one is already on its way (it wakes the next one itself)."""
+        if self._waking:
+            return
+        if self._idle:
+            self._waking += 1
+            self._cond.notify()
+        elif len(self._threads) < self._max:
+            self._waking += 1
             thread = threading.Thread(
                 target=self._serve, name=f"{self._name}-slot-{len(self._threads)}", daemon=True
             )
@@ -85,16 +104,28 @@ class SyncSlots:
             thread.start()
 
     def close(self) -> None:
-        for _ in self._threads:
-            self._inbox.put(None)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
 
     def _serve(self) -> None:
+        woken = True
         while True:
-            running = self._inbox.get()
-            if running is None:
-                return
+            with self._cond:
+                if woken:
+                    self._waking -= 1
+                    woken = False
+                while not self._jobs and not self._closed:
+                    self._idle += 1
+                    self._cond.wait()
+                    self._idle -= 1
+                    self._waking -= 1
+                if self._closed:
+                    return
+                running = self._jobs.popleft()
+                if self._jobs:
+                    self._wake_one()
             self._done(run_sync(running))
-            self._idle.release()
 
 
 def run_sync(running: Running) -> Finished:
@@ -124,11 +155,14 @@ class AsyncSlots:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    def submit(self, running: Running) -> None:
+    def submit(self, runs: list[Running]) -> None:
+        """Start ``runs`` as tasks: one hand-off to the loop for all of them."""
+
         def start() -> None:
-            context = contextvars.copy_context()
-            context.run(set_current, running.context)
-            running.task = self.loop.create_task(self._run(running), context=context)
+            for running in runs:
+                context = contextvars.copy_context()
+                context.run(set_current, running.context)
+                running.task = self.loop.create_task(self._run(running), context=context)
 
         self.loop.call_soon_threadsafe(start)
 

@@ -1,9 +1,11 @@
-"""The Worker: one claim loop feeding handler slots, with batched writes.
+"""The Worker: one claim loop feeding handler slots; a writer thread records results.
 
-The loop, in one thread, repeats: write the runs that finished since last time
-(one ``succeed_many`` and one ``fail_many`` call for all of them), fail the
-runs whose timeout passed, then fill every free slot with one ``claim_many``
-call. When there is nothing to do it waits for a NOTIFY, a finished run, or a
+The loop, in one thread, repeats: fail the runs whose timeout passed, then
+fill every free slot with one ``claim_many`` call. A slot is free as soon as
+its handler returns; the result goes to the writer thread (``writer.py``),
+which records a batch of them with one ``succeed_many`` and one ``fail_many``
+call on its own connection while the loop claims and starts the next jobs.
+When there is nothing to do the loop waits for a NOTIFY, a freed slot, or a
 timer capped at ``poll_interval`` and shortened to the next known run_at.
 Claims and finishes are single SQL calls, so a shutdown never interrupts
 one half-way.
@@ -14,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
 import signal
 import socket
 import threading
@@ -32,23 +33,22 @@ from ..context import JobContext
 from ..definitions import JobDefinition
 from ..exceptions import (
     InvalidPayloadError,
-    JobCancelled,
     SchemaVersionError,
     StoreMismatchError,
     UnknownJobError,
 )
-from ..payloads import encode_result
 from .connection import connect
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
-from .failures import JobFailure, error_json
 from .heartbeat import Heartbeat
 from .logs import install_record_factory, job_extra
 from .wakeups import Listener
+from .writer import Writer
 
 logger = logging.getLogger("django_workhorse.worker")
 
-FLUSH_LINGER = 0.002
-"""Seconds the loop waits for more runs to finish before writing a batch."""
+CLAIM_LINGER = 0.002
+"""Seconds the loop waits for the runs still going once a slot frees, so that
+a burst of short jobs refills its slots with one claim instead of many."""
 
 
 @dataclass
@@ -160,31 +160,42 @@ def check_store(definition: JobDefinition, alias: str, served: Iterable[str]) ->
 
 class Worker:
     """Claims and runs jobs until stopped. Tests drive it directly; ``runworker``
-    wraps it. ``run()`` returns the process exit code."""
+    wraps it. ``run()`` returns the process exit code.
+
+    ``running`` holds the runs in slots (a timed-out sync run stays until its
+    thread returns); ``writing`` the finished ones whose result the writer has
+    not recorded yet. Both keep their leases renewed. Handler threads move a
+    run from one to the other, so both change only under ``_lock``.
+    """
 
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.settings = options.settings
         self.worker_id = options.worker_id
         self.running: dict[int, Running] = {}
+        self.writing: dict[int, Running] = {}
+        self._busy = dict.fromkeys(options.concurrency, 0)
+        # Results waiting for the writer stop the claims at this many, so a
+        # writer that cannot reach the database does not let them pile up.
+        self._write_limit = sum(options.concurrency.values())
+        self._freed = 0  # slots freed since the last claim
+        self._claim_at = 1  # freed slots that wake the loop (see _linger)
         self._lock = threading.Lock()
-        self._finished: queue.SimpleQueue[Finished] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._forced = threading.Event()
         self._stop_deadline: float | None = None
         self._next_due: float | None = None  # epoch seconds, from NOTIFY payloads
-        self._flush_at = 1  # finished runs that wake the loop (see _collect)
         self._signals = 0
-        self._unwritten: list[Finished] = []
+        self._writer_error: BaseException | None = None
         self._conn: psycopg.Connection | None = None
         self._sync: dict[str, SyncSlots] = {}
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
+        self._writer: Writer | None = None
         self._hook = import_callable(options.on_job_failure) if options.on_job_failure else None
         self._definitions = registry.all_jobs()
-        self.processed = 0
 
     # -- control -----------------------------------------------------------
 
@@ -259,18 +270,23 @@ class Worker:
         return 1 if self._forced.is_set() else 0
 
     def _start_threads(self) -> None:
-        def done(finished: Finished) -> None:
-            self._finished.put(finished)
-            if self._finished.qsize() >= self._flush_at:
-                self._wake.set()
-
         needs_async = any(
             d.is_async for d in self._definitions.values() if d.queue in self.options.queues
         )
         for name, count in self.options.concurrency.items():
-            self._sync[name] = SyncSlots(count, done, f"workhorse-{name}")
+            self._sync[name] = SyncSlots(count, self._done, f"workhorse-{name}")
         if needs_async:
-            self._async = AsyncSlots(done, "workhorse")
+            self._async = AsyncSlots(self._done, "workhorse")
+        self._writer = Writer(
+            alias=self.options.alias,
+            worker_id=self.worker_id,
+            hook=self._hook,
+            in_flight=lambda: len(self.running),
+            on_written=self._written,
+            on_error=self._on_writer_error,
+            on_idle=self._wake.set,
+        )
+        self._writer.start()
         self._listener = Listener(
             alias=self.options.alias,
             queues=self.options.queues,
@@ -309,7 +325,7 @@ class Worker:
                 if self._stopping.is_set() and not self.running:
                     return
                 logger.warning(
-                    "workhorse: database error (%s); the pass was rolled back and is retried "
+                    "workhorse: database error (%s); the claim was rolled back and is retried "
                     "on a new connection",
                     exc,
                 )
@@ -331,61 +347,58 @@ class Worker:
     def _pass(self) -> bool:
         """One pass of the claim loop; True when the loop should end."""
         self._wake.clear()
-        # Runs whose write was rolled back (a lost connection) are kept and
-        # written again: nothing of that transaction reached the database.
-        finished = self._unwritten + self._collect()
-        finished.extend(self._expire_timeouts())
-        self._unwritten = finished
+        if self._writer_error is not None:
+            raise self._writer_error
+        self._expire_timeouts()
         if self._forced.is_set():
-            self._write(finished, claim=False)
-            self._unwritten = []
             return True
         if self._stopping.is_set():
-            self._write(finished, claim=False)
-            self._unwritten = []
             if not self.running or time.monotonic() >= (self._stop_deadline or 0):
                 return True
             self._wake.wait(0.05)
             return False
-        claimed = self._write(finished, claim=True)
-        self._unwritten = []
-        if claimed or finished:
+        # Nothing running and every result recorded: the claim below sees all
+        # there is, so a burst worker that claims nothing is done.
+        settled = not self.running and self._writer.idle()
+        if self._claim(self._linger()):
             return False
-        if self.options.burst and not self.running and self._finished.empty():
+        if self.options.burst and settled:
             return True
         self._wake.wait(self._idle_timeout())
         return False
 
-    def _collect(self) -> list[Finished]:
-        """The runs that finished, gathered so that they are written together.
-
-        After the first one, wait up to FLUSH_LINGER for the others still
-        running, waking early once they all are done: a burst of short jobs
-        is written in one call instead of one call per job.
-        """
-        finished = self._drain()
-        if finished:
-            pending = len(self.running) - len(finished)
-            if pending > 0:
-                self._flush_at = pending
-                self._wake.clear()
-                if self._finished.qsize() < pending:
-                    self._wake.wait(FLUSH_LINGER)
-                self._flush_at = 1
-                finished.extend(self._drain())
-        return finished
-
-    def _drain(self) -> list[Finished]:
-        items: list[Finished] = []
-        while True:
-            try:
-                items.append(self._finished.get_nowait())
-            except queue.Empty:
-                return items
+    def _linger(self) -> dict[str, int]:
+        """The free slots per queue, after waiting up to CLAIM_LINGER for the
+        runs still going once one has finished: a burst of short jobs then
+        refills its slots with one claim."""
+        with self._lock:
+            freed, going = self._freed, len(self.running)
+        if freed and going:
+            self._claim_at = freed + going
+            self._wake.clear()
+            if self._freed < self._claim_at:
+                self._wake.wait(CLAIM_LINGER)
+            self._claim_at = 1
+        with self._lock:
+            self._freed = 0
+            if len(self.writing) >= self._write_limit:
+                return {}  # the writer is behind (a lost connection?): wait for it
+            return {
+                name: count - self._busy[name]
+                for name, count in self.options.concurrency.items()
+                if count > self._busy[name]
+            }
 
     def _idle_timeout(self) -> float:
         timeout = self.settings.poll_interval
-        if self._has_free_slots():
+        with self._lock:
+            has_free = any(
+                count > self._busy[name] for name, count in self.options.concurrency.items()
+            )
+            deadlines = [
+                r.deadline for r in self.running.values() if r.deadline and not r.timed_out
+            ]
+        if has_free:
             due = self._next_due
             if due is None:
                 with self._conn.cursor() as cursor:
@@ -396,13 +409,8 @@ class Worker:
                 # A due time already past (rows locked by another worker's
                 # claim) is retried shortly, never in a busy loop.
                 timeout = min(timeout, max(0.01, due - time.time() + 0.001))
-        if self.running:
-            nearest = min(
-                (r.deadline for r in self.running.values() if r.deadline and not r.timed_out),
-                default=None,
-            )
-            if nearest is not None:
-                timeout = min(timeout, max(0.0, nearest - time.monotonic()))
+        if deadlines:
+            timeout = min(timeout, max(0.0, min(deadlines) - time.monotonic()))
         return timeout
 
     def _on_due(self, epoch: float) -> None:
@@ -415,23 +423,43 @@ class Worker:
         self._definitions = registry.all_jobs()
         self._wake.set()
 
-    # -- claim -------------------------------------------------------------
+    # -- claim and start ---------------------------------------------------
 
-    def _free_slots(self, ignore: set[int] | frozenset[int] = frozenset()) -> dict[str, int]:
-        busy: dict[str, int] = {}
-        for job_id, running in self.running.items():
-            if job_id not in ignore:
-                busy[running.job.queue] = busy.get(running.job.queue, 0) + 1
-        return {
-            name: count - busy.get(name, 0)
-            for name, count in self.options.concurrency.items()
-            if count - busy.get(name, 0) > 0
-        }
+    def _claim(self, free: dict[str, int]) -> int:
+        """Fill ``free`` slots with one ``claim_many`` call; the jobs claimed."""
+        if not free:
+            return 0
+        with self._conn.cursor() as cursor:
+            jobs = store.claim_many(
+                cursor,
+                self.worker_id,
+                list(free),
+                list(free.values()),
+                self.settings.lock_duration,
+            )
+        if not jobs:
+            self._next_due = None  # look the next run_at up again before sleeping
+        now = time.monotonic()
+        tasks: list[Running] = []
+        threads: dict[str, list[Running]] = {}
+        for job in jobs:
+            running = self._start(job, now)
+            if running is None:
+                continue
+            if running.definition.is_async:
+                tasks.append(running)
+            else:
+                threads.setdefault(job.queue, []).append(running)
+        for name, runs in threads.items():
+            self._sync[name].submit(runs)
+        if tasks:
+            self._async.submit(tasks)
+        return len(jobs)
 
-    def _has_free_slots(self) -> bool:
-        return bool(self._free_slots())
-
-    def _start(self, job: store.ClaimedJob, now: float) -> None:
+    def _start(self, job: store.ClaimedJob, now: float) -> Running | None:
+        """Take ``job`` into a slot; returns the run to hand to its threads or
+        loop (the caller hands a whole claim over at once), or None when the
+        job failed before it could run."""
         definition = self._definitions.get(job.name)
         context = JobContext(
             job_id=job.job_id,
@@ -447,6 +475,7 @@ class Worker:
             running.deadline = now + job.timeout
         with self._lock:
             self.running[job.job_id] = running
+            self._busy[job.queue] += 1
         if job.cancel_requested:
             context._cancelled.set()
         if definition is None:
@@ -454,8 +483,8 @@ class Worker:
                 f"no job named {job.name!r} is registered in worker {self.worker_id}; deploy "
                 "the code that defines it (the attempt is retried with backoff)"
             )
-            self._finished.put(Finished(running, False, error=error))
-            return
+            self._done(Finished(running, False, error=error))
+            return None
         try:
             definition.check_payload(job.payload)
         except InvalidPayloadError as exc:
@@ -463,196 +492,47 @@ class Worker:
                 f"{exc}; the payload no longer fits the handler, fix the handler or the job"
             )
             error.__workhorse_retry__ = False
-            self._finished.put(Finished(running, False, error=error))
-            return
-        if definition.is_async:
-            self._async.submit(running)
-        else:
-            self._sync[job.queue].submit(running)
+            self._done(Finished(running, False, error=error))
+            return None
+        return running
 
     # -- finish ------------------------------------------------------------
 
-    def _write(self, finished: list[Finished], *, claim: bool) -> int:
-        """Record ``finished`` and fill the free slots, in one transaction.
-
-        At most three SQL calls (succeed_many, fail_many, claim_many) and one
-        commit per pass, whatever the number of jobs. Returns the jobs claimed.
-        """
-        successes: list[Finished] = []
-        failures: list[tuple[Finished, str, bool, float | None, BaseException]] = []
-        for item in finished:
-            running = item.running
-            if running.timed_out and not item.abandoned:
-                # The attempt was already recorded as timed out; the thread is back.
-                self._forget(running)
-                continue
-            if item.ok:
-                try:
-                    if item.encoded is None:
-                        item.encoded = encode_result(item.value)
-                    successes.append(item)
-                    continue
-                except InvalidPayloadError as exc:
-                    item.ok, item.error = False, exc
-                    exc.__workhorse_retry__ = False
-            failures.append(self._failure(item))
-        free: dict[str, int] = {}
-        if claim:
-            done = {item.running.job.job_id for item in finished if not item.abandoned}
-            free = self._free_slots(ignore=done)
-        if not (successes or failures or free):
-            return 0
-        jobs: list[store.ClaimedJob] = []
-        with self._conn.transaction(), self._conn.cursor() as cursor:
-            if successes:
-                succeeded = store.succeed_many(
-                    cursor,
-                    self.worker_id,
-                    [f.running.job.job_id for f in successes],
-                    [f.running.job.fence for f in successes],
-                    [f.encoded for f in successes],
-                )
-            if failures:
-                failed = store.fail_many(
-                    cursor,
-                    self.worker_id,
-                    [f[0].running.job.job_id for f in failures],
-                    [f[0].running.job.fence for f in failures],
-                    [error_json(f[4]) for f in failures],
-                    [f[1] for f in failures],
-                    [f[2] for f in failures],
-                    [f[3] for f in failures],
-                )
-            if free:
-                jobs = store.claim_many(
-                    cursor,
-                    self.worker_id,
-                    list(free),
-                    list(free.values()),
-                    self.settings.lock_duration,
-                )
-        if successes:
-            for (_job_id, ok), item in zip(succeeded, successes, strict=True):
-                if not ok:
-                    self._report_lost(item.running, "success")
-                self._forget(item.running)
-        if failures:
-            self._after_failures(failed, failures)
-        self.processed += len(finished)
-        if free and not jobs:
-            self._next_due = None  # look the next run_at up again before sleeping
-        now = time.monotonic()
-        for job in jobs:
-            self._start(job, now)
-        return len(jobs)
-
-    def _failure(self, item: Finished) -> tuple[Finished, str, bool, float | None, BaseException]:
-        exc = item.error
+    def _done(self, item: Finished) -> None:
+        """A handler returned (called on its thread): free the slot, hand the
+        result to the writer."""
         running = item.running
-        kind = running.kind
-        definition = running.definition
-        retryable = getattr(exc, "__workhorse_retry__", True)
-        if isinstance(exc, JobCancelled):
-            retryable = False
-        if definition is not None and retryable:
-            retryable = definition.should_retry(exc)
-        delay = None
-        if definition is not None and retryable:
-            try:
-                delay = definition.retry_delay(running.job.attempt)
-            except Exception as hook_exc:
-                logger.error(
-                    "workhorse: backoff callable of %s failed: %s", definition.name, hook_exc
-                )
-        return (item, kind, retryable, delay, exc)
-
-    def _after_failures(self, rows: list[store.FailResult], failures) -> None:
-        for result, (item, kind, _retryable, _delay, exc) in zip(rows, failures, strict=True):
-            running = item.running
-            if not item.abandoned:
-                self._forget(running)
-            if not result.ok:
-                self._report_lost(running, "failure")
-                continue
-            self._log_failure(running, result, kind, exc)
-            self._call_hook(running, result, kind, exc)
-
-    def _log_failure(self, running: Running, result: store.FailResult, kind: str, exc) -> None:
         job = running.job
-        extra = job_extra(job.job_id, job.queue, job.attempt)
-        if result.will_retry:
-            delay = result.retry_in or 0.0
-            logger.warning(
-                "job %s %s #%s attempt %s/%s %s: %s: %s; retrying in %.1f s",
-                job.name,
-                job.queue,
-                job.job_id,
-                job.attempt,
-                job.max_attempts,
-                kind.replace("_", " "),
-                type(exc).__name__,
-                exc,
-                max(0.0, delay),
-                extra=extra,
-            )
-        else:
-            logger.error(
-                "job %s %s #%s failed at attempt %s/%s: %s: %s",
-                job.name,
-                job.queue,
-                job.job_id,
-                job.attempt,
-                job.max_attempts,
-                type(exc).__name__,
-                exc,
-                extra=extra,
-                exc_info=(type(exc), exc, exc.__traceback__),
-            )
-
-    def _call_hook(self, running: Running, result: store.FailResult, kind: str, exc) -> None:
-        if self._hook is None:
-            return
-        job = running.job
-        try:
-            self._hook(
-                JobFailure(
-                    job_id=job.job_id,
-                    name=job.name,
-                    queue=job.queue,
-                    attempt=job.attempt,
-                    max_attempts=job.max_attempts,
-                    will_retry=result.will_retry,
-                    exception=exc,
-                    timed_out=kind == "timed_out",
-                )
-            )
-        except Exception:
-            logger.exception(
-                "workhorse: on_job_failure hook raised for job %s; processing goes on",
-                job.job_id,
-                extra=job_extra(job.job_id, job.queue, job.attempt),
-            )
-
-    def _report_lost(self, running: Running, what: str) -> None:
-        job = running.job
-        logger.warning(
-            "job %s #%s: lease lost (fence %s); its %s was refused, another run owns the job",
-            job.name,
-            job.job_id,
-            job.fence,
-            what,
-            extra=job_extra(job.job_id, job.queue, job.attempt),
-        )
-
-    def _forget(self, running: Running) -> None:
         with self._lock:
-            if self.running.get(running.job.job_id) is running:
-                del self.running[running.job.job_id]
+            if self.running.get(job.job_id) is not running:
+                return  # released at shutdown: the job is someone else's now
+            del self.running[job.job_id]
+            self._busy[job.queue] -= 1
+            self._freed += 1
+            # A timed-out run's attempt is already recorded; its thread is back.
+            write = not running.timed_out
+            if write:
+                self.writing[job.job_id] = running
+        if write:
+            self._writer.put(item)
+        if self._freed >= self._claim_at:
+            self._wake.set()
+
+    def _written(self, running: Running) -> None:
+        with self._lock:
+            if self.writing.get(running.job.job_id) is running:
+                del self.writing[running.job.job_id]
+                if len(self.writing) == self._write_limit - 1:
+                    self._wake.set()  # claims may go on
+
+    def _on_writer_error(self, exc: BaseException) -> None:
+        self._writer_error = exc
+        self._wake.set()
 
     # -- timeouts, leases, cancels ----------------------------------------
 
-    def _expire_timeouts(self) -> list[Finished]:
-        """Failures for sync runs past their timeout, written with the next batch.
+    def _expire_timeouts(self) -> None:
+        """Fail the sync runs past their timeout; the writer records them.
 
         Python cannot stop a thread: the attempt ends as timed out now, and
         the run stays in ``running`` (its slot busy) until the thread returns.
@@ -660,30 +540,36 @@ class Worker:
         """
         now = time.monotonic()
         expired: list[Finished] = []
-        for running in list(self.running.values()):
-            if running.deadline is None or now < running.deadline or running.timed_out:
-                continue
-            if running.definition is not None and running.definition.is_async:
-                continue
-            running.timed_out = True
-            running.kind = "timed_out"
-            exc = JobTimeout(
-                f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
-                "thread is abandoned and the slot stays busy until it returns"
-            )
-            expired.append(Finished(running, False, error=exc, abandoned=True))
-        return expired
+        with self._lock:
+            for running in self.running.values():
+                if running.deadline is None or now < running.deadline or running.timed_out:
+                    continue
+                if running.definition is not None and running.definition.is_async:
+                    continue
+                running.timed_out = True
+                running.kind = "timed_out"
+                exc = JobTimeout(
+                    f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
+                    "thread is abandoned and the slot stays busy until it returns"
+                )
+                expired.append(Finished(running, False, error=exc, abandoned=True))
+        for item in expired:
+            self._writer.put(item)
 
     def _leases(self) -> list[tuple[int, int]]:
         with self._lock:
-            return [
+            leases = [
                 (r.job.job_id, r.job.fence)
                 for r in self.running.values()
                 if not r.lease_lost and not r.timed_out
             ]
+            leases.extend(
+                (r.job.job_id, r.job.fence) for r in self.writing.values() if not r.lease_lost
+            )
+            return leases
 
     def _on_lost(self, job_id: int) -> None:
-        running = self.running.get(job_id)
+        running = self.running.get(job_id) or self.writing.get(job_id)
         if running is None or running.lease_lost:
             return
         running.lease_lost = True
@@ -717,10 +603,19 @@ class Worker:
     # -- shutdown ----------------------------------------------------------
 
     def _shutdown(self) -> None:
+        """Record every result, then release what is still running.
+
+        The runs still going leave ``running`` first, so a handler that
+        returns after this point is not written: its job is released (or,
+        if the release fails, recovered once its lease expires).
+        """
         try:
-            self._write(self._unwritten + self._drain(), claim=False)
             with self._lock:
                 leftover = [r for r in self.running.values() if not r.timed_out]
+                for running in leftover:
+                    del self.running[running.job.job_id]
+            if self._writer is not None:
+                self._writer.stop(give_up_on_error=self._forced.is_set())
             if leftover:
                 with self._conn.cursor() as cursor:
                     rows = store.release_many(
@@ -737,7 +632,6 @@ class Worker:
                 for running in leftover:
                     if running.task is not None and self._async is not None:
                         self._async.cancel(running)
-                    self._forget(running)
         finally:
             if self._heartbeat:
                 self._heartbeat.stop()

@@ -31,3 +31,22 @@ def test_an_async_handler_runs_and_succeeds(start_worker, wait_until):
     assert list(AttemptHistory.objects.filter(job_id=handle.id).values_list("outcome")) == [
         ("succeeded",)
     ]
+
+
+def test_a_backlog_of_async_jobs_runs_each_job_exactly_once(start_worker, wait_until):
+    ids = [h.id for h in async_echo.enqueue_many([{"value": str(i)} for i in range(300)])]
+    worker = start_worker("--queues", "jobtests.async", "--concurrency", "50")
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id__in=ids).count() == 300,
+        timeout=60,
+        what="all 300 jobs terminal",
+    )
+    assert worker.stop() == 0
+
+    outcomes = JobOutcome.objects.filter(job_id__in=ids)
+    assert set(outcomes.values_list("state", "attempts")) == {("succeeded", 1)}
+    assert sorted(outcomes.values_list("result__echo", flat=True), key=int) == [
+        str(i) for i in range(300)
+    ]
+    runs = RunRecord.objects.filter(job_id__in=ids)
+    assert sorted(runs.values_list("job_id", flat=True)) == sorted(ids)

@@ -63,3 +63,22 @@ def test_sigterm_releases_running_jobs_and_exits_0_after_the_grace_period(start_
         assert (outcome.state, outcome.attempts, outcome.stall_count) == ("succeeded", 1, 0)
         history = AttemptHistory.objects.filter(job_id=job_id).values_list("outcome", "worker_id")
         assert list(history) == [("succeeded", finisher.worker_id)]
+
+
+def test_jobs_finishing_within_the_grace_period_are_recorded_before_exit(start_worker, wait_until):
+    ids = [h.id for h in sleep.enqueue_many([{"seconds": 1.5}] * 3)]
+    worker = start_worker(
+        "--queues", "jobtests.sleep", "--concurrency", "3", settings={"SHUTDOWN_GRACE": 30}
+    )
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id__in=ids).count() == 3, what="all jobs running"
+    )
+
+    worker.send(signal.SIGTERM)
+    assert worker.wait_exit(30) == 0, worker.stderr
+
+    assert "released" not in worker.stderr
+    outcomes = JobOutcome.objects.filter(job_id__in=ids)
+    assert sorted(outcomes.values_list("state", "attempts")) == [("succeeded", 1)] * 3
+    assert not JobRuntime.objects.filter(job_id__in=ids).exists()
+    assert AttemptHistory.objects.filter(job_id__in=ids, outcome="succeeded").count() == 3
