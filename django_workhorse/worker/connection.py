@@ -13,8 +13,17 @@ from django.db import connections
 from psycopg.types.string import TextLoader
 
 
-def connect(alias: str, *, application_name: str = "workhorse") -> psycopg.Connection:
-    """A new autocommit connection to the database of ``alias``."""
+def connect(
+    alias: str, *, application_name: str = "workhorse", wait_for_flush: bool = True
+) -> psycopg.Connection:
+    """A new autocommit connection to the database of ``alias``.
+
+    ``wait_for_flush=False`` sets ``synchronous_commit = off`` for the
+    session: its commits return before their WAL reaches disk. Only the claim
+    loop asks for it (see docs/decisions.md): a claim lost with the last
+    moments of a server crash leaves its job ready again, as if its worker
+    had died, and every later write of that run is refused by the fence.
+    """
     wrapper = connections[alias]
     if wrapper.vendor != "postgresql":
         raise psycopg.NotSupportedError(
@@ -28,4 +37,6 @@ def connect(alias: str, *, application_name: str = "workhorse") -> psycopg.Conne
     conn = psycopg.connect(**params, autocommit=True)
     conn.adapters.register_loader("jsonb", TextLoader)
     conn.adapters.register_loader("json", TextLoader)
+    if not wait_for_flush:
+        conn.execute("SET synchronous_commit = off")
     return conn

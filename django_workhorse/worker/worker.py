@@ -248,7 +248,7 @@ class Worker:
 
     def run(self) -> int:
         install_record_factory()
-        self._conn = connect(self.options.alias, application_name="workhorse-worker")
+        self._conn = self._connect()
         with self._conn.cursor() as cursor:
             problem = store.schema_problem(store.schema_version(cursor))
             if problem:
@@ -331,13 +331,19 @@ class Worker:
                 )
                 self._reconnect()
 
+    def _connect(self) -> psycopg.Connection:
+        # Claims need not wait for their WAL flush; finishes do (the writer).
+        return connect(
+            self.options.alias, application_name="workhorse-worker", wait_for_flush=False
+        )
+
     def _reconnect(self) -> None:
         with contextlib.suppress(psycopg.Error):
             self._conn.close()
         delay = 0.5
         while not self._forced.is_set():
             try:
-                self._conn = connect(self.options.alias, application_name="workhorse-worker")
+                self._conn = self._connect()
                 return
             except psycopg.OperationalError as exc:
                 logger.warning("workhorse: cannot reconnect (%s); retrying in %.1f s", exc, delay)
