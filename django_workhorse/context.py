@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextvars
-import threading
 from dataclasses import dataclass, field
 
 from .exceptions import JobCancelled, NotInJobError
@@ -27,19 +26,24 @@ class JobContext:
     """The id of the worker process running this attempt."""
     using: str = "default"
     """The database alias the job lives in."""
-    _cancelled: threading.Event = field(default_factory=threading.Event, repr=False)
+    _cancelled: bool = field(default=False, repr=False, compare=False)
 
     @property
     def cancel_requested(self) -> bool:
         """True once an operator asked to cancel this job."""
-        return self._cancelled.is_set()
+        return self._cancelled
+
+    def _request_cancel(self) -> None:
+        """Set by the worker when the heartbeat reports a cancel request; a
+        plain attribute write, which any thread then reads."""
+        object.__setattr__(self, "_cancelled", True)
 
     def raise_if_cancelled(self) -> None:
         """Raise JobCancelled when an operator asked to cancel this job.
 
         Sync handlers call this between steps; async handlers are cancelled.
         """
-        if self._cancelled.is_set():
+        if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled by an operator")
 
 

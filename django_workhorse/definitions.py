@@ -189,6 +189,20 @@ class BoundJob(_Enqueuer):
         return self.definition._bind(self._options, overrides)
 
 
+def plain_parameters(signature: inspect.Signature) -> tuple[frozenset, frozenset] | None:
+    """(accepted, required) keyword names when every parameter is a plain
+    keyword-capable one, so that a payload can be checked by set inclusion;
+    None when ``Signature.bind`` must decide (``*args``, ``**kwargs``,
+    positional-only parameters)."""
+    plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = signature.parameters.values()
+    if any(p.kind not in plain for p in params):
+        return None
+    accepted = frozenset(p.name for p in params)
+    required = frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
+    return accepted, required
+
+
 class JobDefinition(_Enqueuer, Generic[P, R]):
     """A registered job type: its handler, name, queue and policies.
 
@@ -221,6 +235,7 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
             )
         self.is_async = inspect.iscoroutinefunction(func)
         self.signature = inspect.signature(func)
+        self._plain_params = plain_parameters(self.signature)
         self.using = using or database
         if self.using not in connections.databases:
             raise InvalidJobOptionError(
@@ -303,6 +318,10 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
                 f"the payload of job {self.name!r} must be a dict of keyword arguments, "
                 f"got {type(payload).__name__}"
             )
+        if self._plain_params is not None:
+            accepted, required = self._plain_params
+            if payload.keys() <= accepted and required <= payload.keys():
+                return
         try:
             self.signature.bind(**payload)
         except TypeError as exc:

@@ -89,6 +89,8 @@ def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
 
 def encode_result(value: Any) -> str:
     """A handler's return value as JSON text; TypeError-like error when it is not JSON."""
+    if value is None:
+        return "null"
     problem = _first_mismatch(value, "the return value")
     if problem:
         raise InvalidPayloadError(f"{problem}; return JSON-friendly data from handlers")

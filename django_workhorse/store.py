@@ -21,9 +21,11 @@ SCHEMA_VERSION = 1
 MIGRATION_FOR_VERSION = {1: "0001_initial"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ClaimedJob:
-    """A job handed to a worker by ``workhorse_claim_many_v1``."""
+    """A job handed to a worker by ``workhorse_claim_many_v1``. Treat it as
+    read-only; it is not frozen only because frozen instances cost twice as
+    much to build, a hundred at a time on the claim path."""
 
     job_id: int
     name: str

@@ -114,25 +114,35 @@ class SyncSlots:
             with self._cond:
                 if woken:
                     self._waking -= 1
-                    woken = False
+                waited = woken
+                woken = False
                 while not self._jobs and not self._closed:
                     self._idle += 1
                     self._cond.wait()
                     self._idle -= 1
                     self._waking -= 1
+                    waited = True
                 if self._closed:
                     return
                 running = self._jobs.popleft()
                 if self._jobs:
                     self._wake_one()
-            self._done(run_sync(running))
+            # A thread that goes straight from one job to the next has just
+            # closed its stale connections after the last one.
+            self._done(run_sync(running, idle=waited))
 
 
-def run_sync(running: Running) -> Finished:
-    """Run one sync handler with its job context set; never raises."""
+def run_sync(running: Running, *, idle: bool = True) -> Finished:
+    """Run one sync handler with its job context set; never raises.
+
+    Django's connections of this thread are checked as around a request:
+    after every run, and before one when the thread was ``idle`` (a
+    connection may have outlived CONN_MAX_AGE or broken while it waited).
+    """
     token = set_current(running.context)
     try:
-        close_old_connections()
+        if idle:
+            close_old_connections()
         value = running.definition.func(**running.job.payload)
         return Finished(running, True, value)
     except BaseException as exc:

@@ -483,7 +483,7 @@ class Worker:
             self.running[job.job_id] = running
             self._busy[job.queue] += 1
         if job.cancel_requested:
-            context._cancelled.set()
+            context._request_cancel()
         if definition is None:
             error = UnknownJobError(
                 f"no job named {job.name!r} is registered in worker {self.worker_id}; deploy "
@@ -524,12 +524,14 @@ class Worker:
         if self._freed >= self._claim_at:
             self._wake.set()
 
-    def _written(self, running: Running) -> None:
+    def _written(self, runs: list[Running]) -> None:
         with self._lock:
-            if self.writing.get(running.job.job_id) is running:
-                del self.writing[running.job.job_id]
-                if len(self.writing) == self._write_limit - 1:
-                    self._wake.set()  # claims may go on
+            backlogged = len(self.writing) >= self._write_limit
+            for running in runs:
+                if self.writing.get(running.job.job_id) is running:
+                    del self.writing[running.job.job_id]
+            if backlogged and len(self.writing) < self._write_limit:
+                self._wake.set()  # claims may go on
 
     def _on_writer_error(self, exc: BaseException) -> None:
         self._writer_error = exc
@@ -591,7 +593,7 @@ class Worker:
         running = self.running.get(job_id)
         if running is None:
             return
-        running.context._cancelled.set()
+        running.context._request_cancel()
         if running.task is not None and self._async is not None:
             self._async.cancel(running)
 

@@ -45,8 +45,8 @@ class Writer(threading.Thread):
 
     ``in_flight`` tells how many runs are still going: a batch waits up to
     LINGER for them, so a burst of short jobs is one transaction, not one per
-    job. ``on_written`` gets each run once its write has landed (or been
-    refused by the fence); ``on_idle`` when everything handed over is written;
+    job. ``on_written`` gets the runs of a batch once its write has landed
+    (or been refused by the fence); ``on_idle`` when everything handed over is written;
     ``on_error`` if the writer dies.
     """
 
@@ -57,7 +57,7 @@ class Writer(threading.Thread):
         worker_id: str,
         hook: Callable[[JobFailure], object] | None,
         in_flight: Callable[[], int],
-        on_written: Callable[[Running], None],
+        on_written: Callable[[list[Running]], None],
         on_error: Callable[[BaseException], None],
         on_idle: Callable[[], None],
     ) -> None:
@@ -217,11 +217,11 @@ class Writer(threading.Thread):
                     [f[2] for f in failures],
                     [f[3] for f in failures],
                 )
+        self.on_written([item.running for item in batch if not item.abandoned])
         if successes:
             for (_job_id, ok), item in zip(succeeded, successes, strict=True):
                 if not ok:
                     report_lost(item.running, "success")
-                self.on_written(item.running)
         if failures:
             for result, failure in zip(failed, failures, strict=True):
                 self._after_failure(result, failure)
@@ -230,8 +230,6 @@ class Writer(threading.Thread):
     def _after_failure(self, result: store.FailResult, failure: Failure) -> None:
         item, kind, _retryable, _delay, exc = failure
         running = item.running
-        if not item.abandoned:
-            self.on_written(running)
         if not result.ok:
             report_lost(running, "failure")
             return

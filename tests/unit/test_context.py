@@ -27,7 +27,7 @@ def test_current_job_inside_a_job_returns_its_context_until_reset():
 def test_raise_if_cancelled_raises_only_once_cancel_was_requested():
     context = JobContext(job_id=7, name="demo.jobs.add", queue="default", attempt=1, max_attempts=5)
     context.raise_if_cancelled()
-    context._cancelled.set()
+    context._request_cancel()
     assert context.cancel_requested
     with pytest.raises(workhorse.JobCancelled, match="job 7"):
         context.raise_if_cancelled()
