@@ -1,8 +1,9 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [drain] [pickup] [peers] [--history N]
+    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [peers] [--history N]
 
-``drain`` and ``pickup`` run one part of ``worker`` alone.
+``drain``, ``pickup`` and ``ratio`` (the history ratio) run one part of
+``worker`` alone.
 
 Runs against its own database (``workhorse_bench`` on the server of
 DATABASE_URL), which it empties as it goes.
@@ -21,7 +22,7 @@ def main() -> None:
         "sections",
         nargs="*",
         default=["core", "worker"],
-        choices=["calibrate", "core", "worker", "drain", "pickup", "peers"],
+        choices=["calibrate", "core", "worker", "drain", "pickup", "ratio", "peers"],
     )
     parser.add_argument(
         "--history",
@@ -57,6 +58,10 @@ def main() -> None:
         from . import worker
 
         worker.pickup(conn, url)
+    if args.sections == ["ratio"]:
+        from . import worker
+
+        worker.history_ratio(conn, url, args.history, 20_000)
     if "worker" in args.sections:
         from . import worker
 
