@@ -1,8 +1,8 @@
 """Running handlers: a thread per sync slot, one event loop for async handlers.
 
-Handlers report back through one queue of ``Finished`` items that the claim
-loop drains and writes in batches; nothing here touches the database (a
-handler's own ORM use aside).
+Each run reports back by calling ``done`` with a ``Finished`` item, on the
+thread (or loop) that ran it; the worker hands those to its writer thread.
+Nothing here touches the database (a handler's own ORM use aside).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class SyncSlots:
     def _wake_one(self) -> None:
         """With the lock held: get one more thread looking for a job, unless
         one is already on its way (it wakes the next one itself)."""
-        if self._waking:
+        if self._waking > 0:
             return
         if self._idle:
             self._waking += 1

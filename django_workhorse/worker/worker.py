@@ -162,10 +162,12 @@ class Worker:
     """Claims and runs jobs until stopped. Tests drive it directly; ``runworker``
     wraps it. ``run()`` returns the process exit code.
 
-    ``running`` holds the runs in slots (a timed-out sync run stays until its
-    thread returns); ``writing`` the finished ones whose result the writer has
-    not recorded yet. Both keep their leases renewed. Handler threads move a
-    run from one to the other, so both change only under ``_lock``.
+    ``running`` holds the live run of each job by id; ``writing`` the runs
+    whose result the writer has not recorded yet. Both keep their leases
+    renewed. ``_holding`` is every run that holds a slot: the running ones and
+    timed-out sync runs whose thread has not returned (their attempt is
+    recorded and their job may even run again here meanwhile). Handler threads
+    move runs between these, so they change only under ``_lock``.
     """
 
     def __init__(self, options: WorkerOptions) -> None:
@@ -174,14 +176,16 @@ class Worker:
         self.worker_id = options.worker_id
         self.running: dict[int, Running] = {}
         self.writing: dict[int, Running] = {}
+        self._holding: set[Running] = set()
         self._busy = dict.fromkeys(options.concurrency, 0)
         # Results waiting for the writer stop the claims at this many, so a
         # writer that cannot reach the database does not let them pile up.
         self._write_limit = sum(options.concurrency.values())
         self._freed = 0  # slots freed since the last claim
-        self._claim_at = 1  # freed slots that wake the loop (see _linger)
+        self._claim_at = 1  # freed slots that end a linger (see _linger)
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._more = threading.Event()  # set once _claim_at slots were freed
         self._stopping = threading.Event()
         self._forced = threading.Event()
         self._stop_deadline: float | None = None
@@ -285,6 +289,7 @@ class Worker:
             on_written=self._written,
             on_error=self._on_writer_error,
             on_idle=self._wake.set,
+            give_up=self._forced,
         )
         self._writer.start()
         self._listener = Listener(
@@ -365,8 +370,12 @@ class Worker:
             return False
         # Nothing running and every result recorded: the claim below sees all
         # there is, so a burst worker that claims nothing is done.
-        settled = not self.running and self._writer.idle()
-        if self._claim(self._linger()):
+        with self._lock:
+            settled = not self.running and not self.writing and self._writer.idle()
+        free = self._linger()
+        if self._stopping.is_set() or self._writer_error is not None:
+            return False  # the next pass handles it
+        if self._claim(free):
             return False
         if self.options.burst and settled:
             return True
@@ -381,9 +390,9 @@ class Worker:
             freed, going = self._freed, len(self.running)
         if freed and going:
             self._claim_at = freed + going
-            self._wake.clear()
+            self._more.clear()
             if self._freed < self._claim_at:
-                self._wake.wait(CLAIM_LINGER)
+                self._more.wait(CLAIM_LINGER)
             self._claim_at = 1
         with self._lock:
             self._freed = 0
@@ -401,9 +410,7 @@ class Worker:
             has_free = any(
                 count > self._busy[name] for name, count in self.options.concurrency.items()
             )
-            deadlines = [
-                r.deadline for r in self.running.values() if r.deadline and not r.timed_out
-            ]
+            deadlines = [r.deadline for r in self.running.values() if r.deadline]
         if has_free:
             due = self._next_due
             if due is None:
@@ -480,7 +487,21 @@ class Worker:
         if job.timeout:
             running.deadline = now + job.timeout
         with self._lock:
+            earlier = self.running.get(job.job_id)
+            if earlier is not None:
+                # Only a claim lost in a database crash hands a job out again
+                # while its run goes on here; the newer run owns the job now.
+                earlier.lease_lost = True
+                logger.warning(
+                    "job %s #%s was claimed again while an earlier run of it is still going "
+                    "here (a claim lost in a database crash?); the earlier run's result will "
+                    "not be written",
+                    job.name,
+                    job.job_id,
+                    extra=job_extra(job.job_id, job.queue, job.attempt),
+                )
             self.running[job.job_id] = running
+            self._holding.add(running)
             self._busy[job.queue] += 1
         if job.cancel_requested:
             context._request_cancel()
@@ -506,23 +527,27 @@ class Worker:
 
     def _done(self, item: Finished) -> None:
         """A handler returned (called on its thread): free the slot, hand the
-        result to the writer."""
+        result to the writer. Under the lock, so that a run is always in
+        ``running`` or counted by the writer, never between the two."""
         running = item.running
         job = running.job
         with self._lock:
-            if self.running.get(job.job_id) is not running:
+            if running not in self._holding:
                 return  # released at shutdown: the job is someone else's now
-            del self.running[job.job_id]
+            self._holding.discard(running)
             self._busy[job.queue] -= 1
             self._freed += 1
-            # A timed-out run's attempt is already recorded; its thread is back.
-            write = not running.timed_out
-            if write:
+            current = self.running.get(job.job_id) is running
+            if current:
+                del self.running[job.job_id]
+            # A timed-out run's attempt is already recorded, and a run whose
+            # job was claimed again is superseded: neither is written.
+            if current and not running.timed_out:
                 self.writing[job.job_id] = running
-        if write:
-            self._writer.put(item)
-        if self._freed >= self._claim_at:
-            self._wake.set()
+                self._writer.put(item)
+            if self._freed >= self._claim_at:
+                self._more.set()
+                self._wake.set()
 
     def _written(self, runs: list[Running]) -> None:
         with self._lock:
@@ -547,10 +572,9 @@ class Worker:
         Async runs are cancelled by their own timeout scope instead.
         """
         now = time.monotonic()
-        expired: list[Finished] = []
         with self._lock:
-            for running in self.running.values():
-                if running.deadline is None or now < running.deadline or running.timed_out:
+            for running in list(self.running.values()):
+                if running.deadline is None or now < running.deadline:
                     continue
                 if running.definition is not None and running.definition.is_async:
                     continue
@@ -560,16 +584,17 @@ class Worker:
                     f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
                     "thread is abandoned and the slot stays busy until it returns"
                 )
-                expired.append(Finished(running, False, error=exc, abandoned=True))
-        for item in expired:
-            self._writer.put(item)
+                # Out of ``running`` (the job may be retried, even here), still
+                # holding its slot, and leased until its failure is written.
+                job_id = running.job.job_id
+                del self.running[job_id]
+                self.writing[job_id] = running
+                self._writer.put(Finished(running, False, error=exc, abandoned=True))
 
     def _leases(self) -> list[tuple[int, int]]:
         with self._lock:
             leases = [
-                (r.job.job_id, r.job.fence)
-                for r in self.running.values()
-                if not r.lease_lost and not r.timed_out
+                (r.job.job_id, r.job.fence) for r in self.running.values() if not r.lease_lost
             ]
             leases.extend(
                 (r.job.job_id, r.job.fence) for r in self.writing.values() if not r.lease_lost
@@ -611,45 +636,65 @@ class Worker:
     # -- shutdown ----------------------------------------------------------
 
     def _shutdown(self) -> None:
-        """Record every result, then release what is still running.
+        """Release what is still running, then record every result in hand.
 
         The runs still going leave ``running`` first, so a handler that
         returns after this point is not written: its job is released (or,
-        if the release fails, recovered once its lease expires).
+        if the release fails, recovered once its lease expires). The release
+        comes before the writer's flush so that a slow flush cannot let
+        those leases expire into stalls.
         """
         try:
             with self._lock:
-                leftover = [r for r in self.running.values() if not r.timed_out]
+                leftover = list(self.running.values())
                 for running in leftover:
                     del self.running[running.job.job_id]
-            if self._writer is not None:
-                self._writer.stop(give_up_on_error=self._forced.is_set())
+                    self._holding.discard(running)
             if leftover:
-                with self._conn.cursor() as cursor:
-                    rows = store.release_many(
-                        cursor,
-                        self.worker_id,
-                        [r.job.job_id for r in leftover],
-                        [r.job.fence for r in leftover],
+                try:
+                    self._release(leftover)
+                except psycopg.Error as exc:
+                    logger.warning(
+                        "workhorse: could not release %s running job(s) (%s); they are "
+                        "recovered once their leases expire",
+                        len(leftover),
+                        exc,
                     )
-                released = sum(1 for _, ok in rows if ok)
-                logger.warning(
-                    "workhorse: released %s running job(s) back to ready (no attempt used)",
-                    released,
-                )
-                for running in leftover:
-                    if running.task is not None and self._async is not None:
-                        self._async.cancel(running)
         finally:
-            if self._heartbeat:
-                self._heartbeat.stop()
-            if self._listener:
-                self._listener.stop()
-            for slots in self._sync.values():
-                slots.close()
-            if self._async:
-                self._async.close()
-            if self._conn is not None:
-                self._conn.close()
-            if self._heartbeat:
-                self._heartbeat.join(2.0)
+            try:
+                if self._writer is not None:
+                    self._writer.stop()
+            finally:
+                self._close()
+
+    def _release(self, leftover: list[Running]) -> None:
+        # The claim connection does not wait for WAL flushes; a release does.
+        with self._conn.transaction(), self._conn.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = on")
+            rows = store.release_many(
+                cursor,
+                self.worker_id,
+                [r.job.job_id for r in leftover],
+                [r.job.fence for r in leftover],
+            )
+        released = sum(1 for _, ok in rows if ok)
+        logger.warning(
+            "workhorse: released %s running job(s) back to ready (no attempt used)", released
+        )
+        for running in leftover:
+            if running.task is not None and self._async is not None:
+                self._async.cancel(running)
+
+    def _close(self) -> None:
+        if self._heartbeat:
+            self._heartbeat.stop()
+        if self._listener:
+            self._listener.stop()
+        for slots in self._sync.values():
+            slots.close()
+        if self._async:
+            self._async.close()
+        if self._conn is not None:
+            self._conn.close()
+        if self._heartbeat:
+            self._heartbeat.join(2.0)

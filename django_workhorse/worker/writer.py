@@ -47,7 +47,9 @@ class Writer(threading.Thread):
     LINGER for them, so a burst of short jobs is one transaction, not one per
     job. ``on_written`` gets the runs of a batch once its write has landed
     (or been refused by the fence); ``on_idle`` when everything handed over is written;
-    ``on_error`` if the writer dies.
+    ``on_error`` if the writer dies. Once ``give_up`` is set a lost
+    connection is no longer retried: a forced stop leaves the unwritten runs
+    to lease expiry.
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class Writer(threading.Thread):
         on_written: Callable[[list[Running]], None],
         on_error: Callable[[BaseException], None],
         on_idle: Callable[[], None],
+        give_up: threading.Event,
     ) -> None:
         super().__init__(name="workhorse-writer", daemon=True)
         self.alias = alias
@@ -75,7 +78,7 @@ class Writer(threading.Thread):
         self._flush_at = 1
         self._busy = 0  # runs handed over and not yet written
         self._lock = threading.Lock()
-        self._give_up = threading.Event()
+        self._give_up = give_up  # set: stop retrying a lost connection (a forced stop)
         self._conn: psycopg.Connection | None = None
 
     # -- from other threads -------------------------------------------------
@@ -91,15 +94,25 @@ class Writer(threading.Thread):
         """True when every run handed over so far is written."""
         return self._busy == 0
 
-    def stop(self, *, give_up_on_error: bool = False, timeout: float | None = None) -> None:
-        """Write what was handed over, then end. ``give_up_on_error``: do not
-        retry a lost connection (a forced stop)."""
-        if give_up_on_error:
-            self._give_up.set()
+    def stop(self) -> None:
+        """Write what was handed over, then end.
+
+        Waits as long as that takes (a database that cannot be reached is
+        retried) until ``give_up`` is set; then waits one more second for a
+        write under way and returns, leaving what is unwritten to lease
+        expiry.
+        """
         self._queue.put(_STOP)
         self._more.set()
+        while self.is_alive() and not self._give_up.is_set():
+            self.join(0.1)
+        self.join(1.0)
         if self.is_alive():
-            self.join(timeout)
+            logger.warning(
+                "workhorse writer: still writing at a forced stop; %s finished run(s) may not "
+                "be written (their leases expire and they run again)",
+                self._busy,
+            )
 
     # -- the thread -----------------------------------------------------------
 
@@ -217,7 +230,7 @@ class Writer(threading.Thread):
                     [f[2] for f in failures],
                     [f[3] for f in failures],
                 )
-        self.on_written([item.running for item in batch if not item.abandoned])
+        self.on_written([item.running for item in batch])
         if successes:
             for (_job_id, ok), item in zip(succeeded, successes, strict=True):
                 if not ok:

@@ -7,8 +7,8 @@ import time
 from datetime import datetime
 
 import pytest
-from jobtests.jobs import doomed, flaky, too_slow
-from jobtests.models import FailureCall
+from jobtests.jobs import doomed, flaky, sleep, too_slow
+from jobtests.models import FailureCall, RunRecord
 
 from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome
 
@@ -101,3 +101,38 @@ def test_an_abandoned_timed_out_handler_does_not_make_the_worker_spin(start_work
 
     assert used < 0.15 * window, f"the idle worker used {used:.2f} s of CPU in {window:.2f} s"
     assert worker.stop() == 0
+
+
+def test_a_timed_out_job_retried_beside_its_abandoned_thread_frees_both_slots(
+    start_worker, wait_until
+):
+    # The first run outlives its timeout; the retry runs in the other slot
+    # of the same worker while the abandoned thread still sleeps.
+    retried = sleep.options(timeout=1, max_attempts=2).enqueue(seconds=3, rerun_seconds=0)
+    worker = start_worker("--queues", "jobtests.sleep", "--concurrency", "2")
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=retried.id, state="succeeded").exists(),
+        timeout=20,
+        what="the retry succeeded",
+    )
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id=retried.id, finished_at__isnull=False).count() == 2,
+        timeout=20,
+        what="the abandoned first run returned",
+    )
+
+    # Both slots are free again: two jobs run side by side.
+    pair = [h.id for h in sleep.enqueue_many([{"seconds": 1.0}] * 2)]
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id__in=pair, finished_at__isnull=False).count() == 2,
+        timeout=20,
+        what="both jobs ran",
+    )
+    assert worker.stop() == 0
+    first, second = RunRecord.objects.filter(job_id__in=pair).order_by("started_at")
+    assert second.started_at < first.finished_at, "the two jobs ran one after the other"
+    assert list(
+        AttemptHistory.objects.filter(job_id=retried.id)
+        .order_by("attempt")
+        .values_list("attempt", "outcome")
+    ) == [(1, "timed_out"), (2, "succeeded")]

@@ -6,6 +6,7 @@ import signal
 import time
 
 import pytest
+from django.db import connection, transaction
 from jobtests.jobs import sleep
 from jobtests.models import RunRecord
 
@@ -82,3 +83,26 @@ def test_jobs_finishing_within_the_grace_period_are_recorded_before_exit(start_w
     assert sorted(outcomes.values_list("state", "attempts")) == [("succeeded", 1)] * 3
     assert not JobRuntime.objects.filter(job_id__in=ids).exists()
     assert AttemptHistory.objects.filter(job_id__in=ids, outcome="succeeded").count() == 3
+
+
+def test_a_second_sigterm_stops_at_once_while_results_cannot_be_written(start_worker, wait_until):
+    ids = [h.id for h in sleep.enqueue_many([{"seconds": 0.01}] * 3)]
+    with transaction.atomic():
+        # Finishes insert outcome rows: this lock holds the writer back.
+        with connection.cursor() as cursor:
+            cursor.execute("LOCK TABLE workhorse_job_outcome IN EXCLUSIVE MODE")
+        worker = start_worker("--queues", "jobtests.sleep", "--concurrency", "3")
+        wait_until(
+            lambda: (
+                RunRecord.objects.filter(job_id__in=ids, finished_at__isnull=False).count() == 3
+            ),
+            what="all three runs finished",
+        )
+        worker.send(signal.SIGTERM)
+        wait_until(lambda: "SIGTERM received" in worker.stderr, what="the first SIGTERM seen")
+        assert worker.alive(), "the first SIGTERM must wait for the results to be written"
+        worker.send(signal.SIGTERM)
+        code = worker.wait_exit(15)
+    assert code == 1, worker.stderr
+    assert "second SIGTERM" in worker.stderr
+    assert "still writing at a forced stop" in worker.stderr
