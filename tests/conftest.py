@@ -13,23 +13,13 @@ truncate, which saves about a second per test.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
 import pytest
 
-WORKHORSE_TABLES = (
-    "workhorse_job",
-    "workhorse_job_runtime",
-    "workhorse_job_outcome",
-    "workhorse_job_query",
-    "workhorse_job_event",
-    "workhorse_attempt_history",
-    "workhorse_queue",
-)
-"""Every table that holds jobs or queue policy (not the schema version)."""
+from tests.helpers import WORKHORSE_TABLES, delete_workhorse_rows, poll_until
 
 
 def _is_transactional(request: pytest.FixtureRequest) -> bool:
@@ -37,19 +27,6 @@ def _is_transactional(request: pytest.FixtureRequest) -> bool:
     if marker is not None and marker.kwargs.get("transaction"):
         return True
     return "transactional_db" in request.fixturenames or "live_server" in request.fixturenames
-
-
-def delete_workhorse_rows(cursor: Any) -> None:
-    """Empty every workhorse table but ``workhorse_schema``.
-
-    DELETE, not TRUNCATE: for the few rows a test leaves it takes
-    milliseconds, where TRUNCATE of the partitioned history tables (new files
-    for every partition) takes most of a second.
-    """
-    cursor.execute("SELECT to_regclass('workhorse_job') IS NOT NULL")
-    if cursor.fetchone()[0]:
-        for table in (*WORKHORSE_TABLES[1:], WORKHORSE_TABLES[0]):
-            cursor.execute(f"DELETE FROM {table}")
 
 
 @pytest.fixture(autouse=True)
@@ -115,24 +92,14 @@ def pg_connect(transactional_db) -> Iterator[Callable[..., psycopg.Connection]]:
         conn.close()
 
 
-def _wait_until(
-    predicate: Callable[[], Any], *, timeout: float = 5.0, interval: float = 0.01
-) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout} s: {predicate!r}")
-        time.sleep(interval)
-
-
 @pytest.fixture
 def wait_until() -> Callable[..., Any]:
     """``wait_until(predicate, timeout=5)``: poll with a deadline instead of sleeping."""
-    return _wait_until
+
+    def wait(predicate: Callable[[], Any], *, timeout: float = 5.0, interval: float = 0.01) -> Any:
+        return poll_until(predicate, timeout=timeout, interval=interval)
+
+    return wait
 
 
 class DbRows:

@@ -35,6 +35,8 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from tests.helpers import poll_until
+
 TESTPROJECT = Path(__file__).resolve().parents[2] / "testproject"
 READY_RE = re.compile(r"workhorse worker (\S+) serving ")
 """The INFO line a worker logs once its slots, heartbeat and LISTEN are up."""
@@ -313,16 +315,8 @@ def wait_until(workers: WorkerPool) -> Callable[..., Any]:
         what: str | None = None,
         interval: float = 0.05,
     ) -> Any:
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"not within {timeout} s: {what or predicate!r}\n{workers.report()}",
-                    pytrace=False,
-                )
-            time.sleep(interval)
+        return poll_until(
+            predicate, timeout=timeout, interval=interval, what=what, context=workers.report
+        )
 
     return wait

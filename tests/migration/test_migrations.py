@@ -15,6 +15,7 @@ from django.db.migrations.loader import MigrationLoader
 from django_workhorse import store
 from django_workhorse.checks import schema_messages
 from django_workhorse.sql_files import RunSQLFile
+from tests.helpers import WORKHORSE_TABLES
 
 SQL_FILES = sorted(
     entry.name
@@ -22,16 +23,7 @@ SQL_FILES = sorted(
     if entry.name.endswith(".sql")
 )
 FUNCTIONS = sorted(name.removesuffix(".sql") for name in SQL_FILES if name.startswith("workhorse_"))
-TABLES = [
-    "workhorse_job",
-    "workhorse_job_runtime",
-    "workhorse_job_outcome",
-    "workhorse_job_query",
-    "workhorse_job_event",
-    "workhorse_attempt_history",
-    "workhorse_queue",
-    "workhorse_schema",
-]
+TABLES = [*WORKHORSE_TABLES, "workhorse_schema"]
 
 
 def workhorse_sql_operations() -> list[tuple[str, RunSQLFile]]:
