@@ -2,8 +2,11 @@
 
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [peers] [--history N]
 
-``drain``, ``pickup`` and ``ratio`` (the history ratio) run one part of
-``worker`` alone.
+With no section named it runs ``core``, ``worker`` and ``peers`` (``core``
+starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
+history ratio) run one part of ``worker`` alone; ``peers`` runs pgqueuer side
+by side with ours, from a virtualenv of its own, and is skipped with a note
+when that cannot be set up (no network).
 
 Runs against its own database (``workhorse_bench`` on the server of
 DATABASE_URL), which it empties as it goes.
@@ -21,7 +24,7 @@ def main() -> None:
     parser.add_argument(
         "sections",
         nargs="*",
-        default=["core", "worker"],
+        default=["core", "worker", "peers"],
         choices=["calibrate", "core", "worker", "drain", "pickup", "ratio", "peers"],
     )
     parser.add_argument(
@@ -41,7 +44,7 @@ def main() -> None:
         " synchronous_commit:",
         conn.execute("SHOW synchronous_commit").fetchone()[0],
     )
-    if args.sections == ["calibrate"]:
+    if "calibrate" in args.sections and "core" not in args.sections:
         from . import core
 
         core.calibrate(conn)
@@ -69,7 +72,12 @@ def main() -> None:
     if "peers" in args.sections:
         from . import peers
 
-        peers.run(conn, url)
+        try:
+            peers.ensure_venv()
+        except (OSError, RuntimeError) as exc:
+            print(f"\n== peer section skipped: cannot set up pgqueuer's virtualenv ({exc})")
+        else:
+            peers.run(conn, url)
 
 
 if __name__ == "__main__":

@@ -223,6 +223,46 @@ def pickup(env: dict[str, str], batch: int) -> list[float]:
     return result["latencies_ms"]
 
 
+def side_by_side(conn: psycopg.Connection, url: str, env: dict[str, str]) -> None:
+    """Our sync and async drains and pgqueuer's (batch 100), taken in turns.
+
+    Each round drains 20,000 jobs with ours (sync, then async no-op) and then
+    with pgqueuer, one and two processes, so that both meet the machine in
+    the same minute: on a shared machine the rate of a drain swings by 20 %
+    and more from one minute to the next. The ratios are of the medians.
+    """
+    from . import worker as ours
+
+    for processes in (1, 2):
+        rates: dict[str, list[float]] = {"sync": [], "async": [], "pgqueuer": []}
+        problems: list[str] = []
+        for _ in range(DRAIN_RUNS):
+            rates["sync"].append(ours.drain(conn, url, JOBS, processes, 100, "bench")[0])
+            rates["async"].append(ours.drain(conn, url, JOBS, processes, 100, "bench-async")[0])
+            rate, problem = drain(conn, env, processes, 100)
+            rates["pgqueuer"].append(rate)
+            if problem:
+                problems.append(problem)
+        plural = "es" if processes > 1 else ""
+        for name, label in (
+            ("sync", "workhorse sync no-op"),
+            ("async", "workhorse async no-op"),
+            ("pgqueuer", "pgqueuer async no-op, batch 100"),
+        ):
+            runs = sorted(rates[name])
+            note = f"median of {len(runs)}, runs {runs[0]:,.0f}-{runs[-1]:,.0f}"
+            if name == "pgqueuer" and problems:
+                note = "; ".join([*problems, note])
+            report(f"{label}, {processes} process{plural}", median(runs), "jobs/s", note)
+        theirs = median(rates["pgqueuer"])
+        report(
+            f"  workhorse / pgqueuer, {processes} process{plural}",
+            median(rates["sync"]) / theirs,
+            "x",
+            f"sync; async {median(rates['async']) / theirs:.2f} x",
+        )
+
+
 def run(conn: psycopg.Connection, url: str) -> None:
     """Print pgqueuer's drain rates and pickup latency, in the format of our own lines.
 
@@ -239,19 +279,18 @@ def run(conn: psycopg.Connection, url: str) -> None:
         f"peer: pgqueuer {info['version']} ({VENV.name}, not a dependency;"
         f" database {PEER_DB}, durability {info['durability']})"
     )
-    for processes, batch, label in (
-        (1, 100, ""),
-        (1, default, " (pgqueuer's default)"),
-        (2, 100, ""),
-    ):
-        rate, note = drain_runs(conn, env, processes, batch)
-        report(
-            f"pgqueuer drain {JOBS:,} no-op jobs, {processes} process"
-            f"{'es' if processes > 1 else ''}, batch {batch}",
-            rate,
-            "jobs/s",
-            note + label,
-        )
+    side_by_side(conn, url, env)
+    rate, note = drain_runs(conn, env, 1, default)
+    report(
+        f"pgqueuer drain {JOBS:,} no-op jobs, 1 process, batch {default}",
+        rate,
+        "jobs/s",
+        note + " (pgqueuer's default)",
+    )
+    # Ours just before theirs, as the drains: the same minute of the machine.
+    from . import worker as ours
+
+    ours.pickup(conn, url, samples=PICKUP_SAMPLES)
     latencies = pickup(env, default)
     for pct in (50, 95, 99):
         report(
