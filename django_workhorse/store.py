@@ -65,7 +65,36 @@ class Recovered:
 
 
 def _loads(value: Any) -> Any:
+    if value == "{}":
+        return {}  # the payload of every job without arguments
     return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _ints(values: Sequence[int]) -> str:
+    """An integer array literal, for a ``%s::bigint[]`` parameter.
+
+    Built as text because the finish and claim calls pass a hundred ids at a
+    time and psycopg's list dumper costs ~20 times more per call.
+    """
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def _names(values: Sequence[str]) -> str:
+    """A text array literal, every element quoted (``"`` and ``\\`` escaped)."""
+    quoted = (v.replace("\\", "\\\\").replace('"', '\\"') for v in values)
+    return "{" + ",".join(f'"{v}"' for v in quoted) + "}"
+
+
+JSONB_ARRAY = (
+    "ARRAY(SELECT t.v FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS t(v, i) ORDER BY t.i)"
+)
+"""A ``jsonb[]`` argument sent as one JSON array text (see ``_json_list``)."""
+
+
+def _json_list(texts: Sequence[str]) -> str:
+    """JSON texts as one JSON array text, for ``JSONB_ARRAY``: the server parses
+    it in one go instead of psycopg quoting every element into an array literal."""
+    return "[" + ",".join(texts) + "]"
 
 
 def enqueue_many(cursor, jobs_json: str) -> list[tuple[int, bool]]:
@@ -84,7 +113,7 @@ def claim_many(
     """Claim up to ``limits[i]`` ready jobs of ``queues[i]`` for ``worker_id``."""
     cursor.execute(
         "SELECT * FROM workhorse_claim_many_v1(%s, %s::text[], %s::integer[], %s)",
-        [worker_id, list(queues), list(limits), lease_seconds],
+        [worker_id, _names(queues), _ints(limits), lease_seconds],
     )
     return [
         ClaimedJob(r[0], r[1], r[2], _loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9])
@@ -103,7 +132,7 @@ def heartbeat_many(
     cursor.execute(
         "SELECT job_id, renewed, cancel_requested"
         " FROM workhorse_heartbeat_many_v1(%s, %s::bigint[], %s::bigint[], %s)",
-        [worker_id, list(job_ids), list(fences), lease_seconds],
+        [worker_id, _ints(job_ids), _ints(fences), lease_seconds],
     )
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
@@ -118,8 +147,8 @@ def succeed_many(
     """Record successes; ``(job_id, ok)`` per job, ok False for a lost lease."""
     cursor.execute(
         "SELECT job_id, ok"
-        " FROM workhorse_succeed_many_v1(%s, %s::bigint[], %s::bigint[], %s::jsonb[])",
-        [worker_id, list(job_ids), list(fences), list(results_json)],
+        f" FROM workhorse_succeed_many_v1(%s, %s::bigint[], %s::bigint[], {JSONB_ARRAY})",
+        [worker_id, _ints(job_ids), _ints(fences), _json_list(results_json)],
     )
     return [(r[0], r[1]) for r in cursor.fetchall()]
 
@@ -136,13 +165,13 @@ def fail_many(
 ) -> list[FailResult]:
     """Record failures; the SQL decides retry or terminal from budget and backoff."""
     cursor.execute(
-        "SELECT * FROM workhorse_fail_many_v1(%s, %s::bigint[], %s::bigint[], %s::jsonb[],"
-        " %s::text[], %s::boolean[], %s::double precision[])",
+        "SELECT * FROM workhorse_fail_many_v1(%s, %s::bigint[], %s::bigint[],"
+        f" {JSONB_ARRAY}, %s::text[], %s::boolean[], %s::double precision[])",
         [
             worker_id,
-            list(job_ids),
-            list(fences),
-            list(errors_json),
+            _ints(job_ids),
+            _ints(fences),
+            _json_list(errors_json),
             list(kinds),
             list(retryable),
             list(delays),
@@ -157,7 +186,7 @@ def release_many(
     """Give running jobs back to ready without consuming an attempt."""
     cursor.execute(
         "SELECT job_id, ok FROM workhorse_release_many_v1(%s, %s::bigint[], %s::bigint[])",
-        [worker_id, list(job_ids), list(fences)],
+        [worker_id, _ints(job_ids), _ints(fences)],
     )
     return [(r[0], r[1]) for r in cursor.fetchall()]
 

@@ -546,8 +546,11 @@ class Worker:
                 self.writing[job.job_id] = running
                 self._writer.put(item)
             if self._freed >= self._claim_at:
-                self._more.set()
-                self._wake.set()
+                # Event.set takes a lock and notifies even when already set.
+                if not self._more.is_set():
+                    self._more.set()
+                if not self._wake.is_set():
+                    self._wake.set()
 
     def _written(self, runs: list[Running]) -> None:
         with self._lock:

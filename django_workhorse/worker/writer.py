@@ -87,7 +87,7 @@ class Writer(threading.Thread):
         with self._lock:
             self._busy += 1
         self._queue.put(item)
-        if self._queue.qsize() >= self._flush_at:
+        if self._queue.qsize() >= self._flush_at and not self._more.is_set():
             self._more.set()
 
     def idle(self) -> bool:
