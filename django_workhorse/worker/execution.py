@@ -157,6 +157,7 @@ class AsyncSlots:
 
     def __init__(self, done: Callable[[Finished], None], name: str) -> None:
         self._done = done
+        self.closing = False
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=f"{name}-asyncio", daemon=True)
         self._thread.start()
@@ -170,6 +171,8 @@ class AsyncSlots:
 
         def start() -> None:
             for running in runs:
+                if self.closing:
+                    return  # the worker is stopping: these jobs were released
                 context = contextvars.copy_context()
                 context.run(set_current, running.context)
                 running.task = self.loop.create_task(self._run(running), context=context)

@@ -15,9 +15,15 @@ def error_envelope(exc: BaseException, *, message: str | None = None) -> dict[st
     text = "".join(traceback.format_exception(exc))
     return {
         "type": f"{cls.__module__}.{cls.__qualname__}",
-        "message": message if message is not None else str(exc),
-        "traceback": text[-TRACEBACK_LIMIT:],
+        "message": storable(message if message is not None else str(exc)),
+        "traceback": storable(text[-TRACEBACK_LIMIT:]),
     }
+
+
+def storable(text: str) -> str:
+    """``text`` with what jsonb cannot hold replaced: lone surrogates (from
+    ``surrogateescape`` file names, say) and NUL characters."""
+    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\\u0000")
 
 
 def error_json(exc: BaseException, *, message: str | None = None) -> str:

@@ -36,7 +36,7 @@ class Heartbeat(threading.Thread):
         stalled_interval: float,
         partition_days_ahead: int,
         in_flight: Callable[[], list[tuple[int, int]]],
-        on_lost: Callable[[int], None],
+        on_lost: Callable[[int, int], None],
         on_cancel: Callable[[int], None],
         on_recovered: Callable[[list[store.Recovered]], None],
     ) -> None:
@@ -99,9 +99,10 @@ class Heartbeat(threading.Thread):
         ids, fences = zip(*leases, strict=True)
         with self.cursor() as cursor:
             rows = store.heartbeat_many(cursor, self.worker_id, ids, fences, self.lease_seconds)
-        for job_id, renewed, cancel_requested in rows:
+        # Rows come back in input order: each answers the fence that was sent.
+        for (job_id, renewed, cancel_requested), fence in zip(rows, fences, strict=True):
             if not renewed:
-                self.on_lost(job_id)
+                self.on_lost(job_id, fence)
             elif cancel_requested:
                 self.on_cancel(job_id)
 

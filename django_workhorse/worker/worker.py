@@ -371,7 +371,7 @@ class Worker:
         # Nothing running and every result recorded: the claim below sees all
         # there is, so a burst worker that claims nothing is done.
         with self._lock:
-            settled = not self.running and not self.writing and self._writer.idle()
+            settled = not self._holding and not self.writing and self._writer.idle()
         free = self._linger()
         if self._stopping.is_set() or self._writer_error is not None:
             return False  # the next pass handles it
@@ -410,7 +410,13 @@ class Worker:
             has_free = any(
                 count > self._busy[name] for name, count in self.options.concurrency.items()
             )
-            deadlines = [r.deadline for r in self.running.values() if r.deadline]
+            # Async runs end by their own asyncio timeout; only sync ones
+            # need the loop to wake and record theirs.
+            deadlines = [
+                r.deadline
+                for r in self.running.values()
+                if r.deadline and not (r.definition is not None and r.definition.is_async)
+            ]
         if has_free:
             due = self._next_due
             if due is None:
@@ -604,10 +610,10 @@ class Worker:
             )
             return leases
 
-    def _on_lost(self, job_id: int) -> None:
+    def _on_lost(self, job_id: int, fence: int) -> None:
         running = self.running.get(job_id) or self.writing.get(job_id)
-        if running is None or running.lease_lost:
-            return
+        if running is None or running.lease_lost or running.job.fence != fence:
+            return  # the lease of a newer run of the job is fine
         running.lease_lost = True
         job = running.job
         logger.warning(
@@ -653,6 +659,14 @@ class Worker:
                 for running in leftover:
                     del self.running[running.job.job_id]
                     self._holding.discard(running)
+            # Runs handed to a slot but not started yet must not start now.
+            for slots in self._sync.values():
+                slots.close()
+            if self._async is not None:
+                self._async.closing = True
+                for running in leftover:
+                    if running.definition is not None and running.definition.is_async:
+                        self._async.cancel(running)
             if leftover:
                 try:
                     self._release(leftover)
@@ -684,9 +698,6 @@ class Worker:
         logger.warning(
             "workhorse: released %s running job(s) back to ready (no attempt used)", released
         )
-        for running in leftover:
-            if running.task is not None and self._async is not None:
-                self._async.cancel(running)
 
     def _close(self) -> None:
         if self._heartbeat:

@@ -7,9 +7,11 @@ never waits on a finish and the database works on the finishes while Python
 starts the next jobs. Until its write lands a run keeps its lease: the
 heartbeat renews it with the running ones.
 
-A batch whose transaction fails on a lost connection is kept and written again
-on a new one: nothing of a rolled-back transaction reached the database. Any
-other error stops the writer and is handed to the worker, which stops.
+A batch whose transaction fails on a lost connection (or a deadlock, or a
+server shutting down) is kept and written again on a new one: nothing of a
+rolled-back transaction reached the database. A value the database refuses
+to store fails only its own run's attempt. Any other error stops the writer
+and is handed to the worker, which stops.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 from collections.abc import Callable
 
 import psycopg
+from django.db import close_old_connections
 
 from .. import store
 from ..exceptions import InvalidPayloadError, JobCancelled
@@ -36,6 +39,11 @@ LINGER = 0.002
 """Seconds a batch waits for the runs still going before it is written."""
 
 _STOP = object()
+
+TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57"})
+"""SQLSTATE classes a batch is written again after: connection exception,
+transaction rollback (serialization failure, deadlock), insufficient
+resources, operator intervention (shutdown, cancel)."""
 
 Failure = tuple[Finished, str, bool, float | None, BaseException]
 
@@ -130,8 +138,8 @@ class Writer(threading.Thread):
                     batch.append(item)
                     stopping = self._gather(batch)
                 try:
-                    self._write(batch)
-                except psycopg.OperationalError as exc:
+                    self._write_batch(batch)
+                except psycopg.Error as exc:  # transient: see _transient
                     if self._give_up.is_set():
                         logger.warning(
                             "workhorse writer: database error at a forced stop, %s finished "
@@ -193,6 +201,77 @@ class Writer(threading.Thread):
 
     # -- one batch ------------------------------------------------------------
 
+    def _write_batch(self, batch: list[Finished]) -> None:
+        """Write ``batch``. A transient error (the connection, a deadlock) is
+        raised for the caller to write it again; if the database refuses a
+        value in it, its runs are written one by one so that only the culprit
+        is hurt."""
+        try:
+            self._write(batch)
+        except psycopg.Error as exc:
+            if self._transient(exc):
+                raise
+            if len(batch) == 1:
+                self._write_refused(batch[0])
+                return
+            for item in batch:
+                try:
+                    self._write([item])
+                except psycopg.Error as exc:
+                    if self._transient(exc):
+                        raise
+                    self._write_refused(item)
+
+    def _transient(self, exc: psycopg.Error) -> bool:
+        """Worth writing again as it is: a lost or broken connection, a
+        serialization failure or deadlock, a server short of resources or
+        shutting down. Not so: a value the database refuses (data, limits)."""
+        if self._conn is None or self._conn.broken or self._conn.closed:
+            return True
+        state = exc.sqlstate or ""
+        return not state or state[:2] in TRANSIENT_CLASSES
+
+    def _write_refused(self, item: Finished) -> None:
+        """A run whose result or error the database refused to store.
+
+        A refused result (too large, say) fails the attempt without retry,
+        with the database's reason; if even that cannot be written, the run
+        is dropped and its job runs again once its lease expires.
+        """
+        try:
+            self._write([item])
+            return
+        except psycopg.Error as exc:
+            if self._transient(exc):
+                raise
+            refusal = exc
+        running = item.running
+        job = running.job
+        if item.ok:
+            error = InvalidPayloadError(
+                f"the database refused to store the result of job {job.name!r}: "
+                f"{str(refusal).strip()}; return something smaller or simpler"
+            )
+            error.__workhorse_retry__ = False
+            running.kind = "failed"
+            failed = Finished(running, False, error=error, abandoned=item.abandoned)
+            try:
+                self._write([failed])
+                return
+            except psycopg.Error as exc:
+                if self._transient(exc):
+                    raise
+                refusal = exc
+        logger.error(
+            "workhorse writer: the database refused to record job %s #%s (%s); its lease "
+            "expires and it runs again",
+            job.name,
+            job.job_id,
+            str(refusal).strip(),
+            extra=job_extra(job.job_id, job.queue, job.attempt),
+        )
+        self.on_written([running])
+
     def _write(self, batch: list[Finished]) -> None:
         successes: list[Finished] = []
         failures: list[Failure] = []
@@ -238,6 +317,10 @@ class Writer(threading.Thread):
         if failures:
             for result, failure in zip(failed, failures, strict=True):
                 self._after_failure(result, failure)
+            if self.hook is not None:
+                # A hook may use the ORM on this thread: treat its calls as
+                # one request and let Django close what it opened.
+                close_old_connections()
         self.written += len(batch)
 
     def _after_failure(self, result: store.FailResult, failure: Failure) -> None:

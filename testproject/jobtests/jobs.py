@@ -120,3 +120,20 @@ def log_warning(message: str) -> None:
     """Logs one warning through the ``jobtests`` logger."""
     start_run(finished=True)
     logger.warning("handler says %s", message)
+
+
+@workhorse.job(queue="jobtests.asyncblock", timeout=1, max_attempts=1)
+async def async_blocks_loop(seconds: float) -> None:
+    """An async handler that blocks its event loop past its timeout, then
+    yields: the timeout can only take effect at that await."""
+    ctx = workhorse.current_job()
+    now = timezone.now()
+    await RunRecord.objects.acreate(
+        job_id=ctx.job_id,
+        attempt=ctx.attempt,
+        pid=os.getpid(),
+        worker_id=ctx.worker_id,
+        started_at=now,
+    )
+    time.sleep(seconds)
+    await asyncio.sleep(0.05)

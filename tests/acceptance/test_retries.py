@@ -7,7 +7,7 @@ import time
 from datetime import datetime
 
 import pytest
-from jobtests.jobs import doomed, flaky, sleep, too_slow
+from jobtests.jobs import async_blocks_loop, doomed, flaky, sleep, too_slow
 from jobtests.models import FailureCall, RunRecord
 
 from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome
@@ -136,3 +136,38 @@ def test_a_timed_out_job_retried_beside_its_abandoned_thread_frees_both_slots(
         .order_by("attempt")
         .values_list("attempt", "outcome")
     ) == [(1, "timed_out"), (2, "succeeded")]
+
+
+def test_an_async_handler_blocking_its_loop_past_the_timeout_does_not_make_the_worker_spin(
+    start_worker, wait_until
+):
+    """The asyncio timeout can only fire once the handler yields; meanwhile
+    the claim loop, with nothing to do, must sleep rather than loop on the
+    passed deadline."""
+    handle = async_blocks_loop.enqueue(seconds=4)
+    worker = start_worker("--queues", "jobtests.asyncblock", settings={"SHUTDOWN_GRACE": 1})
+    wait_until(lambda: RunRecord.objects.filter(job_id=handle.id).exists(), what="the run")
+    time.sleep(1.2)  # past the one-second timeout, with the loop still blocked
+
+    before, started = worker.cpu_seconds(), time.monotonic()
+    time.sleep(2)  # a measurement window, not a wait for a condition
+    used = worker.cpu_seconds() - before
+    window = time.monotonic() - started
+
+    assert used < 0.15 * window, f"the worker used {used:.2f} s of CPU in {window:.2f} s"
+    outcome = wait_until(lambda: outcome_of(handle.id), timeout=15, what="the attempt closed")
+    assert (outcome.state, outcome.attempts) == ("failed", 1)
+    assert AttemptHistory.objects.get(job_id=handle.id).outcome == "timed_out"
+    assert worker.stop() == 0
+
+
+def test_a_burst_worker_waits_for_a_slot_held_by_a_timed_out_thread(start_worker, wait_until):
+    # One slot: the first job times out after 1 s but its thread holds the
+    # slot for 3 s; the second job is due all along and must still run.
+    stuck, queued = too_slow.enqueue(seconds=3), too_slow.enqueue(seconds=0)
+    worker = start_worker("--burst", "--queues", "jobtests.timeout", "--concurrency", "1")
+    assert worker.wait_exit(30) == 0, worker.stderr
+
+    assert outcome_of(stuck.id).state == "failed"
+    assert AttemptHistory.objects.get(job_id=stuck.id).outcome == "timed_out"
+    assert outcome_of(queued.id).state == "succeeded"

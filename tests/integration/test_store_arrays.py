@@ -32,3 +32,10 @@ def test_json_arrays_round_trip_in_order(cursor, values):
     texts = [json.dumps(v) for v in values]
     cursor.execute(f"SELECT array_to_json({JSONB_ARRAY})::text", [_json_list(texts)])
     assert json.loads(cursor.fetchone()[0]) == values
+
+
+def test_parallel_arrays_of_different_lengths_are_refused_before_the_call(cursor):
+    from django_workhorse import store
+
+    with pytest.raises(ValueError, match="succeed_many: the arrays differ in length"):
+        store.succeed_many(cursor, "w", [1, 2], [1], ["null", "null"])
