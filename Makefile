@@ -21,13 +21,14 @@ WITH_DB := $(PY) scripts/with_database.py --
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help test demo bench lint fmt schema clean
+.PHONY: help test soak demo bench lint fmt schema clean
 
 help:
 	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
 	@echo "make test    run the test suite (PYTEST_ARGS='-k name' to narrow it)"
 	@echo "make lint    ruff check and ruff format --check"
 	@echo "make fmt     ruff check --fix and ruff format"
+	@echo "make soak    the chaos test at length (SOAK_ROUNDS=200 chaos actions)"
 	@echo "make bench   run the benchmarks (BENCH_ARGS=... passed on)"
 	@echo "make schema  rewrite docs/schema.sql from the migrations (review the diff)"
 	@echo "make .venv   (re)build the virtualenv; make clean removes it"
@@ -49,6 +50,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: $(VENV)
 	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
+
+# make test runs the chaos test with 6 actions; this runs it with many more.
+SOAK_ROUNDS ?= 200
+soak: $(VENV)
+	WORKHORSE_SOAK_ROUNDS=$(SOAK_ROUNDS) $(WITH_DB) $(PY) -m pytest -m soak -rA $(PYTEST_ARGS)
 
 demo: $(VENV)
 	$(WITH_DB) $(PY) testproject/manage.py demo
