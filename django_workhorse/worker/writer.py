@@ -80,7 +80,6 @@ class Writer(threading.Thread):
         self.on_written = on_written
         self.on_error = on_error
         self.on_idle = on_idle
-        self.written = 0
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._more = threading.Event()
         self._flush_at = 1
@@ -321,7 +320,6 @@ class Writer(threading.Thread):
                 # A hook may use the ORM on this thread: treat its calls as
                 # one request and let Django close what it opened.
                 close_old_connections()
-        self.written += len(batch)
 
     def _after_failure(self, result: store.FailResult, failure: Failure) -> None:
         item, kind, _retryable, _delay, exc = failure
