@@ -38,6 +38,11 @@ logger = logging.getLogger("django_workhorse.worker")
 LINGER = 0.002
 """Seconds a batch waits for the runs still going before it is written."""
 
+RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 10.0
+"""A batch that failed on a transient error is written again after RETRY_DELAY
+seconds, doubling while it keeps failing, up to MAX_RETRY_DELAY."""
+
 _STOP = object()
 
 TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57"})
@@ -126,6 +131,7 @@ class Writer(threading.Thread):
     def run(self) -> None:
         batch: list[Finished] = []
         stopping = False
+        delay = RETRY_DELAY
         try:
             while True:
                 if not batch:
@@ -149,13 +155,16 @@ class Writer(threading.Thread):
                         return
                     logger.warning(
                         "workhorse writer: database error (%s); %s finished run(s) are "
-                        "written again on a new connection",
+                        "written again on a new connection in %.1f s",
                         exc,
                         len(batch),
+                        delay,
                     )
                     self._close()
-                    self._give_up.wait(0.5)
+                    self._give_up.wait(delay)
+                    delay = min(delay * 2, MAX_RETRY_DELAY)
                     continue
+                delay = RETRY_DELAY
                 with self._lock:
                     self._busy -= len(batch)
                     idle = self._busy == 0
