@@ -8,6 +8,8 @@ exactly as through a Django cursor, so ``store`` treats both alike.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import psycopg
 from django.db import connections
 from psycopg.types.string import TextLoader
@@ -40,3 +42,13 @@ def connect(
     if not wait_for_flush:
         conn.execute("SET synchronous_commit = off")
     return conn
+
+
+def retry_delays(first: float = 0.5, longest: float = 10.0) -> Iterator[float]:
+    """Seconds to wait before each new try after a database error: doubling
+    from ``first`` up to ``longest``, so that an outage of minutes is not
+    met with a retry (and a log line) twice a second."""
+    delay = first
+    while True:
+        yield delay
+        delay = min(delay * 2, longest)

@@ -37,7 +37,7 @@ from ..exceptions import (
     StoreMismatchError,
     UnknownJobError,
 )
-from .connection import connect
+from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
 from .heartbeat import Heartbeat
 from .logs import install_record_factory, job_extra
@@ -345,15 +345,15 @@ class Worker:
     def _reconnect(self) -> None:
         with contextlib.suppress(psycopg.Error):
             self._conn.close()
-        delay = 0.5
-        while not self._forced.is_set():
+        for delay in retry_delays():
+            if self._forced.is_set():
+                return
             try:
                 self._conn = self._connect()
                 return
             except psycopg.OperationalError as exc:
                 logger.warning("workhorse: cannot reconnect (%s); retrying in %.1f s", exc, delay)
                 self._forced.wait(delay)
-                delay = min(delay * 2, 10.0)
 
     def _pass(self) -> bool:
         """One pass of the claim loop; True when the loop should end."""

@@ -28,7 +28,7 @@ from django.db import close_old_connections
 from .. import store
 from ..exceptions import InvalidPayloadError, JobCancelled
 from ..payloads import encode_result
-from .connection import connect
+from .connection import connect, retry_delays
 from .execution import Finished, Running
 from .failures import JobFailure, error_json
 from .logs import job_extra
@@ -37,11 +37,6 @@ logger = logging.getLogger("django_workhorse.worker")
 
 LINGER = 0.002
 """Seconds a batch waits for the runs still going before it is written."""
-
-RETRY_DELAY = 0.5
-MAX_RETRY_DELAY = 10.0
-"""A batch that failed on a transient error is written again after RETRY_DELAY
-seconds, doubling while it keeps failing, up to MAX_RETRY_DELAY."""
 
 _STOP = object()
 
@@ -131,7 +126,7 @@ class Writer(threading.Thread):
     def run(self) -> None:
         batch: list[Finished] = []
         stopping = False
-        delay = RETRY_DELAY
+        delays = retry_delays()
         try:
             while True:
                 if not batch:
@@ -153,6 +148,7 @@ class Writer(threading.Thread):
                             exc,
                         )
                         return
+                    delay = next(delays)
                     logger.warning(
                         "workhorse writer: database error (%s); %s finished run(s) are "
                         "written again on a new connection in %.1f s",
@@ -162,9 +158,8 @@ class Writer(threading.Thread):
                     )
                     self._close()
                     self._give_up.wait(delay)
-                    delay = min(delay * 2, MAX_RETRY_DELAY)
                     continue
-                delay = RETRY_DELAY
+                delays = retry_delays()
                 with self._lock:
                     self._busy -= len(batch)
                     idle = self._busy == 0
@@ -214,21 +209,14 @@ class Writer(threading.Thread):
         raised for the caller to write it again; if the database refuses a
         value in it, its runs are written one by one so that only the culprit
         is hurt."""
-        try:
-            self._write(batch)
-        except psycopg.Error as exc:
-            if self._transient(exc):
-                raise
-            if len(batch) == 1:
-                self._write_refused(batch[0])
-                return
-            for item in batch:
-                try:
-                    self._write([item])
-                except psycopg.Error as exc:
-                    if self._transient(exc):
-                        raise
-                    self._write_refused(item)
+        refusal = self._refusal(batch)
+        if refusal is None:
+            return
+        if len(batch) == 1:
+            self._write_alone(batch[0], refusal)
+            return
+        for item in batch:
+            self._write_alone(item)
 
     def _transient(self, exc: psycopg.Error) -> bool:
         """Worth writing again as it is: a lost or broken connection, a
@@ -239,20 +227,30 @@ class Writer(threading.Thread):
         state = exc.sqlstate or ""
         return not state or state[:2] in TRANSIENT_CLASSES
 
-    def _write_refused(self, item: Finished) -> None:
-        """A run whose result or error the database refused to store.
-
-        A refused result (too large, say) fails the attempt without retry,
-        with the database's reason; if even that cannot be written, the run
-        is dropped and its job runs again once its lease expires.
-        """
+    def _refusal(self, batch: list[Finished]) -> psycopg.Error | None:
+        """Write ``batch``: None once written, the error if the database
+        refused it; a transient error is raised."""
         try:
-            self._write([item])
-            return
+            self._write(batch)
         except psycopg.Error as exc:
             if self._transient(exc):
                 raise
-            refusal = exc
+            return exc
+        return None
+
+    def _write_alone(self, item: Finished, refusal: psycopg.Error | None = None) -> None:
+        """One run of a refused batch, written alone (unless ``refusal`` says
+        the database already refused it alone).
+
+        If the database refuses it, a result (too large, say) becomes a
+        failed attempt, without retry, with the database's reason; if even
+        that cannot be written, the run is dropped and its job runs again
+        once its lease expires.
+        """
+        if refusal is None:
+            refusal = self._refusal([item])
+            if refusal is None:
+                return
         running = item.running
         job = running.job
         if item.ok:
@@ -263,13 +261,9 @@ class Writer(threading.Thread):
             error.__workhorse_retry__ = False
             running.kind = "failed"
             failed = Finished(running, False, error=error, abandoned=item.abandoned)
-            try:
-                self._write([failed])
+            refusal = self._refusal([failed])
+            if refusal is None:
                 return
-            except psycopg.Error as exc:
-                if self._transient(exc):
-                    raise
-                refusal = exc
         logger.error(
             "workhorse writer: the database refused to record job %s #%s (%s); its lease "
             "expires and it runs again",
