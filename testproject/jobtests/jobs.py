@@ -27,11 +27,12 @@ class PlannedFailure(Exception):
     """Raised by the failing jobs on purpose."""
 
 
-def start_run(label: str = "", *, finished: bool = False) -> RunRecord:
-    """Record that the current job's handler started (and, optionally, finished)."""
+def run_record(label: str = "", *, finished: bool = False) -> RunRecord:
+    """An unsaved record of the current job's run, started now (and finished,
+    if ``finished``)."""
     ctx = workhorse.current_job()
     now = timezone.now()
-    return RunRecord.objects.create(
+    return RunRecord(
         job_id=ctx.job_id,
         attempt=ctx.attempt,
         pid=os.getpid(),
@@ -40,6 +41,13 @@ def start_run(label: str = "", *, finished: bool = False) -> RunRecord:
         started_at=now,
         finished_at=now if finished else None,
     )
+
+
+def start_run(label: str = "", *, finished: bool = False) -> RunRecord:
+    """Record that the current job's handler started (and, optionally, finished)."""
+    run = run_record(label, finished=finished)
+    run.save()
+    return run
 
 
 def finish_run(run: RunRecord) -> None:
@@ -100,19 +108,9 @@ def too_slow(seconds: float = 5) -> float:
 @workhorse.job(queue="jobtests.async")
 async def async_echo(value: str) -> dict:
     """An async handler: awaits, writes through the async ORM, returns."""
-    ctx = workhorse.current_job()
     await asyncio.sleep(0.05)
-    now = timezone.now()
-    await RunRecord.objects.acreate(
-        job_id=ctx.job_id,
-        attempt=ctx.attempt,
-        pid=os.getpid(),
-        worker_id=ctx.worker_id,
-        label="async",
-        started_at=now,
-        finished_at=now,
-    )
-    return {"echo": value, "attempt": ctx.attempt}
+    await run_record("async", finished=True).asave()
+    return {"echo": value, "attempt": workhorse.current_job().attempt}
 
 
 @workhorse.job(queue="jobtests.logs")
@@ -126,14 +124,6 @@ def log_warning(message: str) -> None:
 async def async_blocks_loop(seconds: float) -> None:
     """An async handler that blocks its event loop past its timeout, then
     yields: the timeout can only take effect at that await."""
-    ctx = workhorse.current_job()
-    now = timezone.now()
-    await RunRecord.objects.acreate(
-        job_id=ctx.job_id,
-        attempt=ctx.attempt,
-        pid=os.getpid(),
-        worker_id=ctx.worker_id,
-        started_at=now,
-    )
+    await run_record().asave()
     time.sleep(seconds)
     await asyncio.sleep(0.05)
