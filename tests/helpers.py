@@ -54,3 +54,17 @@ def poll_until(
                 message += f"\n{context()}"
             pytest.fail(message, pytrace=False)
         time.sleep(interval)
+
+
+def cut_connections(application_name: str) -> int:
+    """Terminate the test database's sessions of ``application_name`` (as a
+    network failure or a DBA would); how many were cut."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = %s",
+            [application_name],
+        )
+        return cursor.fetchone()[0]

@@ -18,12 +18,12 @@ import signal
 import time
 
 import pytest
-from django.db import connection
 from django.db.models import Count
 from jobtests.jobs import sleep
 from jobtests.models import RunRecord
 
 from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome, JobRuntime
+from tests.helpers import cut_connections
 
 pytestmark = [
     pytest.mark.soak,
@@ -41,16 +41,6 @@ SETTINGS = {
     "POLL_INTERVAL": 1,
 }
 CONNECTIONS = ("workhorse-worker", "workhorse-writer", "workhorse-heartbeat", "workhorse-listener")
-
-
-def cut(application_name: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND application_name = %s",
-            [application_name],
-        )
-        return cursor.fetchone()[0]
 
 
 def test_jobs_survive_killed_frozen_stopped_and_cut_off_workers(start_worker, wait_until):
@@ -87,7 +77,7 @@ def test_jobs_survive_killed_frozen_stopped_and_cut_off_workers(start_worker, wa
         elif action == "term":
             assert victim.stop(timeout=15) == 0, f"{actions}\n{victim.stderr}"
         else:
-            cut(rng.choice(CONNECTIONS))
+            cut_connections(rng.choice(CONNECTIONS))
             continue
         fleet[index] = start(f"w{spawned}")
         spawned += 1

@@ -17,23 +17,13 @@ from jobtests.jobs import sleep
 from jobtests.models import RunRecord
 
 from django_workhorse.models import JobOutcome
+from tests.helpers import cut_connections
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
 )
 
 JOBS = 300
-
-
-def terminate(application_name: str) -> int:
-    """Cut this database's connections of ``application_name``; how many were cut."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND application_name = %s",
-            [application_name],
-        )
-        return cursor.fetchone()[0]
 
 
 def finished(ids: list[int]) -> int:
@@ -57,7 +47,9 @@ def test_cut_connections_lose_no_result_and_run_no_job_twice(start_worker, wait_
         more = finished(ids) + 30
         wait_until(lambda more=more: finished(ids) >= more, timeout=60, what=f"{more} jobs")
         # Poll: the connection cut last time may not be back yet.
-        wait_until(lambda name=name: terminate(name) == 1, timeout=30, what=f"a {name} to cut")
+        wait_until(
+            lambda name=name: cut_connections(name) == 1, timeout=30, what=f"a {name} to cut"
+        )
 
     wait_until(lambda: finished(ids) == JOBS, timeout=120, what=f"all {JOBS} jobs terminal")
     assert worker.stop() == 0
