@@ -91,13 +91,6 @@ JSONB_ARRAY = (
 """A ``jsonb[]`` argument sent as one JSON array text (see ``_json_list``)."""
 
 
-def _check_lengths(function: str, **arrays: Sequence[Any]) -> None:
-    """Parallel arrays must line up: unnest would pad a short one with NULLs."""
-    lengths = {name: len(values) for name, values in arrays.items()}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"{function}: the arrays differ in length: {lengths}")
-
-
 def _json_list(texts: Sequence[str]) -> str:
     """JSON texts as one JSON array text, for ``JSONB_ARRAY``: the server parses
     it in one go instead of psycopg quoting every element into an array literal."""
@@ -152,7 +145,6 @@ def succeed_many(
     results_json: Sequence[str],
 ) -> list[tuple[int, bool]]:
     """Record successes; ``(job_id, ok)`` per job, ok False for a lost lease."""
-    _check_lengths("succeed_many", job_ids=job_ids, fences=fences, results=results_json)
     cursor.execute(
         "SELECT job_id, ok"
         f" FROM workhorse_succeed_many_v1(%s, %s::bigint[], %s::bigint[], {JSONB_ARRAY})",
@@ -172,15 +164,6 @@ def fail_many(
     delays: Sequence[float | None],
 ) -> list[FailResult]:
     """Record failures; the SQL decides retry or terminal from budget and backoff."""
-    _check_lengths(
-        "fail_many",
-        job_ids=job_ids,
-        fences=fences,
-        errors=errors_json,
-        kinds=kinds,
-        retryable=retryable,
-        delays=delays,
-    )
     cursor.execute(
         "SELECT * FROM workhorse_fail_many_v1(%s, %s::bigint[], %s::bigint[],"
         f" {JSONB_ARRAY}, %s::text[], %s::boolean[], %s::double precision[])",

@@ -136,7 +136,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 ff1c2b64bf9c91c5
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 e342b8079c1dba63
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE sql -- body sha256 d7e691b0618a534b
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
@@ -148,4 +148,4 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 490753c811dd5ca1
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 d076c003756c61c1
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 703df2560ba2d14f

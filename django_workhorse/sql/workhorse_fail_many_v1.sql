@@ -25,6 +25,19 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 BEGIN
+    -- unnest would pad a short array with NULLs and lose the pairing; the
+    -- optional arrays may be left out (NULL) but not cut short.
+    IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
+       OR cardinality(p_errors) IS DISTINCT FROM cardinality(p_job_ids)
+       OR cardinality(p_kinds) <> cardinality(p_job_ids)
+       OR cardinality(p_retryable) <> cardinality(p_job_ids)
+       OR cardinality(p_delays) <> cardinality(p_job_ids) THEN
+        RAISE EXCEPTION 'workhorse_fail_many_v1: % ids, % fences, % errors, % kinds, '
+            '% retryable flags, % delays',
+            cardinality(p_job_ids), cardinality(p_fences), cardinality(p_errors),
+            cardinality(p_kinds), cardinality(p_retryable), cardinality(p_delays)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     RETURN QUERY
     WITH input AS (
         SELECT i.job_id, i.fence, i.error, i.ord,

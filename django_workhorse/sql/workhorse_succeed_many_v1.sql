@@ -15,6 +15,13 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 BEGIN
+    -- unnest would pad a short array with NULLs and lose the pairing.
+    IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
+       OR cardinality(p_results) IS DISTINCT FROM cardinality(p_job_ids) THEN
+        RAISE EXCEPTION 'workhorse_succeed_many_v1: % ids, % fences, % results',
+            cardinality(p_job_ids), cardinality(p_fences), cardinality(p_results)
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     RETURN QUERY
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences, p_results) WITH ORDINALITY

@@ -34,8 +34,19 @@ def test_json_arrays_round_trip_in_order(cursor, values):
     assert json.loads(cursor.fetchone()[0]) == values
 
 
-def test_parallel_arrays_of_different_lengths_are_refused_before_the_call(cursor):
+def test_parallel_arrays_of_different_lengths_are_refused_by_the_function(cursor):
+    from django.db import DataError
+
     from django_workhorse import store
 
-    with pytest.raises(ValueError, match="succeed_many: the arrays differ in length"):
+    with pytest.raises(DataError, match="succeed_many_v1: 2 ids, 1 fences, 2 results"):
         store.succeed_many(cursor, "w", [1, 2], [1], ["null", "null"])
+
+
+def test_a_short_optional_array_of_fail_many_is_refused_by_the_function(cursor):
+    from django.db import DataError
+
+    from django_workhorse import store
+
+    with pytest.raises(DataError, match="fail_many_v1: 2 ids, 2 fences, 2 errors, 1 kinds"):
+        store.fail_many(cursor, "w", [1, 2], [1, 1], ["{}", "{}"], ["failed"], [True, True], [0, 0])
