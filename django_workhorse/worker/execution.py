@@ -20,6 +20,7 @@ from django.db import close_old_connections
 
 from ..context import JobContext, reset_current, set_current
 from ..definitions import JobDefinition
+from ..states import AttemptOutcome
 from ..store import ClaimedJob
 
 
@@ -29,31 +30,44 @@ class JobTimeout(Exception):
 
 @dataclass(eq=False)
 class Running:
-    """One claimed job while the worker owns it."""
+    """One claimed job while the worker owns it.
+
+    ``job``, ``definition``, ``context``, ``owner`` and ``deadline`` are set
+    before the run is published and never change. ``lease_lost`` and
+    ``timed_out`` are changed only by the worker's ``Ledger``, under its lock
+    (see ``ledger.py``).
+    """
 
     job: ClaimedJob
     definition: JobDefinition | None
     context: JobContext
     started: float = field(default_factory=time.monotonic)
+    owner: str = ""
+    """The owner name the job was claimed under: every write of this run
+    presents it with the fence (see ``claims.py``)."""
     deadline: float | None = None
     lease_lost: bool = False
     timed_out: bool = False
     """The timeout fired and the attempt was recorded; the thread may still run."""
-    task: asyncio.Future | None = None
-    kind: str = "failed"
-    """How the attempt closes if it fails: 'failed' or 'timed_out'."""
 
 
 @dataclass(slots=True)
 class Finished:
-    """A handler's end: its return value, or the exception it raised."""
+    """A handler's end: its return value, or the exception it raised.
+
+    Built once by whoever ends the run and never changed afterwards; the
+    writer builds a new one when it has to record something else.
+    """
 
     running: Running
     ok: bool
     value: Any = None
     error: BaseException | None = None
-    encoded: str | None = None
-    """The return value as JSON, once encoded."""
+    kind: str = AttemptOutcome.FAILED.value
+    """How the attempt closes if it failed: ``AttemptOutcome.FAILED`` or ``TIMED_OUT``."""
+    retryable: bool = True
+    """False when the failure must not be retried whatever the job's budget
+    (a payload or result that cannot be stored, a cancel)."""
     abandoned: bool = False
     """A timed-out sync run whose thread is still going: its slot stays busy."""
 
@@ -153,11 +167,16 @@ def run_sync(running: Running, *, idle: bool = True) -> Finished:
 
 
 class AsyncSlots:
-    """One event loop in its own thread; async handlers run as tasks on it."""
+    """One event loop in its own thread; async handlers run as tasks on it.
+
+    Every field but ``loop`` is touched only on the loop's thread (through
+    ``call_soon_threadsafe``), so none needs a lock.
+    """
 
     def __init__(self, done: Callable[[Finished], None], name: str) -> None:
         self._done = done
-        self.closing = False
+        self._closing = False
+        self._tasks: dict[Running, asyncio.Task] = {}
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=f"{name}-asyncio", daemon=True)
         self._thread.start()
@@ -171,11 +190,11 @@ class AsyncSlots:
 
         def start() -> None:
             for running in runs:
-                if self.closing:
+                if self._closing:
                     return  # the worker is stopping: these jobs were released
                 context = contextvars.copy_context()
                 context.run(set_current, running.context)
-                running.task = self.loop.create_task(self._run(running), context=context)
+                self._tasks[running] = self.loop.create_task(self._run(running), context=context)
 
         self.loop.call_soon_threadsafe(start)
 
@@ -186,20 +205,35 @@ class AsyncSlots:
                 value = await running.definition.func(**running.job.payload)
             self._done(Finished(running, True, value))
         except TimeoutError as exc:
-            error: BaseException = exc
             if scope.expired():
                 error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
-                running.kind = "timed_out"
-            self._done(Finished(running, False, error=error))
+                self._done(
+                    Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value)
+                )
+            else:
+                self._done(Finished(running, False, error=exc))
         except BaseException as exc:
             self._done(Finished(running, False, error=exc))
+        finally:
+            self._tasks.pop(running, None)
 
     def cancel(self, running: Running) -> None:
+        """Cancel ``running``'s task, if it has one (from any thread)."""
+
         def cancel() -> None:
-            if running.task is not None:
-                running.task.cancel()
+            task = self._tasks.get(running)
+            if task is not None:
+                task.cancel()
 
         self.loop.call_soon_threadsafe(cancel)
+
+    def stop_intake(self) -> None:
+        """Start no more of what was submitted (the worker is stopping)."""
+
+        def stop() -> None:
+            self._closing = True
+
+        self.loop.call_soon_threadsafe(stop)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
