@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 import time
 from collections import deque
@@ -117,10 +118,15 @@ class SyncSlots:
             self._threads.append(thread)
             thread.start()
 
-    def close(self) -> None:
+    def close(self) -> list[Running]:
+        """Stop the threads once their current run returns; the runs that
+        were queued and will now never start are returned."""
         with self._cond:
             self._closed = True
+            dropped = list(self._jobs)
+            self._jobs.clear()
             self._cond.notify_all()
+        return dropped
 
     def _serve(self) -> None:
         woken = True
@@ -141,6 +147,13 @@ class SyncSlots:
                 running = self._jobs.popleft()
                 if self._jobs:
                     self._wake_one()
+            if running.timed_out:
+                # Its attempt was recorded as timed out while it waited here
+                # for a thread: running it now could only run the job twice.
+                self._done(
+                    Finished(running, False, error=JobTimeout("timed out before it started"))
+                )
+                continue
             # A thread that goes straight from one job to the next has just
             # closed its stale connections after the last one.
             self._done(run_sync(running, idle=waited))
@@ -194,7 +207,9 @@ class AsyncSlots:
                     return  # the worker is stopping: these jobs were released
                 context = contextvars.copy_context()
                 context.run(set_current, running.context)
-                self._tasks[running] = self.loop.create_task(self._run(running), context=context)
+                task = self.loop.create_task(self._run(running), context=context)
+                task.add_done_callback(functools.partial(self._ended, running))
+                self._tasks[running] = task
 
         self.loop.call_soon_threadsafe(start)
 
@@ -214,8 +229,13 @@ class AsyncSlots:
                 self._done(Finished(running, False, error=exc))
         except BaseException as exc:
             self._done(Finished(running, False, error=exc))
-        finally:
-            self._tasks.pop(running, None)
+
+    def _ended(self, running: Running, task: asyncio.Task) -> None:
+        self._tasks.pop(running, None)
+        if task.cancelled():
+            # Cancelled before its first step, so ``_run`` never ran to
+            # report it: report it here, or its slot would stay taken.
+            self._done(Finished(running, False, error=asyncio.CancelledError()))
 
     def cancel(self, running: Running) -> None:
         """Cancel ``running``'s task, if it has one (from any thread)."""

@@ -27,7 +27,7 @@ from ..definitions import JobDefinition
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
 from .claims import ClaimSession
 from .connection import connect, retry_delays
-from .execution import AsyncSlots, Finished, Running, SyncSlots
+from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
 from .heartbeat import Heartbeat
 from .ledger import Ledger
 from .linger import Linger
@@ -447,9 +447,11 @@ class Worker:
         """
         try:
             leftover = self.ledger.release_all()
-            # Runs handed to a slot but not started yet must not start now.
+            # Runs handed to a slot but not started yet must not start now;
+            # those that timed out while they waited give their slot back.
             for slots in self._sync.values():
-                slots.close()
+                for running in slots.close():
+                    self.ledger.finish(Finished(running, False, error=JobTimeout("not started")))
             if self._async is not None:
                 self._async.stop_intake()
                 for running in leftover:
