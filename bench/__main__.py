@@ -1,6 +1,7 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [peers] [--history N]
+    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [peers]
+                    [claimcommit] [--history N]
 
 With no section named it runs ``core``, ``worker`` and ``peers`` (``core``
 starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
@@ -8,8 +9,10 @@ history ratio) run one part of ``worker`` alone; ``peers`` runs pgqueuer side
 by side with ours, from a virtualenv of its own, and is skipped with a note
 when that cannot be set up (no network).
 
-Runs against its own database (``workhorse_bench`` on the server of
-DATABASE_URL), which it empties as it goes.
+Runs against its own database (``workhorse_bench``, or ``WORKHORSE_BENCH_DB``,
+on the server of DATABASE_URL), which it drops and creates afresh.
+``claimcommit`` measures a claim's latency with and without waiting for its
+WAL flush, in turns.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ def main() -> None:
         "sections",
         nargs="*",
         default=None,
-        choices=["calibrate", "core", "worker", "drain", "pickup", "ratio", "peers"],
+        choices=["calibrate", "core", "worker", "drain", "pickup", "ratio", "peers", "claimcommit"],
     )
     parser.add_argument(
         "--history",
@@ -59,6 +62,10 @@ def main() -> None:
 
         common.reset(conn)
         worker.drains(conn, url, 20_000, "empty history")
+    if args.sections == ["claimcommit"]:
+        from . import core
+
+        core.claim_commit_cost(conn)
     if args.sections == ["pickup"]:
         from . import worker
 

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_DB = "workhorse_bench"
+BENCH_DB = os.environ.get("WORKHORSE_BENCH_DB", "workhorse_bench")
+"""Dropped and created afresh by every run: give each concurrent run its own."""
 
 
 def setup_django() -> str:

@@ -132,6 +132,22 @@ def claim_latencies(conn, samples: int = 1000, backlog: int = 5000) -> list[floa
     return latencies
 
 
+def claim_commit_cost(conn, rounds: int = 3, samples: int = 300) -> None:
+    """Claim latency with the claim's commit waiting for its WAL flush and
+    without, in turns (docs/decisions.md, "A fence never repeats")."""
+    section("claim commit: synchronous_commit off (as claimed) vs on, in turns")
+    for turn in range(rounds):
+        for mode in ("off", "on"):
+            conn.execute(f"SET synchronous_commit = {mode}")
+            latencies = claim_latencies(conn, samples=samples, backlog=2000)
+            report(
+                f"turn {turn + 1}: claim latency p50, synchronous_commit={mode}",
+                percentile(latencies, 50),
+                "ms",
+            )
+    conn.execute("RESET synchronous_commit")
+
+
 def claim_latency_ratio(conn, history: int) -> tuple[float, float]:
     reset(conn)
     empty = claim_latencies(conn)

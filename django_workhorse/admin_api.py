@@ -10,6 +10,7 @@ from django.db import connections
 
 from . import store
 from .conf import get_settings
+from .states import JobState
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class JobSnapshot:
     queue: str
     payload: dict[str, Any]
     state: str
-    """blocked, scheduled, ready, active, succeeded, failed or canceled."""
+    """One of ``JobState``: blocked, scheduled, ready, active, succeeded, failed or canceled."""
     priority: int
     current_attempt: int
     """The attempt running or last run; 0 before the first claim."""
@@ -43,7 +44,7 @@ class JobSnapshot:
 
     @property
     def is_terminal(self) -> bool:
-        return self.state in ("succeeded", "failed", "canceled")
+        return self.state in JobState.terminal()
 
 
 class Admin:

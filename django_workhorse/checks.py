@@ -4,7 +4,8 @@ Ids are stable: workhorse.E001 (an invalid WORKHORSE value), workhorse.E002
 (the database schema does not match this code and no pending migration
 would fix it), workhorse.W001 (the database could not be reached to check the
 schema), workhorse.W002 (django_workhorse migrations are pending: a warning,
-so that ``migrate`` itself is never blocked).
+so that ``migrate`` itself is never blocked), workhorse.W003 (jobs of one
+queue ask for different concurrency; the first registered decides).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError, connections
 
-from . import store
+from . import registry, store
 from .conf import problems, raw_settings
 
 
@@ -67,3 +68,34 @@ def migrations_pending(alias: str) -> bool:
     loader = MigrationLoader(connections[alias], ignore_no_migrations=True)
     leaves = loader.graph.leaf_nodes("django_workhorse")
     return any(leaf not in loader.applied_migrations for leaf in leaves)
+
+
+@register("workhorse")
+def check_queue_concurrency(app_configs=None, **kwargs) -> list[Warning]:
+    """Jobs of one queue that ask for different ``concurrency``: the first
+    registered decides (the seed's rule), so the others' wish is ignored."""
+    first: dict[tuple[str, str], object] = {}
+    messages = []
+    for definition in registry.all_jobs().values():
+        if definition.concurrency is None:
+            continue
+        key = (definition.using, definition.queue)
+        decider = first.setdefault(key, definition)
+        if decider is definition or decider.concurrency == definition.concurrency:
+            continue
+        queue = definition.queue
+        messages.append(
+            Warning(
+                f"jobs of queue {queue!r} ask for different concurrency: "
+                f"{decider.name!r} asks for {decider.concurrency} and {definition.name!r} for "
+                f"{definition.concurrency}; {decider.name!r} was registered first, so workers "
+                f"give the queue {decider.concurrency} slot(s)",
+                hint=(
+                    f"Give every job of queue {queue!r} the same concurrency, or set it once in "
+                    f"WORKHORSE['QUEUES'][{queue!r}]['concurrency'] (which wins over both)."
+                ),
+                obj=definition.name,
+                id="workhorse.W003",
+            )
+        )
+    return messages

@@ -37,3 +37,8 @@ class SchemaVersionError(WorkhorseError, ImproperlyConfigured):
 
 class JobCancelled(WorkhorseError):
     """Raised inside a handler whose job an operator cancelled."""
+
+
+class ReadOnlyModelError(WorkhorseError, TypeError):
+    """Code tried to write a django-workhorse table through the ORM; the SQL
+    functions (through a job's ``enqueue``, the worker or ``Admin``) own every write."""

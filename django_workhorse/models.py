@@ -6,10 +6,82 @@ SQL functions own every write; these models exist for reading, the admin and
 tests.
 """
 
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
 from django.db import models
 
+from .exceptions import ReadOnlyModelError
+from .states import AttemptOutcome, EventKind, JobState
 
-class Job(models.Model):
+WRITES = {
+    "workhorse_job": "create jobs with a job's .enqueue() / .enqueue_many() "
+    "(workhorse_enqueue_many_v1)",
+    "workhorse_job_runtime": "the worker moves jobs with workhorse_claim_many_v1, "
+    "workhorse_succeed_many_v1, workhorse_fail_many_v1, workhorse_release_many_v1 and "
+    "workhorse_recover_stalled_v1; operators use workhorse.Admin",
+    "workhorse_job_outcome": "outcomes are written by workhorse_succeed_many_v1, "
+    "workhorse_fail_many_v1 and workhorse_recover_stalled_v1 as a job ends",
+    "workhorse_job_query": "the projection is written by workhorse_enqueue_many_v1",
+    "workhorse_job_event": "events are appended by the SQL functions; old ones go with "
+    "their day's partition (DROP TABLE workhorse_job_event_pYYYYMMDD)",
+    "workhorse_attempt_history": "attempts are appended by the SQL functions; old ones go "
+    "with their day's partition (DROP TABLE workhorse_attempt_history_pYYYYMMDD)",
+    "workhorse_queue": "queue policy is changed through workhorse.Admin",
+}
+"""For each table, what writes it instead of the ORM (quoted in the error)."""
+
+
+def _refuse(model: type[models.Model], operation: str) -> NoReturn:
+    table = model._meta.db_table
+    raise ReadOnlyModelError(
+        f"{model.__name__}.{operation}() would write {table} behind the SQL functions' "
+        f"back, so it is refused: {WRITES.get(table, 'use the SQL functions')}"
+    )
+
+
+class ReadOnlyQuerySet(models.QuerySet):
+    """Reads as usual; every write raises ReadOnlyModelError naming what to use."""
+
+    def update(self, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "update")
+
+    def delete(self) -> NoReturn:
+        _refuse(self.model, "delete")
+
+    def create(self, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "create")
+
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "bulk_create")
+
+    def bulk_update(self, objs: Any, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "bulk_update")
+
+    def get_or_create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "get_or_create")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(self.model, "update_or_create")
+
+
+class ReadOnlyModel(models.Model):
+    """An unmanaged model over a table the SQL functions own."""
+
+    objects = ReadOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(type(self), "save")
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(type(self), "delete")
+
+
+class Job(ReadOnlyModel):
     """Immutable identity: what to run, where, and under which policy."""
 
     id = models.BigIntegerField(primary_key=True)
@@ -33,7 +105,7 @@ class Job(models.Model):
         return f"{self.name} #{self.id}"
 
 
-class JobRuntime(models.Model):
+class JobRuntime(ReadOnlyModel):
     """The live row of a blocked, scheduled, ready or active job."""
 
     job = models.OneToOneField(
@@ -41,7 +113,7 @@ class JobRuntime(models.Model):
     )
     queue = models.TextField()
     priority = models.SmallIntegerField()
-    state = models.TextField()
+    state = models.TextField(choices=JobState.choices)
     run_at = models.DateTimeField()
     attempt = models.IntegerField()
     stall_count = models.IntegerField()
@@ -57,13 +129,13 @@ class JobRuntime(models.Model):
         db_table = "workhorse_job_runtime"
 
 
-class JobOutcome(models.Model):
+class JobOutcome(ReadOnlyModel):
     """The terminal row of a succeeded, failed or canceled job."""
 
     job = models.OneToOneField(
         Job, primary_key=True, on_delete=models.DO_NOTHING, related_name="outcome"
     )
-    state = models.TextField()
+    state = models.TextField(choices=JobState.choices)
     result = models.JSONField(null=True)
     error = models.JSONField(null=True)
     attempts = models.IntegerField()
@@ -75,7 +147,7 @@ class JobOutcome(models.Model):
         db_table = "workhorse_job_outcome"
 
 
-class JobQuery(models.Model):
+class JobQuery(ReadOnlyModel):
     """The routing projection operator reads page through, in creation order."""
 
     job = models.OneToOneField(
@@ -90,13 +162,13 @@ class JobQuery(models.Model):
         db_table = "workhorse_job_query"
 
 
-class JobEvent(models.Model):
+class JobEvent(ReadOnlyModel):
     """One lifecycle change (append-only, partitioned by day)."""
 
     id = models.BigIntegerField(primary_key=True)
     job_id = models.BigIntegerField()
     at = models.DateTimeField()
-    kind = models.TextField()
+    kind = models.TextField(choices=EventKind.choices)
     attempt = models.IntegerField(null=True)
     worker_id = models.TextField(null=True)
     data = models.JSONField(null=True)
@@ -106,13 +178,13 @@ class JobEvent(models.Model):
         db_table = "workhorse_job_event"
 
 
-class AttemptHistory(models.Model):
+class AttemptHistory(ReadOnlyModel):
     """How one attempt closed (append-only, partitioned by day)."""
 
     id = models.BigIntegerField(primary_key=True)
     job_id = models.BigIntegerField()
     attempt = models.IntegerField()
-    outcome = models.TextField()
+    outcome = models.TextField(choices=AttemptOutcome.choices)
     worker_id = models.TextField()
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
@@ -123,7 +195,7 @@ class AttemptHistory(models.Model):
         db_table = "workhorse_attempt_history"
 
 
-class Queue(models.Model):
+class Queue(ReadOnlyModel):
     """Operator policy of one queue; a queue with no row runs unpaused."""
 
     name = models.TextField(primary_key=True)

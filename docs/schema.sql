@@ -45,7 +45,8 @@ CREATE TABLE workhorse_job_event (
     kind text NOT NULL,
     attempt integer,
     worker_id text,
-    data jsonb
+    data jsonb,
+    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text])))
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
@@ -136,16 +137,16 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 e342b8079c1dba63
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 32ce74f5765b30e8
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE sql -- body sha256 d7e691b0618a534b
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 aa345bd16cb3772b
+--   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 507b54412444061f
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
 --   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 65da1c41cddae9d3
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean) LANGUAGE plpgsql -- body sha256 a7bf993e5dc21899
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 490753c811dd5ca1
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8bb9a88fd40fc9e4
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 703df2560ba2d14f
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8237c7d4807bdb00

@@ -121,7 +121,11 @@ CREATE TABLE workhorse_job_event (
     id        bigint NOT NULL DEFAULT nextval('workhorse_job_event_id_seq'),
     job_id    bigint NOT NULL,
     at        timestamptz NOT NULL DEFAULT now(),
-    kind      text NOT NULL,
+    -- The lifecycle changes the SQL functions record (states.EventKind).
+    kind      text NOT NULL
+        CONSTRAINT workhorse_event_kind CHECK (kind IN (
+            'enqueued', 'promoted', 'claimed', 'succeeded', 'retry_scheduled',
+            'failed', 'released', 'stalled')),
     attempt   integer,
     worker_id text,
     data      jsonb

@@ -24,6 +24,9 @@ LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
+DECLARE
+    v_twice bigint;
+    v_kind  text;
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing; the
     -- optional arrays may be left out (NULL) but not cut short.
@@ -37,6 +40,24 @@ BEGIN
             cardinality(p_job_ids), cardinality(p_fences), cardinality(p_errors),
             cardinality(p_kinds), cardinality(p_retryable), cardinality(p_delays)
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A job named twice would be closed twice (two history rows, two
+    -- events for one attempt): refused, never applied twice (docs/decisions.md).
+    IF cardinality(p_job_ids) > 1 THEN
+        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
+        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'workhorse_fail_many_v1: job % is named more than once; name each job once per call',
+                v_twice USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
+    -- A failed attempt closes as failed or timed out; anything else would be
+    -- a history row that says something that did not happen.
+    SELECT k.kind INTO v_kind FROM unnest(p_kinds) AS k(kind)
+    WHERE k.kind IS NOT NULL AND k.kind NOT IN ('failed', 'timed_out') LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'workhorse_fail_many_v1: unknown attempt outcome %; use failed or timed_out',
+            quote_literal(v_kind) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN QUERY
     WITH input AS (

@@ -15,6 +15,15 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 BEGIN
+    -- unnest would pad a short array with NULLs and lose the pairing. A job
+    -- named twice is renewed once (the UPDATE below takes each row once) and
+    -- answered on each of its rows: a renewal is idempotent, and a worker may
+    -- hold two runs of one job at once (a timed-out one still being written
+    -- and its retry), each with its own fence.
+    IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids) THEN
+        RAISE EXCEPTION 'workhorse_heartbeat_many_v1: % ids, % fences',
+            cardinality(p_job_ids), cardinality(p_fences) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     RETURN QUERY
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences) WITH ORDINALITY AS i(job_id, fence, ord)

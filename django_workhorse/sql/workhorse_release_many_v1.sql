@@ -13,7 +13,24 @@ LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
+DECLARE
+    v_twice bigint;
 BEGIN
+    -- unnest would pad a short array with NULLs and lose the pairing.
+    IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids) THEN
+        RAISE EXCEPTION 'workhorse_release_many_v1: % ids, % fences',
+            cardinality(p_job_ids), cardinality(p_fences) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A job named twice would be released twice (two released events,
+    -- the attempt counter lowered twice): refused, never applied twice (docs/decisions.md).
+    IF cardinality(p_job_ids) > 1 THEN
+        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
+        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'workhorse_release_many_v1: job % is named more than once; name each job once per call',
+                v_twice USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END IF;
     RETURN QUERY
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences) WITH ORDINALITY AS i(job_id, fence, ord)

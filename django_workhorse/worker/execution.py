@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 import time
 from collections import deque
@@ -20,6 +21,7 @@ from django.db import close_old_connections
 
 from ..context import JobContext, reset_current, set_current
 from ..definitions import JobDefinition
+from ..states import AttemptOutcome
 from ..store import ClaimedJob
 
 
@@ -29,31 +31,44 @@ class JobTimeout(Exception):
 
 @dataclass(eq=False)
 class Running:
-    """One claimed job while the worker owns it."""
+    """One claimed job while the worker owns it.
+
+    ``job``, ``definition``, ``context``, ``owner`` and ``deadline`` are set
+    before the run is published and never change. ``lease_lost`` and
+    ``timed_out`` are changed only by the worker's ``Ledger``, under its lock
+    (see ``ledger.py``).
+    """
 
     job: ClaimedJob
     definition: JobDefinition | None
     context: JobContext
     started: float = field(default_factory=time.monotonic)
+    owner: str = ""
+    """The owner name the job was claimed under: every write of this run
+    presents it with the fence (see ``claims.py``)."""
     deadline: float | None = None
     lease_lost: bool = False
     timed_out: bool = False
     """The timeout fired and the attempt was recorded; the thread may still run."""
-    task: asyncio.Future | None = None
-    kind: str = "failed"
-    """How the attempt closes if it fails: 'failed' or 'timed_out'."""
 
 
 @dataclass(slots=True)
 class Finished:
-    """A handler's end: its return value, or the exception it raised."""
+    """A handler's end: its return value, or the exception it raised.
+
+    Built once by whoever ends the run and never changed afterwards; the
+    writer builds a new one when it has to record something else.
+    """
 
     running: Running
     ok: bool
     value: Any = None
     error: BaseException | None = None
-    encoded: str | None = None
-    """The return value as JSON, once encoded."""
+    kind: str = AttemptOutcome.FAILED.value
+    """How the attempt closes if it failed: ``AttemptOutcome.FAILED`` or ``TIMED_OUT``."""
+    retryable: bool = True
+    """False when the failure must not be retried whatever the job's budget
+    (a payload or result that cannot be stored, a cancel)."""
     abandoned: bool = False
     """A timed-out sync run whose thread is still going: its slot stays busy."""
 
@@ -103,10 +118,15 @@ class SyncSlots:
             self._threads.append(thread)
             thread.start()
 
-    def close(self) -> None:
+    def close(self) -> list[Running]:
+        """Stop the threads once their current run returns; the runs that
+        were queued and will now never start are returned."""
         with self._cond:
             self._closed = True
+            dropped = list(self._jobs)
+            self._jobs.clear()
             self._cond.notify_all()
+        return dropped
 
     def _serve(self) -> None:
         woken = True
@@ -127,6 +147,13 @@ class SyncSlots:
                 running = self._jobs.popleft()
                 if self._jobs:
                     self._wake_one()
+            if running.timed_out:
+                # Its attempt was recorded as timed out while it waited here
+                # for a thread: running it now could only run the job twice.
+                self._done(
+                    Finished(running, False, error=JobTimeout("timed out before it started"))
+                )
+                continue
             # A thread that goes straight from one job to the next has just
             # closed its stale connections after the last one.
             self._done(run_sync(running, idle=waited))
@@ -153,11 +180,16 @@ def run_sync(running: Running, *, idle: bool = True) -> Finished:
 
 
 class AsyncSlots:
-    """One event loop in its own thread; async handlers run as tasks on it."""
+    """One event loop in its own thread; async handlers run as tasks on it.
+
+    Every field but ``loop`` is touched only on the loop's thread (through
+    ``call_soon_threadsafe``), so none needs a lock.
+    """
 
     def __init__(self, done: Callable[[Finished], None], name: str) -> None:
         self._done = done
-        self.closing = False
+        self._closing = False
+        self._tasks: dict[Running, asyncio.Task] = {}
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=f"{name}-asyncio", daemon=True)
         self._thread.start()
@@ -171,11 +203,13 @@ class AsyncSlots:
 
         def start() -> None:
             for running in runs:
-                if self.closing:
+                if self._closing:
                     return  # the worker is stopping: these jobs were released
                 context = contextvars.copy_context()
                 context.run(set_current, running.context)
-                running.task = self.loop.create_task(self._run(running), context=context)
+                task = self.loop.create_task(self._run(running), context=context)
+                task.add_done_callback(functools.partial(self._ended, running))
+                self._tasks[running] = task
 
         self.loop.call_soon_threadsafe(start)
 
@@ -186,20 +220,40 @@ class AsyncSlots:
                 value = await running.definition.func(**running.job.payload)
             self._done(Finished(running, True, value))
         except TimeoutError as exc:
-            error: BaseException = exc
             if scope.expired():
                 error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
-                running.kind = "timed_out"
-            self._done(Finished(running, False, error=error))
+                self._done(
+                    Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value)
+                )
+            else:
+                self._done(Finished(running, False, error=exc))
         except BaseException as exc:
             self._done(Finished(running, False, error=exc))
 
+    def _ended(self, running: Running, task: asyncio.Task) -> None:
+        self._tasks.pop(running, None)
+        if task.cancelled():
+            # Cancelled before its first step, so ``_run`` never ran to
+            # report it: report it here, or its slot would stay taken.
+            self._done(Finished(running, False, error=asyncio.CancelledError()))
+
     def cancel(self, running: Running) -> None:
+        """Cancel ``running``'s task, if it has one (from any thread)."""
+
         def cancel() -> None:
-            if running.task is not None:
-                running.task.cancel()
+            task = self._tasks.get(running)
+            if task is not None:
+                task.cancel()
 
         self.loop.call_soon_threadsafe(cancel)
+
+    def stop_intake(self) -> None:
+        """Start no more of what was submitted (the worker is stopping)."""
+
+        def stop() -> None:
+            self._closing = True
+
+        self.loop.call_soon_threadsafe(stop)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -1,10 +1,21 @@
-"""How a failed run is described in the database and to ``on_job_failure``."""
+"""Failed runs: how each closes, how it is described in the database, the
+log lines about it, and the ``ON_JOB_FAILURE`` call."""
 
 from __future__ import annotations
 
 import json
+import logging
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from ..exceptions import JobCancelled
+from ..states import AttemptOutcome
+from ..store import FailResult
+from .execution import Finished, Running
+from .logs import job_extra
+
+logger = logging.getLogger("django_workhorse.worker")
 
 TRACEBACK_LIMIT = 16_000
 
@@ -43,3 +54,112 @@ class JobFailure:
     """True when the job will run again; False when it ended failed."""
     exception: BaseException
     timed_out: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """How a failed run closes, as ``workhorse_fail_many_v1`` is told."""
+
+    item: Finished
+    kind: str
+    """'failed' or 'timed_out' (the attempt's outcome)."""
+    retryable: bool
+    delay: float | None
+    """Seconds before the retry from the job's own backoff callable; None
+    lets the database apply the job's backoff policy."""
+
+    @property
+    def exception(self) -> BaseException:
+        return self.item.error
+
+
+def classify(item: Finished) -> Failure:
+    """How a failed run closes: its kind, whether it may retry, and the delay."""
+    exc = item.error
+    running = item.running
+    definition = running.definition
+    retryable = item.retryable and not isinstance(exc, JobCancelled)
+    if definition is not None and retryable:
+        retryable = definition.should_retry(exc)
+    delay = None
+    if definition is not None and retryable:
+        try:
+            delay = definition.retry_delay(running.job.attempt)
+        except Exception as hook_exc:
+            logger.error("workhorse: backoff callable of %s failed: %s", definition.name, hook_exc)
+    return Failure(item, item.kind, retryable, delay)
+
+
+def log_failure(running: Running, result: FailResult, kind: str, exc: BaseException) -> None:
+    """A warning while retries remain (with the delay), an error when terminal."""
+    job = running.job
+    extra = job_extra(job.job_id, job.queue, job.attempt)
+    if result.will_retry:
+        logger.warning(
+            "job %s %s #%s attempt %s/%s %s: %s: %s; retrying in %.1f s",
+            job.name,
+            job.queue,
+            job.job_id,
+            job.attempt,
+            job.max_attempts,
+            kind.replace("_", " "),
+            type(exc).__name__,
+            exc,
+            max(0.0, result.retry_in or 0.0),
+            extra=extra,
+        )
+    else:
+        logger.error(
+            "job %s %s #%s failed at attempt %s/%s: %s: %s",
+            job.name,
+            job.queue,
+            job.job_id,
+            job.attempt,
+            job.max_attempts,
+            type(exc).__name__,
+            exc,
+            extra=extra,
+            exc_info=(type(exc), exc, exc.__traceback__),
+        )
+
+
+def report_lost(running: Running, what: str) -> None:
+    """The database refused a write of ``running``: its lease was lost."""
+    job = running.job
+    logger.warning(
+        "job %s #%s: lease lost (fence %s); its %s was refused, another run owns the job",
+        job.name,
+        job.job_id,
+        job.fence,
+        what,
+        extra=job_extra(job.job_id, job.queue, job.attempt),
+    )
+
+
+def call_hook(
+    hook: Callable[[JobFailure], object] | None, failure: Failure, result: FailResult
+) -> None:
+    """Tell ``WORKHORSE['ON_JOB_FAILURE']`` about a recorded failure; a hook
+    that raises is logged and processing goes on."""
+    if hook is None:
+        return
+    job = failure.item.running.job
+    try:
+        hook(
+            JobFailure(
+                job_id=job.job_id,
+                name=job.name,
+                queue=job.queue,
+                attempt=job.attempt,
+                max_attempts=job.max_attempts,
+                will_retry=result.will_retry,
+                exception=failure.exception,
+                timed_out=failure.kind == AttemptOutcome.TIMED_OUT,
+            )
+        )
+    except Exception:
+        logger.exception(
+            "workhorse: on_job_failure hook raised for job %s; processing goes on",
+            job.job_id,
+            extra=job_extra(job.job_id, job.queue, job.attempt),
+        )

@@ -24,25 +24,28 @@ PARTITION_SWEEP_INTERVAL = 3600.0
 
 
 class Heartbeat(threading.Thread):
-    """Renews leases every ``renew_interval``; sweeps every ``stalled_interval``."""
+    """Renews leases every ``renew_interval``; sweeps every ``stalled_interval``.
+
+    ``in_flight`` gives (owner, job id, fence) of the leases to renew;
+    ``on_lost`` and ``on_cancel`` get the answers. Every field but the
+    events is used by the heartbeat's thread only.
+    """
 
     def __init__(
         self,
         *,
         alias: str,
-        worker_id: str,
         lease_seconds: float,
         renew_interval: float,
         stalled_interval: float,
         partition_days_ahead: int,
-        in_flight: Callable[[], list[tuple[int, int]]],
+        in_flight: Callable[[], list[tuple[str, int, int]]],
         on_lost: Callable[[int, int], None],
         on_cancel: Callable[[int], None],
         on_recovered: Callable[[list[store.Recovered]], None],
     ) -> None:
         super().__init__(name="workhorse-heartbeat", daemon=True)
         self.alias = alias
-        self.worker_id = worker_id
         self.lease_seconds = lease_seconds
         self.renew_interval = renew_interval
         self.stalled_interval = stalled_interval
@@ -93,18 +96,21 @@ class Heartbeat(threading.Thread):
         return self._conn.cursor()
 
     def renew(self) -> None:
-        leases = self.in_flight()
-        if not leases:
-            return
-        ids, fences = zip(*leases, strict=True)
-        with self.cursor() as cursor:
-            rows = store.heartbeat_many(cursor, self.worker_id, ids, fences, self.lease_seconds)
-        # Rows come back in input order: each answers the fence that was sent.
-        for (job_id, renewed, cancel_requested), fence in zip(rows, fences, strict=True):
-            if not renewed:
-                self.on_lost(job_id, fence)
-            elif cancel_requested:
-                self.on_cancel(job_id)
+        """Renew every lease ``in_flight`` names: one call per owner name
+        (almost always one; see ``claims.py``)."""
+        by_owner: dict[str, list[tuple[int, int]]] = {}
+        for owner, job_id, fence in self.in_flight():
+            by_owner.setdefault(owner, []).append((job_id, fence))
+        for owner, leases in by_owner.items():
+            ids, fences = zip(*leases, strict=True)
+            with self.cursor() as cursor:
+                rows = store.heartbeat_many(cursor, owner, ids, fences, self.lease_seconds)
+            # Rows come back in input order: each answers the fence that was sent.
+            for (job_id, renewed, cancel_requested), fence in zip(rows, fences, strict=True):
+                if not renewed:
+                    self.on_lost(job_id, fence)
+                elif cancel_requested:
+                    self.on_cancel(job_id)
 
     def recover(self) -> None:
         with self.cursor() as cursor:

@@ -13,193 +13,83 @@ one half-way.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import signal
-import socket
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from secrets import token_hex
 
 import psycopg
-from django.core.exceptions import ImproperlyConfigured
 
 from .. import registry, store
-from ..conf import QUEUE_NAME_RE, WorkhorseSettings, get_settings, import_callable
+from ..conf import import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
-from ..exceptions import (
-    InvalidPayloadError,
-    SchemaVersionError,
-    StoreMismatchError,
-    UnknownJobError,
-)
+from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
+from .claims import ClaimSession
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
 from .heartbeat import Heartbeat
+from .ledger import Ledger
+from .linger import Linger
 from .logs import install_record_factory, job_extra
+from .options import (  # noqa: F401  (re-exported: runworker and tests import them here)
+    WorkerOptions,
+    check_store,
+    known_queues,
+    make_worker_id,
+    resolve_options,
+)
 from .wakeups import Listener
 from .writer import Writer
 
 logger = logging.getLogger("django_workhorse.worker")
-
-CLAIM_LINGER = 0.002
-"""Seconds the loop waits for the runs still going once a slot frees, so that
-a burst of short jobs refills its slots with one claim instead of many."""
-
-
-@dataclass
-class WorkerOptions:
-    """What one worker process does; built from settings and ``runworker`` flags."""
-
-    alias: str
-    queues: list[str]
-    concurrency: dict[str, int]
-    worker_id: str
-    settings: WorkhorseSettings
-    burst: bool = False
-    on_job_failure: str | None = None
-
-
-def make_worker_id(base: str | None = None) -> str:
-    """Unique per process run: ``<base or host>:<pid>:<random>``."""
-    return f"{base or socket.gethostname()}:{os.getpid()}:{token_hex(3)}"
-
-
-def known_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
-    """Queues with a registered job bound to ``alias``, plus those named in QUEUES."""
-    names = {d.queue for d in registry.all_jobs().values() if d.using == alias}
-    names.update(settings.queues)
-    return sorted(names)
-
-
-def resolve_options(
-    *,
-    alias: str | None = None,
-    queues: Sequence[str] | None = None,
-    concurrency: int | None = None,
-    worker_id: str | None = None,
-    burst: bool = False,
-    settings: WorkhorseSettings | None = None,
-) -> WorkerOptions:
-    """Check the worker's choices against the registry and settings.
-
-    Raises ImproperlyConfigured (unknown queue, bad alias) or StoreMismatchError
-    (a job of a served queue is bound to another alias) with a message that
-    says what to change.
-    """
-    settings = settings or get_settings()
-    alias = alias or settings.database
-    from django.db import connections
-
-    if alias not in connections.databases:
-        raise ImproperlyConfigured(
-            f"database {alias!r} is not an alias of settings.DATABASES "
-            f"({', '.join(connections.databases)})"
-        )
-    available = known_queues(alias, settings)
-    if queues:
-        for name in queues:
-            if not QUEUE_NAME_RE.match(name):
-                raise ImproperlyConfigured(f"queue name {name!r} is not valid")
-        unknown = [q for q in queues if q not in available]
-        if unknown:
-            raise ImproperlyConfigured(
-                f"unknown queue(s) {', '.join(unknown)}: no job registered for database "
-                f"{alias!r} uses them and WORKHORSE['QUEUES'] does not name them "
-                f"(known: {', '.join(available) or 'none'})"
-            )
-        served = list(dict.fromkeys(queues))
-    else:
-        served = available
-    if not served:
-        raise ImproperlyConfigured(
-            f"no queues to serve for database {alias!r}: register jobs with @workhorse.job "
-            "in an app's jobs.py, or name queues in WORKHORSE['QUEUES']"
-        )
-    for definition in registry.all_jobs().values():
-        check_store(definition, alias, served)
-    default = concurrency if concurrency is not None else settings.concurrency
-    slots: dict[str, int] = {}
-    for name in served:
-        configured = settings.queues.get(name, {}).get("concurrency")
-        from_job = next(
-            (
-                d.concurrency
-                for d in registry.all_jobs().values()
-                if d.queue == name and d.concurrency is not None
-            ),
-            None,
-        )
-        slots[name] = configured or from_job or default or 1
-    if settings.on_job_failure:
-        import_callable(settings.on_job_failure)  # refuse a bad path before starting
-    return WorkerOptions(
-        alias=alias,
-        queues=served,
-        concurrency=slots,
-        worker_id=make_worker_id(worker_id or settings.worker_id),
-        settings=settings,
-        burst=burst,
-        on_job_failure=settings.on_job_failure,
-    )
-
-
-def check_store(definition: JobDefinition, alias: str, served: Iterable[str]) -> None:
-    """A job of a queue this worker serves must live in the worker's database."""
-    if definition.queue in served and definition.using != alias:
-        raise StoreMismatchError(
-            f"job {definition.name!r} is bound to database {definition.using!r} but this "
-            f"worker serves queue {definition.queue!r} on database {alias!r}: run a worker "
-            f"with --database {definition.using}, or move the job to another queue"
-        )
 
 
 class Worker:
     """Claims and runs jobs until stopped. Tests drive it directly; ``runworker``
     wraps it. ``run()`` returns the process exit code.
 
-    ``running`` holds the live run of each job by id; ``writing`` the runs
-    whose result the writer has not recorded yet. Both keep their leases
-    renewed. ``_holding`` is every run that holds a slot: the running ones and
-    timed-out sync runs whose thread has not returned (their attempt is
-    recorded and their job may even run again here meanwhile). Handler threads
-    move runs between these, so they change only under ``_lock``.
+    Which runs exist, where each is (running, waiting for the writer) and
+    which slots they hold is the ``ledger``'s alone (``ledger.py``); the
+    worker asks it and tells it, from whichever thread a callback runs on.
+    The worker's own fields are set in ``__init__`` and then only read,
+    except these, each used by one thread: ``_session`` and
+    ``_stop_deadline`` (the claim loop), ``_signals`` (the main thread's
+    signal handler), and ``_sync``, ``_async``, ``_listener``,
+    ``_heartbeat`` (set by ``run`` before the threads they start exist).
+    Cross-thread signals are ``threading.Event``s.
     """
 
     def __init__(self, options: WorkerOptions) -> None:
         self.options = options
         self.settings = options.settings
         self.worker_id = options.worker_id
-        self.running: dict[int, Running] = {}
-        self.writing: dict[int, Running] = {}
-        self._holding: set[Running] = set()
-        self._busy = dict.fromkeys(options.concurrency, 0)
-        # Results waiting for the writer stop the claims at this many, so a
-        # writer that cannot reach the database does not let them pile up.
-        self._write_limit = sum(options.concurrency.values())
-        self._freed = 0  # slots freed since the last claim
-        self._claim_at = 1  # freed slots that end a linger (see _linger)
-        self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._more = threading.Event()  # set once _claim_at slots were freed
         self._stopping = threading.Event()
         self._forced = threading.Event()
         self._stop_deadline: float | None = None
-        self._next_due: float | None = None  # epoch seconds, from NOTIFY payloads
         self._signals = 0
-        self._writer_error: BaseException | None = None
-        self._conn: psycopg.Connection | None = None
+        self._hook = import_callable(options.on_job_failure) if options.on_job_failure else None
+        self._linger = Linger()
+        self._writer = Writer(
+            alias=options.alias,
+            hook=self._hook,
+            in_flight=self._running_count,
+            on_written=self._written,
+            on_error=self._on_writer_error,
+            give_up=self._forced,
+        )
+        self.ledger = Ledger(options.concurrency, hand_over=self._writer.put)
+        self._session = ClaimSession(self.worker_id, self._connect)
         self._sync: dict[str, SyncSlots] = {}
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
-        self._writer: Writer | None = None
-        self._hook = import_callable(options.on_job_failure) if options.on_job_failure else None
-        self._definitions = registry.all_jobs()
+
+    @property
+    def owner(self) -> str:
+        """The owner name of the claims made now (see ``claims.py``)."""
+        return self._session.owner
 
     # -- control -----------------------------------------------------------
 
@@ -208,7 +98,6 @@ class Worker:
         if self._stopping.is_set():
             self._forced.set()
         else:
-            self._stop_deadline = time.monotonic() + self.settings.shutdown_grace
             self._stopping.set()
         self._wake.set()
 
@@ -252,8 +141,8 @@ class Worker:
 
     def run(self) -> int:
         install_record_factory()
-        self._conn = self._connect()
-        with self._conn.cursor() as cursor:
+        conn = self._session.open()
+        with conn.cursor() as cursor:
             problem = store.schema_problem(store.schema_version(cursor))
             if problem:
                 raise SchemaVersionError(f"database {self.options.alias!r}: {problem}")
@@ -275,22 +164,12 @@ class Worker:
 
     def _start_threads(self) -> None:
         needs_async = any(
-            d.is_async for d in self._definitions.values() if d.queue in self.options.queues
+            d.is_async for d in registry.all_jobs().values() if d.queue in self.options.queues
         )
         for name, count in self.options.concurrency.items():
             self._sync[name] = SyncSlots(count, self._done, f"workhorse-{name}")
         if needs_async:
             self._async = AsyncSlots(self._done, "workhorse")
-        self._writer = Writer(
-            alias=self.options.alias,
-            worker_id=self.worker_id,
-            hook=self._hook,
-            in_flight=lambda: len(self.running),
-            on_written=self._written,
-            on_error=self._on_writer_error,
-            on_idle=self._wake.set,
-            give_up=self._forced,
-        )
         self._writer.start()
         self._listener = Listener(
             alias=self.options.alias,
@@ -301,12 +180,11 @@ class Worker:
         self._listener.start()
         self._heartbeat = Heartbeat(
             alias=self.options.alias,
-            worker_id=self.worker_id,
             lease_seconds=self.settings.lock_duration,
             renew_interval=self.settings.lock_renew_interval,
             stalled_interval=self.settings.stalled_interval,
             partition_days_ahead=self.settings.partition_days_ahead,
-            in_flight=self._leases,
+            in_flight=self.ledger.leases,
             on_lost=self._on_lost,
             on_cancel=self._on_cancel,
             on_recovered=self._on_recovered,
@@ -327,7 +205,7 @@ class Worker:
                 if self._pass():
                     return
             except psycopg.OperationalError as exc:
-                if self._stopping.is_set() and not self.running:
+                if self._stopping.is_set() and not self.ledger.running_count():
                     return
                 logger.warning(
                     "workhorse: database error (%s); the claim was rolled back and is retried "
@@ -343,13 +221,12 @@ class Worker:
         )
 
     def _reconnect(self) -> None:
-        with contextlib.suppress(psycopg.Error):
-            self._conn.close()
+        self._session.close()
         for delay in retry_delays():
             if self._forced.is_set():
                 return
             try:
-                self._conn = self._connect()
+                self._session.open()
                 return
             except psycopg.OperationalError as exc:
                 logger.warning("workhorse: cannot reconnect (%s); retrying in %.1f s", exc, delay)
@@ -358,22 +235,23 @@ class Worker:
     def _pass(self) -> bool:
         """One pass of the claim loop; True when the loop should end."""
         self._wake.clear()
-        if self._writer_error is not None:
-            raise self._writer_error
+        if self.ledger.error is not None:
+            raise self.ledger.error
         self._expire_timeouts()
         if self._forced.is_set():
             return True
         if self._stopping.is_set():
-            if not self.running or time.monotonic() >= (self._stop_deadline or 0):
+            if self._stop_deadline is None:
+                self._stop_deadline = time.monotonic() + self.settings.shutdown_grace
+            if not self.ledger.running_count() or time.monotonic() >= self._stop_deadline:
                 return True
             self._wake.wait(0.05)
             return False
         # Nothing running and every result recorded: the claim below sees all
         # there is, so a burst worker that claims nothing is done.
-        with self._lock:
-            settled = not self._holding and not self.writing and self._writer.idle()
-        free = self._linger()
-        if self._stopping.is_set() or self._writer_error is not None:
+        settled = self.ledger.settled()
+        free = self._free_slots()
+        if self._stopping.is_set() or self.ledger.error is not None:
             return False  # the next pass handles it
         if self._claim(free):
             return False
@@ -382,64 +260,39 @@ class Worker:
         self._wake.wait(self._idle_timeout())
         return False
 
-    def _linger(self) -> dict[str, int]:
-        """The free slots per queue, after waiting up to CLAIM_LINGER for the
-        runs still going once one has finished: a burst of short jobs then
-        refills its slots with one claim."""
-        with self._lock:
-            freed, going = self._freed, len(self.running)
+    def _free_slots(self) -> dict[str, int]:
+        """The free slots per queue, after lingering for the runs still going
+        once one has finished: a burst of short jobs then refills its slots
+        with one claim."""
+        freed, going = self.ledger.freed, self.ledger.running_count()
         if freed and going:
-            self._claim_at = freed + going
-            self._more.clear()
-            if self._freed < self._claim_at:
-                self._more.wait(CLAIM_LINGER)
-            self._claim_at = 1
-        with self._lock:
-            self._freed = 0
-            if len(self.writing) >= self._write_limit:
-                return {}  # the writer is behind (a lost connection?): wait for it
-            return {
-                name: count - self._busy[name]
-                for name, count in self.options.concurrency.items()
-                if count > self._busy[name]
-            }
+            self._linger.wait(freed + going, lambda: self.ledger.freed)
+        return self.ledger.free_slots()
 
     def _idle_timeout(self) -> float:
         timeout = self.settings.poll_interval
-        with self._lock:
-            has_free = any(
-                count > self._busy[name] for name, count in self.options.concurrency.items()
-            )
-            # Async runs end by their own asyncio timeout; only sync ones
-            # need the loop to wake and record theirs.
-            deadlines = [
-                r.deadline
-                for r in self.running.values()
-                if r.deadline and not (r.definition is not None and r.definition.is_async)
-            ]
-        if has_free:
-            due = self._next_due
+        if self.ledger.has_free_slot():
+            due = self.ledger.due
             if due is None:
-                with self._conn.cursor() as cursor:
+                with self._session.conn.cursor() as cursor:
                     next_at = store.next_run_at(cursor, self.options.queues)
                 due = next_at.timestamp() if next_at else None
-                self._next_due = due
+                self.ledger.set_due(due)
             if due is not None:
                 # A due time already past (rows locked by another worker's
                 # claim) is retried shortly, never in a busy loop.
                 timeout = min(timeout, max(0.01, due - time.time() + 0.001))
+        deadlines = self.ledger.sync_deadlines()
         if deadlines:
             timeout = min(timeout, max(0.0, min(deadlines) - time.monotonic()))
         return timeout
 
     def _on_due(self, epoch: float) -> None:
-        if self._next_due is None or epoch < self._next_due:
-            self._next_due = epoch
+        self.ledger.note_due(epoch)
         self._wake.set()
 
     def _on_register(self, definition: JobDefinition) -> None:
         check_store(definition, self.options.alias, self.options.queues)
-        self._definitions = registry.all_jobs()
         self._wake.set()
 
     # -- claim and start ---------------------------------------------------
@@ -448,21 +301,18 @@ class Worker:
         """Fill ``free`` slots with one ``claim_many`` call; the jobs claimed."""
         if not free:
             return 0
-        with self._conn.cursor() as cursor:
-            jobs = store.claim_many(
-                cursor,
-                self.worker_id,
-                list(free),
-                list(free.values()),
-                self.settings.lock_duration,
-            )
+        owner, jobs = self._session.claim(
+            list(free), list(free.values()), self.settings.lock_duration
+        )
         if not jobs:
-            self._next_due = None  # look the next run_at up again before sleeping
+            self.ledger.forget_due()  # look the next run_at up again before sleeping
+            return 0
+        definitions = registry.all_jobs()
         now = time.monotonic()
         tasks: list[Running] = []
         threads: dict[str, list[Running]] = {}
         for job in jobs:
-            running = self._start(job, now)
+            running = self._start(job, owner, definitions.get(job.name), now)
             if running is None:
                 continue
             if running.definition.is_async:
@@ -475,11 +325,12 @@ class Worker:
             self._async.submit(tasks)
         return len(jobs)
 
-    def _start(self, job: store.ClaimedJob, now: float) -> Running | None:
+    def _start(
+        self, job: store.ClaimedJob, owner: str, definition: JobDefinition | None, now: float
+    ) -> Running | None:
         """Take ``job`` into a slot; returns the run to hand to its threads or
         loop (the caller hands a whole claim over at once), or None when the
         job failed before it could run."""
-        definition = self._definitions.get(job.name)
         context = JobContext(
             job_id=job.job_id,
             name=job.name,
@@ -489,26 +340,18 @@ class Worker:
             worker_id=self.worker_id,
             using=self.options.alias,
         )
-        running = Running(job, definition, context, now)
-        if job.timeout:
-            running.deadline = now + job.timeout
-        with self._lock:
-            earlier = self.running.get(job.job_id)
-            if earlier is not None:
-                # Only a claim lost in a database crash hands a job out again
-                # while its run goes on here; the newer run owns the job now.
-                earlier.lease_lost = True
-                logger.warning(
-                    "job %s #%s was claimed again while an earlier run of it is still going "
-                    "here (a claim lost in a database crash?); the earlier run's result will "
-                    "not be written",
-                    job.name,
-                    job.job_id,
-                    extra=job_extra(job.job_id, job.queue, job.attempt),
-                )
-            self.running[job.job_id] = running
-            self._holding.add(running)
-            self._busy[job.queue] += 1
+        deadline = now + job.timeout if job.timeout else None
+        running = Running(job, definition, context, now, owner, deadline)
+        earlier = self.ledger.start(running)
+        if earlier is not None:
+            logger.warning(
+                "job %s #%s was claimed again while an earlier run of it is still going "
+                "here (a claim lost in a database crash?); the earlier run's result will "
+                "not be written",
+                job.name,
+                job.job_id,
+                extra=job_extra(job.job_id, job.queue, job.attempt),
+            )
         if job.cancel_requested:
             context._request_cancel()
         if definition is None:
@@ -524,51 +367,29 @@ class Worker:
             error = InvalidPayloadError(
                 f"{exc}; the payload no longer fits the handler, fix the handler or the job"
             )
-            error.__workhorse_retry__ = False
-            self._done(Finished(running, False, error=error))
+            self._done(Finished(running, False, error=error, retryable=False))
             return None
         return running
 
     # -- finish ------------------------------------------------------------
 
     def _done(self, item: Finished) -> None:
-        """A handler returned (called on its thread): free the slot, hand the
-        result to the writer. Under the lock, so that a run is always in
-        ``running`` or counted by the writer, never between the two."""
-        running = item.running
-        job = running.job
-        with self._lock:
-            if running not in self._holding:
-                return  # released at shutdown: the job is someone else's now
-            self._holding.discard(running)
-            self._busy[job.queue] -= 1
-            self._freed += 1
-            current = self.running.get(job.job_id) is running
-            if current:
-                del self.running[job.job_id]
-            # A timed-out run's attempt is already recorded, and a run whose
-            # job was claimed again is superseded: neither is written.
-            if current and not running.timed_out:
-                self.writing[job.job_id] = running
-                self._writer.put(item)
-            if self._freed >= self._claim_at:
-                # Event.set takes a lock and notifies even when already set.
-                if not self._more.is_set():
-                    self._more.set()
-                if not self._wake.is_set():
-                    self._wake.set()
+        """A handler returned (called on its thread): the ledger frees the
+        slot and hands the result to the writer; a freed slot may end the
+        claim linger and wakes the loop."""
+        freed = self.ledger.finish(item)
+        if freed is not None and self._linger.arrived(freed) and not self._wake.is_set():
+            self._wake.set()
+
+    def _running_count(self) -> int:
+        return self.ledger.running_count()
 
     def _written(self, runs: list[Running]) -> None:
-        with self._lock:
-            backlogged = len(self.writing) >= self._write_limit
-            for running in runs:
-                if self.writing.get(running.job.job_id) is running:
-                    del self.writing[running.job.job_id]
-            if backlogged and len(self.writing) < self._write_limit:
-                self._wake.set()  # claims may go on
+        if self.ledger.written(runs):
+            self._wake.set()  # claims may go on, or a burst worker may be done
 
     def _on_writer_error(self, exc: BaseException) -> None:
-        self._writer_error = exc
+        self.ledger.fail(exc)
         self._wake.set()
 
     # -- timeouts, leases, cancels ----------------------------------------
@@ -577,44 +398,14 @@ class Worker:
         """Fail the sync runs past their timeout; the writer records them.
 
         Python cannot stop a thread: the attempt ends as timed out now, and
-        the run stays in ``running`` (its slot busy) until the thread returns.
-        Async runs are cancelled by their own timeout scope instead.
+        the run keeps its slot until the thread returns (see the ledger).
         """
-        now = time.monotonic()
-        with self._lock:
-            for running in list(self.running.values()):
-                if running.deadline is None or now < running.deadline:
-                    continue
-                if running.definition is not None and running.definition.is_async:
-                    continue
-                running.timed_out = True
-                running.kind = "timed_out"
-                exc = JobTimeout(
-                    f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
-                    "thread is abandoned and the slot stays busy until it returns"
-                )
-                # Out of ``running`` (the job may be retried, even here), still
-                # holding its slot, and leased until its failure is written.
-                job_id = running.job.job_id
-                del self.running[job_id]
-                self.writing[job_id] = running
-                self._writer.put(Finished(running, False, error=exc, abandoned=True))
-
-    def _leases(self) -> list[tuple[int, int]]:
-        with self._lock:
-            leases = [
-                (r.job.job_id, r.job.fence) for r in self.running.values() if not r.lease_lost
-            ]
-            leases.extend(
-                (r.job.job_id, r.job.fence) for r in self.writing.values() if not r.lease_lost
-            )
-            return leases
+        self.ledger.expire(time.monotonic())
 
     def _on_lost(self, job_id: int, fence: int) -> None:
-        running = self.running.get(job_id) or self.writing.get(job_id)
-        if running is None or running.lease_lost or running.job.fence != fence:
-            return  # the lease of a newer run of the job is fine
-        running.lease_lost = True
+        running = self.ledger.lost(job_id, fence)
+        if running is None:
+            return
         job = running.job
         logger.warning(
             "job %s #%s: lease lost while running (heartbeat refused); the job may run twice",
@@ -624,11 +415,12 @@ class Worker:
         )
 
     def _on_cancel(self, job_id: int) -> None:
-        running = self.running.get(job_id)
+        running = self.ledger.to_cancel(job_id)
         if running is None:
             return
         running.context._request_cancel()
-        if running.task is not None and self._async is not None:
+        definition = running.definition
+        if self._async is not None and definition is not None and definition.is_async:
             self._async.cancel(running)
 
     def _on_recovered(self, recovered: list[store.Recovered]) -> None:
@@ -647,23 +439,21 @@ class Worker:
     def _shutdown(self) -> None:
         """Release what is still running, then record every result in hand.
 
-        The runs still going leave ``running`` first, so a handler that
+        The runs still going leave the ledger first, so a handler that
         returns after this point is not written: its job is released (or,
         if the release fails, recovered once its lease expires). The release
         comes before the writer's flush so that a slow flush cannot let
         those leases expire into stalls.
         """
         try:
-            with self._lock:
-                leftover = list(self.running.values())
-                for running in leftover:
-                    del self.running[running.job.job_id]
-                    self._holding.discard(running)
-            # Runs handed to a slot but not started yet must not start now.
+            leftover = self.ledger.release_all()
+            # Runs handed to a slot but not started yet must not start now;
+            # those that timed out while they waited give their slot back.
             for slots in self._sync.values():
-                slots.close()
+                for running in slots.close():
+                    self.ledger.finish(Finished(running, False, error=JobTimeout("not started")))
             if self._async is not None:
-                self._async.closing = True
+                self._async.stop_intake()
                 for running in leftover:
                     if running.definition is not None and running.definition.is_async:
                         self._async.cancel(running)
@@ -679,22 +469,24 @@ class Worker:
                     )
         finally:
             try:
-                if self._writer is not None:
-                    self._writer.stop()
+                self._writer.stop()
             finally:
                 self._close()
 
     def _release(self, leftover: list[Running]) -> None:
         # The claim connection does not wait for WAL flushes; a release does.
-        with self._conn.transaction(), self._conn.cursor() as cursor:
+        conn = self._session.conn
+        by_owner: dict[str, list[Running]] = {}
+        for running in leftover:
+            by_owner.setdefault(running.owner, []).append(running)
+        released = 0
+        with conn.transaction(), conn.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = on")
-            rows = store.release_many(
-                cursor,
-                self.worker_id,
-                [r.job.job_id for r in leftover],
-                [r.job.fence for r in leftover],
-            )
-        released = sum(1 for _, ok in rows if ok)
+            for owner, runs in by_owner.items():
+                rows = store.release_many(
+                    cursor, owner, [r.job.job_id for r in runs], [r.job.fence for r in runs]
+                )
+                released += sum(1 for _, ok in rows if ok)
         logger.warning(
             "workhorse: released %s running job(s) back to ready (no attempt used)", released
         )
@@ -708,7 +500,6 @@ class Worker:
             slots.close()
         if self._async:
             self._async.close()
-        if self._conn is not None:
-            self._conn.close()
+        self._session.close()
         if self._heartbeat:
             self._heartbeat.join(2.0)

@@ -26,17 +26,15 @@ import psycopg
 from django.db import close_old_connections
 
 from .. import store
-from ..exceptions import InvalidPayloadError, JobCancelled
+from ..exceptions import InvalidPayloadError
 from ..payloads import encode_result
 from .connection import connect, retry_delays
 from .execution import Finished, Running
-from .failures import JobFailure, error_json
+from .failures import Failure, JobFailure, call_hook, classify, error_json, log_failure, report_lost
+from .linger import Linger
 from .logs import job_extra
 
 logger = logging.getLogger("django_workhorse.worker")
-
-LINGER = 0.002
-"""Seconds a batch waits for the runs still going before it is written."""
 
 _STOP = object()
 
@@ -45,61 +43,50 @@ TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57"})
 transaction rollback (serialization failure, deadlock), insufficient
 resources, operator intervention (shutdown, cancel)."""
 
-Failure = tuple[Finished, str, bool, float | None, BaseException]
-
 
 class Writer(threading.Thread):
     """Writes ``Finished`` runs handed over with ``put``; ``stop`` flushes and ends it.
 
-    ``in_flight`` tells how many runs are still going: a batch waits up to
-    LINGER for them, so a burst of short jobs is one transaction, not one per
-    job. ``on_written`` gets the runs of a batch once its write has landed
-    (or been refused by the fence); ``on_idle`` when everything handed over is written;
-    ``on_error`` if the writer dies. Once ``give_up`` is set a lost
-    connection is no longer retried: a forced stop leaves the unwritten runs
-    to lease expiry.
+    ``in_flight`` tells how many runs are still going: a batch lingers for
+    them, so a burst of short jobs is one transaction, not one per job.
+    ``on_written`` gets the runs of a batch once its write has landed (or
+    been refused by the fence); the caller's ledger counts what is handed
+    over and not yet written. ``on_error`` is called if the writer dies.
+    Once ``give_up`` is set a lost connection is no longer retried: a forced
+    stop leaves the unwritten runs to lease expiry.
+
+    Runs of one batch may have been claimed under different owner names
+    (the claim connection was replaced in between); each owner's runs are
+    written with their own calls. Apart from ``put`` and ``stop``, every
+    field is used by the writer's thread only.
     """
 
     def __init__(
         self,
         *,
         alias: str,
-        worker_id: str,
         hook: Callable[[JobFailure], object] | None,
         in_flight: Callable[[], int],
         on_written: Callable[[list[Running]], None],
         on_error: Callable[[BaseException], None],
-        on_idle: Callable[[], None],
         give_up: threading.Event,
     ) -> None:
         super().__init__(name="workhorse-writer", daemon=True)
         self.alias = alias
-        self.worker_id = worker_id
         self.hook = hook
         self.in_flight = in_flight
         self.on_written = on_written
         self.on_error = on_error
-        self.on_idle = on_idle
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._more = threading.Event()
-        self._flush_at = 1
-        self._busy = 0  # runs handed over and not yet written
-        self._lock = threading.Lock()
+        self._linger = Linger()
         self._give_up = give_up  # set: stop retrying a lost connection (a forced stop)
         self._conn: psycopg.Connection | None = None
 
     # -- from other threads -------------------------------------------------
 
     def put(self, item: Finished) -> None:
-        with self._lock:
-            self._busy += 1
         self._queue.put(item)
-        if self._queue.qsize() >= self._flush_at and not self._more.is_set():
-            self._more.set()
-
-    def idle(self) -> bool:
-        """True when every run handed over so far is written."""
-        return self._busy == 0
+        self._linger.arrived(self._queue.qsize())
 
     def stop(self) -> None:
         """Write what was handed over, then end.
@@ -110,15 +97,14 @@ class Writer(threading.Thread):
         expiry.
         """
         self._queue.put(_STOP)
-        self._more.set()
+        self._linger.arrived(self._queue.qsize())
         while self.is_alive() and not self._give_up.is_set():
             self.join(0.1)
         self.join(1.0)
         if self.is_alive():
             logger.warning(
-                "workhorse writer: still writing at a forced stop; %s finished run(s) may not "
-                "be written (their leases expire and they run again)",
-                self._busy,
+                "workhorse writer: still writing at a forced stop; finished runs may not be "
+                "written (their leases expire and they run again)"
             )
 
     # -- the thread -----------------------------------------------------------
@@ -160,12 +146,7 @@ class Writer(threading.Thread):
                     self._give_up.wait(delay)
                     continue
                 delays = retry_delays()
-                with self._lock:
-                    self._busy -= len(batch)
-                    idle = self._busy == 0
                 batch = []
-                if idle:
-                    self.on_idle()
         except BaseException as exc:  # a bug, not the database: the worker must stop
             logger.exception("workhorse writer: stopped by an unexpected error")
             self.on_error(exc)
@@ -173,15 +154,11 @@ class Writer(threading.Thread):
             self._close()
 
     def _gather(self, batch: list[Finished]) -> bool:
-        """Add to ``batch`` what is queued, waiting up to LINGER for the runs
-        still going. True when the stop marker was met."""
+        """Add to ``batch`` what is queued, lingering for the runs still
+        going. True when the stop marker was met."""
         pending = self.in_flight()
         if pending > 0:
-            self._flush_at = pending
-            self._more.clear()
-            if self._queue.qsize() < pending:
-                self._more.wait(LINGER)
-            self._flush_at = 1
+            self._linger.wait(pending, self._queue.qsize)
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -205,18 +182,26 @@ class Writer(threading.Thread):
     # -- one batch ------------------------------------------------------------
 
     def _write_batch(self, batch: list[Finished]) -> None:
-        """Write ``batch``. A transient error (the connection, a deadlock) is
-        raised for the caller to write it again; if the database refuses a
-        value in it, its runs are written one by one so that only the culprit
-        is hurt."""
-        refusal = self._refusal(batch)
+        """Write ``batch``, one owner's runs at a time. A transient error (the
+        connection, a deadlock) is raised for the caller to write again what
+        is left in ``batch``; the owners already written are taken out."""
+        while batch:
+            owner = batch[0].running.owner
+            group = [item for item in batch if item.running.owner == owner]
+            self._write_group(owner, group)
+            batch[:] = [item for item in batch if item.running.owner != owner]
+
+    def _write_group(self, owner: str, batch: list[Finished]) -> None:
+        """Write the runs of one owner. If the database refuses a value in
+        them, they are written one by one so that only the culprit is hurt."""
+        refusal = self._refusal(owner, batch)
         if refusal is None:
             return
         if len(batch) == 1:
-            self._write_alone(batch[0], refusal)
+            self._write_alone(owner, batch[0], refusal)
             return
         for item in batch:
-            self._write_alone(item)
+            self._write_alone(owner, item)
 
     def _transient(self, exc: psycopg.Error) -> bool:
         """Worth writing again as it is: a lost or broken connection, a
@@ -227,18 +212,20 @@ class Writer(threading.Thread):
         state = exc.sqlstate or ""
         return not state or state[:2] in TRANSIENT_CLASSES
 
-    def _refusal(self, batch: list[Finished]) -> psycopg.Error | None:
+    def _refusal(self, owner: str, batch: list[Finished]) -> psycopg.Error | None:
         """Write ``batch``: None once written, the error if the database
         refused it; a transient error is raised."""
         try:
-            self._write(batch)
+            self._write(owner, batch)
         except psycopg.Error as exc:
             if self._transient(exc):
                 raise
             return exc
         return None
 
-    def _write_alone(self, item: Finished, refusal: psycopg.Error | None = None) -> None:
+    def _write_alone(
+        self, owner: str, item: Finished, refusal: psycopg.Error | None = None
+    ) -> None:
         """One run of a refused batch, written alone (unless ``refusal`` says
         the database already refused it alone).
 
@@ -248,7 +235,7 @@ class Writer(threading.Thread):
         once its lease expires.
         """
         if refusal is None:
-            refusal = self._refusal([item])
+            refusal = self._refusal(owner, [item])
             if refusal is None:
                 return
         running = item.running
@@ -258,10 +245,10 @@ class Writer(threading.Thread):
                 f"the database refused to store the result of job {job.name!r}: "
                 f"{str(refusal).strip()}; return something smaller or simpler"
             )
-            error.__workhorse_retry__ = False
-            running.kind = "failed"
-            failed = Finished(running, False, error=error, abandoned=item.abandoned)
-            refusal = self._refusal([failed])
+            failed = Finished(
+                running, False, error=error, retryable=False, abandoned=item.abandoned
+            )
+            refusal = self._refusal(owner, [failed])
             if refusal is None:
                 return
         logger.error(
@@ -274,19 +261,20 @@ class Writer(threading.Thread):
         )
         self.on_written([running])
 
-    def _write(self, batch: list[Finished]) -> None:
+    def _write(self, owner: str, batch: list[Finished]) -> None:
         successes: list[Finished] = []
+        encoded: list[str] = []
         failures: list[Failure] = []
         for item in batch:
             if item.ok:
                 try:
-                    if item.encoded is None:
-                        item.encoded = encode_result(item.value)
+                    encoded.append(encode_result(item.value))
                     successes.append(item)
                     continue
                 except InvalidPayloadError as exc:
-                    item.ok, item.error = False, exc
-                    exc.__workhorse_retry__ = False
+                    item = Finished(
+                        item.running, False, error=exc, retryable=False, abandoned=item.abandoned
+                    )
             failures.append(classify(item))
         cursor = self._cursor()
         # One call is its own transaction (autocommit); two share one.
@@ -295,21 +283,21 @@ class Writer(threading.Thread):
             if successes:
                 succeeded = store.succeed_many(
                     cursor,
-                    self.worker_id,
+                    owner,
                     [f.running.job.job_id for f in successes],
                     [f.running.job.fence for f in successes],
-                    [f.encoded for f in successes],
+                    encoded,
                 )
             if failures:
                 failed = store.fail_many(
                     cursor,
-                    self.worker_id,
-                    [f[0].running.job.job_id for f in failures],
-                    [f[0].running.job.fence for f in failures],
-                    [error_json(f[4]) for f in failures],
-                    [f[1] for f in failures],
-                    [f[2] for f in failures],
-                    [f[3] for f in failures],
+                    owner,
+                    [f.item.running.job.job_id for f in failures],
+                    [f.item.running.job.fence for f in failures],
+                    [error_json(f.exception) for f in failures],
+                    [f.kind for f in failures],
+                    [f.retryable for f in failures],
+                    [f.delay for f in failures],
                 )
         self.on_written([item.running for item in batch])
         if successes:
@@ -318,105 +306,13 @@ class Writer(threading.Thread):
                     report_lost(item.running, "success")
         if failures:
             for result, failure in zip(failed, failures, strict=True):
-                self._after_failure(result, failure)
+                running = failure.item.running
+                if not result.ok:
+                    report_lost(running, "failure")
+                    continue
+                log_failure(running, result, failure.kind, failure.exception)
+                call_hook(self.hook, failure, result)
             if self.hook is not None:
                 # A hook may use the ORM on this thread: treat its calls as
                 # one request and let Django close what it opened.
                 close_old_connections()
-
-    def _after_failure(self, result: store.FailResult, failure: Failure) -> None:
-        item, kind, _retryable, _delay, exc = failure
-        running = item.running
-        if not result.ok:
-            report_lost(running, "failure")
-            return
-        log_failure(running, result, kind, exc)
-        self._call_hook(running, result, kind, exc)
-
-    def _call_hook(self, running: Running, result: store.FailResult, kind: str, exc) -> None:
-        if self.hook is None:
-            return
-        job = running.job
-        try:
-            self.hook(
-                JobFailure(
-                    job_id=job.job_id,
-                    name=job.name,
-                    queue=job.queue,
-                    attempt=job.attempt,
-                    max_attempts=job.max_attempts,
-                    will_retry=result.will_retry,
-                    exception=exc,
-                    timed_out=kind == "timed_out",
-                )
-            )
-        except Exception:
-            logger.exception(
-                "workhorse: on_job_failure hook raised for job %s; processing goes on",
-                job.job_id,
-                extra=job_extra(job.job_id, job.queue, job.attempt),
-            )
-
-
-def classify(item: Finished) -> Failure:
-    """How a failed run closes: its kind, whether it may retry, and the delay."""
-    exc = item.error
-    running = item.running
-    definition = running.definition
-    retryable = getattr(exc, "__workhorse_retry__", True)
-    if isinstance(exc, JobCancelled):
-        retryable = False
-    if definition is not None and retryable:
-        retryable = definition.should_retry(exc)
-    delay = None
-    if definition is not None and retryable:
-        try:
-            delay = definition.retry_delay(running.job.attempt)
-        except Exception as hook_exc:
-            logger.error("workhorse: backoff callable of %s failed: %s", definition.name, hook_exc)
-    return (item, running.kind, retryable, delay, exc)
-
-
-def log_failure(running: Running, result: store.FailResult, kind: str, exc) -> None:
-    """A warning while retries remain (with the delay), an error when terminal."""
-    job = running.job
-    extra = job_extra(job.job_id, job.queue, job.attempt)
-    if result.will_retry:
-        logger.warning(
-            "job %s %s #%s attempt %s/%s %s: %s: %s; retrying in %.1f s",
-            job.name,
-            job.queue,
-            job.job_id,
-            job.attempt,
-            job.max_attempts,
-            kind.replace("_", " "),
-            type(exc).__name__,
-            exc,
-            max(0.0, result.retry_in or 0.0),
-            extra=extra,
-        )
-    else:
-        logger.error(
-            "job %s %s #%s failed at attempt %s/%s: %s: %s",
-            job.name,
-            job.queue,
-            job.job_id,
-            job.attempt,
-            job.max_attempts,
-            type(exc).__name__,
-            exc,
-            extra=extra,
-            exc_info=(type(exc), exc, exc.__traceback__),
-        )
-
-
-def report_lost(running: Running, what: str) -> None:
-    job = running.job
-    logger.warning(
-        "job %s #%s: lease lost (fence %s); its %s was refused, another run owns the job",
-        job.name,
-        job.job_id,
-        job.fence,
-        what,
-        extra=job_extra(job.job_id, job.queue, job.attempt),
-    )

@@ -1,0 +1,74 @@
+"""The job state machine, written down once.
+
+Every state a job can be in, every event kind the SQL functions record, and
+every way an attempt can close. The SQL CHECK constraints list the same
+values (``tables_v1.sql``); ``tests/integration/test_states.py`` compares
+the two, so neither can change alone. See docs/concepts.md for the diagram.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class JobState(models.TextChoices):
+    """Where a job is. The first four live in ``workhorse_job_runtime``, the
+    last three in ``workhorse_job_outcome``."""
+
+    BLOCKED = "blocked"
+    """Waiting for its dependencies; set at enqueue, left when they settle."""
+    SCHEDULED = "scheduled"
+    """Waiting for its run_at: set at enqueue with a delay and by a retry
+    with backoff; promoted to ready by the next claim of its queue once due."""
+    READY = "ready"
+    """Claimable now: set at enqueue, by promotion, a retry without delay, a
+    release at shutdown and stall recovery; left when a worker claims it."""
+    ACTIVE = "active"
+    """Claimed by a worker under a lease and a fence; left by the worker's
+    success, failure or release, or by stall recovery once the lease expires."""
+    SUCCEEDED = "succeeded"
+    """Terminal: the handler returned (``workhorse_succeed_many_v1``)."""
+    FAILED = "failed"
+    """Terminal: the last attempt failed, or the job stalled too often."""
+    CANCELED = "canceled"
+    """Terminal: an operator canceled the job."""
+
+    @classmethod
+    def live(cls) -> tuple[JobState, ...]:
+        return (cls.BLOCKED, cls.SCHEDULED, cls.READY, cls.ACTIVE)
+
+    @classmethod
+    def terminal(cls) -> tuple[JobState, ...]:
+        return (cls.SUCCEEDED, cls.FAILED, cls.CANCELED)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in JobState.terminal()
+
+
+class EventKind(models.TextChoices):
+    """What a ``workhorse_job_event`` row records (the CHECK on its kind)."""
+
+    ENQUEUED = "enqueued"
+    PROMOTED = "promoted"
+    CLAIMED = "claimed"
+    SUCCEEDED = "succeeded"
+    RETRY_SCHEDULED = "retry_scheduled"
+    FAILED = "failed"
+    RELEASED = "released"
+    STALLED = "stalled"
+
+
+class AttemptOutcome(models.TextChoices):
+    """How one attempt closed (``workhorse_attempt_history.outcome``)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    STALLED = "stalled"
+    CANCELED = "canceled"
+
+    @classmethod
+    def of_failures(cls) -> tuple[AttemptOutcome, ...]:
+        """The outcomes ``workhorse_fail_many_v1`` accepts for a failed run."""
+        return (cls.FAILED, cls.TIMED_OUT)

@@ -1,0 +1,54 @@
+"""The claim loop's connection, and the owner name its claims are made under.
+
+Claims commit without waiting for their WAL flush (docs/decisions.md). A
+server crash can therefore lose a claim this worker already acted on: the
+job is ready again with its old fence, and the next claim of it, by this very
+worker, would get the same fence again. The owner name makes that pair new:
+each connection of the claim loop claims under a name of its own (the worker
+id, then ``<worker id>+1``, ``+2``, ... after each reconnect). A crash always
+ends the connection a lost claim was made on, so no (owner, fence) pair is
+ever handed out twice, and every write of a run presents the pair its claim
+returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+
+import psycopg
+
+from .. import store
+
+
+class ClaimSession:
+    """One claim connection at a time, used by the claim loop's thread only."""
+
+    def __init__(self, worker_id: str, connect: Callable[[], psycopg.Connection]) -> None:
+        self.worker_id = worker_id
+        self.owner = worker_id
+        self.conn: psycopg.Connection | None = None
+        self._connect = connect
+        self._opened = 0
+
+    def open(self) -> psycopg.Connection:
+        """A new connection, and with it a new owner name for its claims."""
+        conn = self._connect()
+        self.owner = self.worker_id if self._opened == 0 else f"{self.worker_id}+{self._opened}"
+        self._opened += 1
+        self.conn = conn
+        return conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self.conn.close()
+
+    def claim(
+        self, queues: Sequence[str], limits: Sequence[int], lease_seconds: float
+    ) -> tuple[str, list[store.ClaimedJob]]:
+        """Claim up to ``limits[i]`` jobs of ``queues[i]``; the owner name
+        they were claimed under, and the jobs."""
+        owner = self.owner
+        with self.conn.cursor() as cursor:
+            return owner, store.claim_many(cursor, owner, queues, limits, lease_seconds)

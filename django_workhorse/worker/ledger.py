@@ -1,0 +1,293 @@
+"""The ledger: every run the worker holds, and the slots they take.
+
+The claim loop, the handler threads, the asyncio thread, the writer, the
+heartbeat and the listener all need to know which runs exist and where they
+are. The ledger is the one object that holds that, and the only one that
+changes it; every change happens in one of its methods, under its one lock.
+
+A run moves like this::
+
+    start ──▶ running ──finish──▶ writing ──written──▶ (gone)
+                 │                   ▲
+                 └──expire (timeout)─┘      release_all: running ──▶ (gone)
+
+and holds its slot (``holding``, ``busy``) from ``start`` until its handler
+returns, which for a timed-out sync run is after it left ``running``.
+
+Each field, what it holds, the threads that write it (always under
+``_lock``) and the threads that read it:
+
+=======================  =========================================  ===========================
+field                    written by (under ``_lock``)               read by
+=======================  =========================================  ===========================
+``_running``             loop (start, expire, release_all),         loop, heartbeat (leases,
+  job id → run going     handler threads (finish)                   lost, cancel), writer
+``_writing``             loop (expire), handler threads (finish),   loop (backlog, settled),
+  runs the writer holds  writer (written)                           heartbeat (leases)
+``_holding``             loop (start, release_all),                 loop (settled)
+  runs holding a slot    handler threads (finish)
+``_busy``                as ``_holding``                            loop (free slots, idle wait)
+  queue → slots held
+``_freed``               handler threads (finish),                  loop (linger)
+  freed since the claim  loop (free_slots resets it)
+``_next_due``            listener (note_due),                       loop (idle wait)
+  next known run_at      loop (set_due, forget_due)
+``_error``               writer (fail)                              loop
+  what stopped writer
+``Running.lease_lost``   heartbeat (lost), loop (start: superseded) heartbeat (leases)
+``Running.timed_out``    loop (expire)                              handler threads (finish)
+=======================  =========================================  ===========================
+
+The rule: no other code assigns these fields, and every method that changes
+one holds ``_lock`` (``tests/unit/test_lock_rule.py`` reads the source to
+check it). The lock is never held while calling out, except to hand a
+result to the writer's queue, which does not block: a run is then always in
+``_running`` or in ``_writing``, never between the two.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+from ..states import AttemptOutcome
+from .execution import Finished, JobTimeout, Running
+
+
+class Ledger:
+    """The runs of one worker and the slots of its queues (see the module)."""
+
+    def __init__(
+        self,
+        concurrency: dict[str, int],
+        hand_over: Callable[[Finished], None],
+        write_limit: int | None = None,
+    ) -> None:
+        self.concurrency = dict(concurrency)
+        self._hand_over = hand_over
+        # Results waiting for the writer stop the claims at this many, so a
+        # writer that cannot reach the database does not let them pile up.
+        self.write_limit = write_limit or sum(concurrency.values())
+        self._lock = threading.Lock()
+        self._running: dict[int, Running] = {}
+        self._writing: dict[Running, None] = {}
+        self._holding: set[Running] = set()
+        self._busy = dict.fromkeys(concurrency, 0)
+        self._freed = 0
+        self._next_due: float | None = None
+        self._error: BaseException | None = None
+
+    # -- the loop: start, expire, release ----------------------------------
+
+    def start(self, running: Running) -> Running | None:
+        """Take ``running`` into a slot. Returns the earlier run of the same
+        job still going here, if any: it is superseded (only a claim lost in
+        a database crash hands a job out again while its run goes on)."""
+        job = running.job
+        with self._lock:
+            earlier = self._running.get(job.job_id)
+            if earlier is not None:
+                earlier.lease_lost = True
+            self._running[job.job_id] = running
+            self._holding.add(running)
+            self._busy[job.queue] += 1
+        return earlier
+
+    def expire(self, now: float) -> list[Running]:
+        """End the sync runs whose deadline passed: each leaves ``running``
+        for ``writing`` with a timed-out failure, and keeps its slot until
+        its thread returns. Async runs end by their own timeout scope."""
+        expired = []
+        with self._lock:
+            for running in list(self._running.values()):
+                if running.deadline is None or now < running.deadline:
+                    continue
+                if running.definition is not None and running.definition.is_async:
+                    continue
+                running.timed_out = True
+                del self._running[running.job.job_id]
+                self._writing[running] = None
+                error = JobTimeout(
+                    f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
+                    "thread is abandoned and the slot stays busy until it returns"
+                )
+                self._hand_over(
+                    Finished(
+                        running,
+                        False,
+                        error=error,
+                        kind=AttemptOutcome.TIMED_OUT.value,
+                        abandoned=True,
+                    )
+                )
+                expired.append(running)
+        return expired
+
+    def release_all(self) -> list[Running]:
+        """Take every running run out (shutdown): a handler that returns
+        after this is not written, and its slot is not counted again."""
+        with self._lock:
+            leftover = list(self._running.values())
+            self._running.clear()
+            for running in leftover:
+                self._holding.discard(running)
+                self._busy[running.job.queue] -= 1
+        return leftover
+
+    def free_slots(self) -> dict[str, int]:
+        """Free slots per queue, for the next claim; none while the writer
+        is behind. Resets the count of slots freed since the last claim."""
+        with self._lock:
+            self._freed = 0
+            if len(self._writing) >= self.write_limit:
+                return {}  # the writer is behind (a lost connection?): wait for it
+            return {
+                name: count - self._busy[name]
+                for name, count in self.concurrency.items()
+                if count > self._busy[name]
+            }
+
+    # -- handler threads ---------------------------------------------------
+
+    def finish(self, item: Finished) -> int | None:
+        """A handler returned: free its slot and hand its result to the
+        writer. Returns the slots freed since the last claim, or None when
+        the run was already let go (released at shutdown)."""
+        running = item.running
+        job = running.job
+        with self._lock:
+            if running not in self._holding:
+                return None  # released at shutdown: the job is someone else's now
+            self._holding.discard(running)
+            self._busy[job.queue] -= 1
+            self._freed += 1
+            current = self._running.get(job.job_id) is running
+            if current:
+                del self._running[job.job_id]
+                # A timed-out run's attempt is already recorded, and a run
+                # whose job was claimed again is superseded: neither is written.
+                if not running.timed_out:
+                    self._writing[running] = None
+                    self._hand_over(item)
+            return self._freed
+
+    # -- the writer --------------------------------------------------------
+
+    def written(self, runs: Iterable[Running]) -> bool:
+        """The writes of ``runs`` landed (or were refused). True when that
+        lets the loop go on: the backlog cleared, or nothing waits any more."""
+        with self._lock:
+            backlogged = len(self._writing) >= self.write_limit
+            for running in runs:
+                self._writing.pop(running, None)
+            waiting = len(self._writing)
+            return not waiting or (backlogged and waiting < self.write_limit)
+
+    def fail(self, exc: BaseException) -> None:
+        """The writer died of ``exc``: the loop raises it."""
+        with self._lock:
+            self._error = exc
+
+    # -- the heartbeat -----------------------------------------------------
+
+    def leases(self) -> list[tuple[str, int, int]]:
+        """(owner, job id, fence) of every run whose lease must be renewed:
+        the running ones and those waiting for the writer."""
+        with self._lock:
+            return [
+                (r.owner, r.job.job_id, r.job.fence)
+                for r in (*self._running.values(), *self._writing)
+                if not r.lease_lost
+            ]
+
+    def lost(self, job_id: int, fence: int) -> Running | None:
+        """The heartbeat was refused for (job, fence). Returns the run to
+        report as having lost its lease, or None.
+
+        Only a run whose handler is still going is reported. A run handed to
+        the writer may have been refused because its own result committed
+        first (the job is finished, not lost); if it really lost its lease,
+        the writer's refused write says so.
+        """
+        with self._lock:
+            running = self._running.get(job_id)
+            if running is None or running.lease_lost or running.job.fence != fence:
+                return None
+            running.lease_lost = True
+            return running
+
+    def to_cancel(self, job_id: int) -> Running | None:
+        """The run of ``job_id`` still going, for a cancel request."""
+        with self._lock:
+            return self._running.get(job_id)
+
+    # -- the listener and the idle wait ------------------------------------
+
+    def note_due(self, epoch: float) -> None:
+        """A job becomes due at ``epoch`` (from a NOTIFY): keep the earliest."""
+        with self._lock:
+            if self._next_due is None or epoch < self._next_due:
+                self._next_due = epoch
+
+    def set_due(self, epoch: float | None) -> None:
+        """The next run_at as looked up in the database (None: nothing scheduled)."""
+        with self._lock:
+            self._next_due = epoch
+
+    def forget_due(self) -> None:
+        """A claim found nothing: look the next run_at up again before sleeping."""
+        with self._lock:
+            self._next_due = None
+
+    # -- reads -------------------------------------------------------------
+
+    @property
+    def due(self) -> float | None:
+        return self._next_due
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._error
+
+    @property
+    def freed(self) -> int:
+        return self._freed
+
+    def running_count(self) -> int:
+        return len(self._running)
+
+    def writing_count(self) -> int:
+        return len(self._writing)
+
+    def running_runs(self) -> list[Running]:
+        with self._lock:
+            return list(self._running.values())
+
+    def settled(self) -> bool:
+        """Nothing holds a slot and every result is written."""
+        with self._lock:
+            return not self._holding and not self._writing
+
+    def has_free_slot(self) -> bool:
+        with self._lock:
+            return any(count > self._busy[name] for name, count in self.concurrency.items())
+
+    def sync_deadlines(self) -> list[float]:
+        """Deadlines of the sync runs: the loop wakes to record their timeouts.
+        Async runs end by their own asyncio timeout."""
+        with self._lock:
+            return [
+                r.deadline
+                for r in self._running.values()
+                if r.deadline and not (r.definition is not None and r.definition.is_async)
+            ]
+
+    def counts(self) -> dict[str, int]:
+        """How many runs are in each place: all zero once a worker is done."""
+        with self._lock:
+            return {
+                "running": len(self._running),
+                "writing": len(self._writing),
+                "holding": len(self._holding),
+                "busy": sum(self._busy.values()),
+            }

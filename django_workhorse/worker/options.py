@@ -1,0 +1,128 @@
+"""What one worker process serves: its queues, slots, database and id.
+
+``resolve_options`` checks the choices of ``runworker`` (or a test) against
+the registry and the settings before anything starts, so a mistake is one
+clear error at start-up rather than a job failing later.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from secrets import token_hex
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .. import registry
+from ..conf import QUEUE_NAME_RE, WorkhorseSettings, get_settings, import_callable
+from ..definitions import JobDefinition
+from ..exceptions import StoreMismatchError
+
+
+@dataclass
+class WorkerOptions:
+    """What one worker process does; built from settings and ``runworker`` flags."""
+
+    alias: str
+    queues: list[str]
+    concurrency: dict[str, int]
+    worker_id: str
+    settings: WorkhorseSettings
+    burst: bool = False
+    on_job_failure: str | None = None
+
+
+def make_worker_id(base: str | None = None) -> str:
+    """Unique per process run: ``<base or host>:<pid>:<random>``."""
+    return f"{base or socket.gethostname()}:{os.getpid()}:{token_hex(3)}"
+
+
+def known_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
+    """Queues with a registered job bound to ``alias``, plus those named in QUEUES."""
+    names = {d.queue for d in registry.all_jobs().values() if d.using == alias}
+    names.update(settings.queues)
+    return sorted(names)
+
+
+def resolve_options(
+    *,
+    alias: str | None = None,
+    queues: Sequence[str] | None = None,
+    concurrency: int | None = None,
+    worker_id: str | None = None,
+    burst: bool = False,
+    settings: WorkhorseSettings | None = None,
+) -> WorkerOptions:
+    """Check the worker's choices against the registry and settings.
+
+    Raises ImproperlyConfigured (unknown queue, bad alias) or StoreMismatchError
+    (a job of a served queue is bound to another alias) with a message that
+    says what to change.
+    """
+    settings = settings or get_settings()
+    alias = alias or settings.database
+    from django.db import connections
+
+    if alias not in connections.databases:
+        raise ImproperlyConfigured(
+            f"database {alias!r} is not an alias of settings.DATABASES "
+            f"({', '.join(connections.databases)})"
+        )
+    available = known_queues(alias, settings)
+    if queues:
+        for name in queues:
+            if not QUEUE_NAME_RE.match(name):
+                raise ImproperlyConfigured(f"queue name {name!r} is not valid")
+        unknown = [q for q in queues if q not in available]
+        if unknown:
+            raise ImproperlyConfigured(
+                f"unknown queue(s) {', '.join(unknown)}: no job registered for database "
+                f"{alias!r} uses them and WORKHORSE['QUEUES'] does not name them "
+                f"(known: {', '.join(available) or 'none'})"
+            )
+        served = list(dict.fromkeys(queues))
+    else:
+        served = available
+    if not served:
+        raise ImproperlyConfigured(
+            f"no queues to serve for database {alias!r}: register jobs with @workhorse.job "
+            "in an app's jobs.py, or name queues in WORKHORSE['QUEUES']"
+        )
+    for definition in registry.all_jobs().values():
+        check_store(definition, alias, served)
+    default = concurrency if concurrency is not None else settings.concurrency
+    slots: dict[str, int] = {}
+    for name in served:
+        configured = settings.queues.get(name, {}).get("concurrency")
+        from_job = next(
+            (
+                d.concurrency
+                for d in registry.all_jobs().values()
+                if d.queue == name and d.concurrency is not None
+            ),
+            None,
+        )
+        slots[name] = configured or from_job or default or 1
+    if settings.on_job_failure:
+        import_callable(settings.on_job_failure)  # refuse a bad path before starting
+    return WorkerOptions(
+        alias=alias,
+        queues=served,
+        concurrency=slots,
+        worker_id=make_worker_id(worker_id or settings.worker_id),
+        settings=settings,
+        burst=burst,
+        on_job_failure=settings.on_job_failure,
+    )
+
+
+def check_store(definition: JobDefinition, alias: str, served: Iterable[str]) -> None:
+    """A job of a queue this worker serves must live in the worker's database."""
+    if definition.queue in served and definition.using != alias:
+        raise StoreMismatchError(
+            f"job {definition.name!r} is bound to database {definition.using!r} but this "
+            f"worker serves queue {definition.queue!r} on database {alias!r}: run a worker "
+            f"with --database {definition.using}, or move the job to another queue"
+        )
