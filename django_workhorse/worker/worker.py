@@ -28,7 +28,7 @@ import psycopg
 from django.core.exceptions import ImproperlyConfigured
 
 from .. import registry, store
-from ..conf import QUEUE_NAME_RE, WorkhorseSettings, get_settings, import_callable
+from ..conf import WorkhorseSettings, get_settings, import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
 from ..exceptions import (
@@ -37,6 +37,7 @@ from ..exceptions import (
     StoreMismatchError,
     UnknownJobError,
 )
+from ..limits import queue_name_problem
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
 from .heartbeat import Heartbeat
@@ -103,8 +104,8 @@ def resolve_options(
     available = known_queues(alias, settings)
     if queues:
         for name in queues:
-            if not QUEUE_NAME_RE.match(name):
-                raise ImproperlyConfigured(f"queue name {name!r} is not valid")
+            if problem := queue_name_problem(name):
+                raise ImproperlyConfigured(problem)
         unknown = [q for q in queues if q not in available]
         if unknown:
             raise ImproperlyConfigured(
@@ -346,14 +347,16 @@ class Worker:
         with contextlib.suppress(psycopg.Error):
             self._conn.close()
         for delay in retry_delays():
-            if self._forced.is_set():
+            # The first SIGTERM ends the wait too: a stopping worker has no
+            # more claims to make, and _pass ends the loop.
+            if self._stopping.is_set():
                 return
             try:
                 self._conn = self._connect()
                 return
             except psycopg.OperationalError as exc:
                 logger.warning("workhorse: cannot reconnect (%s); retrying in %.1f s", exc, delay)
-                self._forced.wait(delay)
+                self._stopping.wait(delay)
 
     def _pass(self) -> bool:
         """One pass of the claim loop; True when the loop should end."""
@@ -511,6 +514,11 @@ class Worker:
             self._busy[job.queue] += 1
         if job.cancel_requested:
             context._request_cancel()
+        if job.unreadable is not None:  # a poison job fails alone, never retried
+            error = InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
+            error.__workhorse_retry__ = False
+            self._done(Finished(running, False, error=error))
+            return None
         if definition is None:
             error = UnknownJobError(
                 f"no job named {job.name!r} is registered in worker {self.worker_id}; deploy "
