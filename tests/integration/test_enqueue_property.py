@@ -31,7 +31,7 @@ from django_workhorse.definitions import JobDefinition
 
 pytestmark = pytest.mark.django_db
 
-EXAMPLES = int(os.environ.get("WORKHORSE_PROPERTY_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("WORKHORSE_PROPERTY_EXAMPLES", "30"))
 RUN = settings(
     max_examples=EXAMPLES,
     database=None,
