@@ -9,6 +9,7 @@ from typing import Any
 
 from .conf import duration_seconds
 from .exceptions import InvalidJobOptionError
+from .limits import MAX_DURATION_SECONDS, duration_problem
 
 
 @dataclass(frozen=True)
@@ -35,20 +36,19 @@ class Fixed:
 
 def exponential(base: Any = 1.0, max: Any = 3600.0, jitter: float = 0.1) -> Exponential:
     """Exponential backoff with jitter (the default: 1 s, 2 s, 4 s ... capped at 1 h)."""
-    base_s, max_s = duration_seconds(base), duration_seconds(max)
-    if base_s < 0 or max_s < 0 or not 0 <= jitter <= 1:
-        raise InvalidJobOptionError(
-            "backoff: base and max must be >= 0 seconds and jitter between 0 and 1"
-        )
-    return Exponential(base_s, max_s, float(jitter))
+    for field, value in (("base", base), ("max", max)):
+        if problem := duration_problem(f"backoff {field}", value, positive=False):
+            raise InvalidJobOptionError(problem)
+    if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:
+        raise InvalidJobOptionError(f"backoff jitter must be a number from 0 to 1, got {jitter!r}")
+    return Exponential(duration_seconds(base), duration_seconds(max), float(jitter))
 
 
 def fixed(delay: Any) -> Fixed:
     """Retry after the same delay each time."""
-    seconds = duration_seconds(delay)
-    if seconds < 0:
-        raise InvalidJobOptionError("backoff: the fixed delay must be >= 0 seconds")
-    return Fixed(seconds)
+    if problem := duration_problem("backoff delay", delay, positive=False):
+        raise InvalidJobOptionError(problem)
+    return Fixed(duration_seconds(delay))
 
 
 BackoffSpec = Exponential | Fixed | Callable[[int], Any] | None
@@ -71,7 +71,9 @@ def policy_of(backoff: BackoffSpec) -> dict[str, Any]:
 
 
 def custom_delay(backoff: BackoffSpec, attempt: int) -> float | None:
-    """Seconds from a custom backoff callable, or None for stored policies."""
+    """Seconds from a custom backoff callable, or None for stored policies;
+    clamped to 0 .. MAX_DURATION_SECONDS (ValueError for NaN or a non-number)."""
     if backoff is None or isinstance(backoff, Exponential | Fixed):
         return None
-    return max(0.0, duration_seconds(backoff(attempt)))
+    seconds = duration_seconds(backoff(attempt))
+    return min(max(0.0, seconds), float(MAX_DURATION_SECONDS))

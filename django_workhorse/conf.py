@@ -8,22 +8,22 @@ its key (see ``checks.py``); the worker refuses to start on one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 
-QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,52}$")
-"""Queue names become NOTIFY channels ``workhorse:<queue>`` (63 bytes at most)."""
-
-LIMIT_1000 = 1000
-"""Upper bound of max_attempts and max_stalled, as the table's CHECKs say."""
-
-JOB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,199}$")
+from .limits import (
+    CONCURRENCY_MAX,
+    MAX_ATTEMPTS_MAX,
+    MAX_DURATION_SECONDS,
+    MAX_STALLED_MAX,
+    queue_name_problem,
+    seconds_of,
+    text_problem,
+)
 
 DEFAULTS: dict[str, Any] = {
     "DATABASE": "default",
@@ -84,14 +84,9 @@ class WorkhorseSettings:
 
 
 def duration_seconds(value: Any) -> float:
-    """Seconds from an int, float or timedelta; ValueError for anything else."""
-    if isinstance(value, bool):
-        raise ValueError("expected seconds or a timedelta, got a bool")
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, int | float):
-        return float(value)
-    raise ValueError(f"expected seconds (int or float) or a timedelta, got {type(value).__name__}")
+    """Seconds from an int, float or timedelta; ValueError for anything else,
+    NaN and the infinities included."""
+    return seconds_of(value)
 
 
 def raw_settings() -> dict[str, Any]:
@@ -124,10 +119,12 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             continue
         if seconds <= 0:
             found.append((key, f"must be a positive duration, got {value!r}"))
+        elif seconds > MAX_DURATION_SECONDS:
+            found.append((key, f"must be at most {MAX_DURATION_SECONDS} seconds, got {value!r}"))
     for key, low, high in (
-        ("CONCURRENCY", 1, 10_000),
-        ("DEFAULT_MAX_ATTEMPTS", 1, LIMIT_1000),
-        ("MAX_STALLED_COUNT", 0, LIMIT_1000),
+        ("CONCURRENCY", 1, CONCURRENCY_MAX),
+        ("DEFAULT_MAX_ATTEMPTS", 1, MAX_ATTEMPTS_MAX),
+        ("MAX_STALLED_COUNT", 0, MAX_STALLED_MAX),
         ("PARTITION_DAYS_AHEAD", 1, 366),
     ):
         value = raw[key]
@@ -141,15 +138,17 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
                 f"({', '.join(django_settings.DATABASES)})",
             )
         )
-    if not isinstance(raw["DEFAULT_QUEUE"], str) or not QUEUE_NAME_RE.match(raw["DEFAULT_QUEUE"]):
-        found.append(("DEFAULT_QUEUE", queue_name_problem(raw["DEFAULT_QUEUE"])))
+    problem = queue_name_problem(raw["DEFAULT_QUEUE"])
+    if problem:
+        found.append(("DEFAULT_QUEUE", problem))
     queues = raw["QUEUES"]
     if not isinstance(queues, Mapping):
         found.append(("QUEUES", "must be a dict such as {'email': {'concurrency': 5}}"))
     else:
         for name, options in queues.items():
-            if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
-                found.append((f"QUEUES[{name!r}]", queue_name_problem(name)))
+            problem = queue_name_problem(name)
+            if problem:
+                found.append((f"QUEUES[{name!r}]", problem))
             if not isinstance(options, Mapping) or set(options) - {"concurrency"}:
                 found.append((f"QUEUES[{name!r}]", "must be a dict with the key 'concurrency'"))
                 continue
@@ -177,6 +176,8 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
         value = raw[key]
         if value is not None and (not isinstance(value, str) or not value):
             found.append((key, f"must be a non-empty string or None, got {value!r}"))
+        elif value is not None and (problem := text_problem(value, "the value")):
+            found.append((key, problem))
     if raw["TRACE_LINKING"] not in ("auto", "parent", "link", "none"):
         found.append(("TRACE_LINKING", "must be one of 'auto', 'parent', 'link', 'none'"))
     if not isinstance(raw["HANDLER_SPAN_NAME"], str):
@@ -203,21 +204,6 @@ def job_defaults() -> tuple[str, str, int, int]:
         pick("DEFAULT_QUEUE", str),
         pick("DEFAULT_MAX_ATTEMPTS", int),
         pick("MAX_STALLED_COUNT", int),
-    )
-
-
-def queue_name_problem(name: object) -> str:
-    """Why ``name`` is not a valid queue name, in words a user can act on."""
-    if not isinstance(name, str):
-        return f"a queue name must be a string, got {type(name).__name__}"
-    if len(name) > 53:
-        return (
-            f"queue name {name[:20]!r}... is {len(name)} characters; queues become PostgreSQL "
-            "NOTIFY channels ('workhorse:<queue>', at most 63 bytes), so use at most 53"
-        )
-    return (
-        f"queue name {name!r} is not valid: use 1 to 53 characters of letters, digits, "
-        "'_', '.' and '-', not starting with '.' or '-'"
     )
 
 

@@ -10,29 +10,34 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from django.db import connections
 
 from . import registry, store
 from .backoff import BackoffSpec, custom_delay, policy_of
-from .conf import (
-    JOB_NAME_RE,
-    LIMIT_1000,
-    QUEUE_NAME_RE,
-    duration_seconds,
-    job_defaults,
-    queue_name_problem,
-)
+from .conf import duration_seconds, job_defaults
 from .exceptions import InvalidJobOptionError, InvalidPayloadError
+from .limits import (
+    CONCURRENCY_MAX,
+    MAX_ATTEMPTS_MAX,
+    MAX_ATTEMPTS_MIN,
+    MAX_STALLED_MAX,
+    MAX_STALLED_MIN,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    duration_problem,
+    idempotency_key_problem,
+    job_name_problem,
+    queue_name_problem,
+    run_at_problem,
+    whole_problem,
+)
 from .payloads import encode_payload
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-PRIORITY_MIN, PRIORITY_MAX = -100, 100
-MAX_ATTEMPTS_LIMIT = LIMIT_1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,59 +70,43 @@ class EnqueueOptions:
 
 
 def _whole(field: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidJobOptionError(
-            f"{field} must be a whole number from {low} to {high}, got {type(value).__name__} "
-            f"{value!r}"
-        )
-    if not low <= value <= high:
-        raise InvalidJobOptionError(f"{field} must be from {low} to {high}, got {value}")
+    if problem := whole_problem(field, value, low, high):
+        raise InvalidJobOptionError(problem)
     return value
 
 
 def _seconds(field: str, value: Any, *, positive: bool) -> float:
-    try:
-        seconds = duration_seconds(value)
-    except ValueError as exc:
-        raise InvalidJobOptionError(f"{field}: {exc}") from None
-    if seconds < 0 or (positive and seconds == 0):
-        raise InvalidJobOptionError(
-            f"{field} must be {'more than' if positive else 'at least'} 0 seconds, got {value!r}"
-        )
-    return seconds
+    if problem := duration_problem(field, value, positive=positive):
+        raise InvalidJobOptionError(problem)
+    return duration_seconds(value)
 
 
 def _queue(value: Any) -> str:
-    if not isinstance(value, str) or not QUEUE_NAME_RE.match(value):
-        raise InvalidJobOptionError(f"queue: {queue_name_problem(value)}")
+    if problem := queue_name_problem(value):
+        raise InvalidJobOptionError(f"queue: {problem}")
     return value
 
 
 def validate_options(options: EnqueueOptions) -> EnqueueOptions:
-    """The options checked field by field; InvalidJobOptionError names the field."""
+    """The options checked field by field against the rules of ``limits``
+    (the database's own); InvalidJobOptionError names the field, the value
+    and the rule. Nothing is sent to the database before this passes."""
     _queue(options.queue)
     _whole("priority", options.priority, PRIORITY_MIN, PRIORITY_MAX)
-    _whole("max_attempts", options.max_attempts, 1, MAX_ATTEMPTS_LIMIT)
+    _whole("max_attempts", options.max_attempts, MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
     if options.max_stalled is not None:
-        _whole("max_stalled", options.max_stalled, 0, 1000)
+        _whole("max_stalled", options.max_stalled, MAX_STALLED_MIN, MAX_STALLED_MAX)
     if options.timeout is not None:
         _seconds("timeout", options.timeout, positive=True)
     if options.delay is not None and options.run_at is not None:
         raise InvalidJobOptionError("pass either delay or run_at, not both")
     if options.delay is not None:
         _seconds("delay", options.delay, positive=False)
-    if options.run_at is not None and (
-        not isinstance(options.run_at, datetime) or options.run_at.tzinfo is None
-    ):
-        raise InvalidJobOptionError(
-            f"run_at must be a timezone-aware datetime, got {options.run_at!r}; "
-            "use django.utils.timezone.now() + timedelta(...)"
-        )
+    if options.run_at is not None and (problem := run_at_problem(options.run_at)):
+        raise InvalidJobOptionError(problem)
     key = options.idempotency_key
-    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
-        raise InvalidJobOptionError(
-            f"idempotency_key must be a string of 1 to 255 characters, got {key!r}"
-        )
+    if key is not None and (problem := idempotency_key_problem(key)):
+        raise InvalidJobOptionError(problem)
     return options
 
 
@@ -149,7 +138,7 @@ class _Enqueuer:
         if options.delay is not None:
             common["delay"] = duration_seconds(options.delay)
         if options.run_at is not None:
-            common["run_at"] = options.run_at.isoformat()
+            common["run_at"] = options.run_at.astimezone(UTC).isoformat()
         if options.idempotency_key is not None:
             common["idempotency_key"] = options.idempotency_key
         tail = json.dumps(common, separators=(",", ":"))[1:]
@@ -228,21 +217,18 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
         database, default_queue, default_max_attempts, _ = job_defaults()
         self.func = func
         self.name = name or f"{func.__module__}.{func.__qualname__}"
-        if not isinstance(self.name, str) or not JOB_NAME_RE.match(self.name):
-            raise InvalidJobOptionError(
-                f"job name {self.name!r} is not valid: use up to 200 letters, digits, "
-                "'_', '.', ':' and '-', starting with a letter or '_'"
-            )
+        if problem := job_name_problem(self.name):
+            raise InvalidJobOptionError(problem)
         self.is_async = inspect.iscoroutinefunction(func)
         self.signature = inspect.signature(func)
         self._plain_params = plain_parameters(self.signature)
         self.using = using or database
-        if self.using not in connections.databases:
+        if not isinstance(self.using, str) or self.using not in connections.databases:
             raise InvalidJobOptionError(
                 f"job {self.name!r}: using={self.using!r} is not an alias of settings.DATABASES"
             )
         if concurrency is not None:
-            _whole("concurrency", concurrency, 1, 10_000)
+            _whole("concurrency", concurrency, 1, CONCURRENCY_MAX)
         self.concurrency = concurrency
         if isinstance(retry_on, type):
             retry_on = (retry_on,)

@@ -8,25 +8,32 @@ from collections.abc import Mapping
 from typing import Any
 
 from .exceptions import InvalidPayloadError
+from .limits import PAYLOAD_MAX_BYTES, PAYLOAD_MAX_DEPTH, PAYLOAD_MAX_INT_DIGITS, text_problem
 
 FLOAT_EXACT_LIMIT = 1e16
 """Floats at or above this magnitude do not survive a trip through jsonb."""
 
+_INT_LIMIT = 10**PAYLOAD_MAX_INT_DIGITS
+_INT_SAFE_BITS = 3 * PAYLOAD_MAX_INT_DIGITS
+"""Below this many bits an integer has fewer digits than the limit (10**n > 2**(3n))."""
+
 
 def _string_problem(value: str, path: str) -> str | None:
     """Why PostgreSQL's jsonb cannot store this string, or None."""
-    if "\x00" in value:
-        return f"{path} contains a NUL character (\\u0000), which PostgreSQL's jsonb cannot store"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return f"{path} contains a lone surrogate, which is not valid UTF-8; fix the text"
-    return None
+    return text_problem(value, path)
 
 
-def _first_mismatch(value: Any, path: str) -> str | None:
-    """The path and reason of the first part of ``value`` that is not plain JSON."""
-    if value is None or isinstance(value, bool | int):
+def _first_mismatch(value: Any, path: str, depth: int = 0) -> str | None:
+    """The path and reason of the first part of ``value`` that is not plain JSON
+    or breaks a payload limit (integer digits, nesting depth)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        if value.bit_length() > _INT_SAFE_BITS and abs(value) >= _INT_LIMIT:
+            return (
+                f"{path} is an integer of more than {PAYLOAD_MAX_INT_DIGITS} digits, beyond what "
+                "Python reads back from JSON; pass it as a string"
+            )
         return None
     if isinstance(value, str):
         return _string_problem(value, path)
@@ -41,9 +48,14 @@ def _first_mismatch(value: Any, path: str) -> str | None:
                 "integer; pass an int or a string"
             )
         return None
+    if isinstance(value, list | dict) and depth >= PAYLOAD_MAX_DEPTH:
+        return (
+            f"{path} nests lists and objects more than {PAYLOAD_MAX_DEPTH} deep; "
+            "flatten the data or store it elsewhere and pass its id"
+        )
     if isinstance(value, list):
         for index, item in enumerate(value):
-            found = _first_mismatch(item, f"{path}[{index}]")
+            found = _first_mismatch(item, f"{path}[{index}]", depth + 1)
             if found:
                 return found
         return None
@@ -54,7 +66,7 @@ def _first_mismatch(value: Any, path: str) -> str | None:
             found = _string_problem(key, f"{path} key {key!r}")
             if found:
                 return found
-            found = _first_mismatch(item, f"{path}[{key!r}]")
+            found = _first_mismatch(item, f"{path}[{key!r}]", depth + 1)
             if found:
                 return found
         return None
@@ -84,7 +96,13 @@ def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
     problem = _first_mismatch(dict(payload), "payload")
     if problem:
         raise InvalidPayloadError(f"job {job_name!r}: {problem}")
-    return json.dumps(payload, allow_nan=False, separators=(",", ":"))
+    text = json.dumps(payload, allow_nan=False, separators=(",", ":"))
+    if len(text) > PAYLOAD_MAX_BYTES:  # ASCII (json.dumps escapes the rest): chars are bytes
+        raise InvalidPayloadError(
+            f"job {job_name!r}: the payload is {len(text)} bytes of JSON, more than the limit of "
+            f"{PAYLOAD_MAX_BYTES}; store large data elsewhere and pass its id"
+        )
+    return text
 
 
 def encode_result(value: Any) -> str:

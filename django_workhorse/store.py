@@ -10,6 +10,7 @@ travels as text both ways, so both kinds of cursor behave alike.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +38,11 @@ class ClaimedJob:
     timeout: float | None
     lease_expires_at: datetime
     cancel_requested: bool
+    unreadable: str | None = None
+    """Set when the stored payload cannot be read by Python (a number beyond
+    its digit limit or a float's range, nesting too deep for its decoder):
+    what could not be read and why. ``payload`` is then empty, and the worker
+    fails this attempt alone, without retry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +70,37 @@ class Recovered:
     failed: bool
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(
+            f"the number {text[:30]}{'...' if len(text) > 30 else ''} is beyond a float"
+        )
+    return value
+
+
 def _loads(value: Any) -> Any:
+    """JSON text from the database as Python values.
+
+    jsonb holds numbers Python refuses (more digits than
+    ``sys.get_int_max_str_digits()``) or would silently turn into an infinity
+    (``1e400``), and nesting deeper than its decoder's recursion limit: those
+    raise ValueError or RecursionError, for the caller to isolate.
+    """
     if value == "{}":
         return {}  # the payload of every job without arguments
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    if isinstance(value, str | bytes):
+        return json.loads(value, parse_float=_finite_float)
+    return value
+
+
+def _readable(value: Any, what: str) -> tuple[Any, str | None]:
+    """``(decoded, None)``, or ``(None, why)`` when ``what`` cannot be read."""
+    try:
+        return _loads(value), None
+    except (ValueError, RecursionError) as exc:
+        reason = "it nests too deep" if isinstance(exc, RecursionError) else str(exc)
+        return None, f"{what} cannot be read by Python's JSON decoder: {reason}"
 
 
 def _ints(values: Sequence[int]) -> str:
@@ -115,10 +148,20 @@ def claim_many(
         "SELECT * FROM workhorse_claim_many_v1(%s, %s::text[], %s::integer[], %s)",
         [worker_id, _names(queues), _ints(limits), lease_seconds],
     )
-    return [
-        ClaimedJob(r[0], r[1], r[2], _loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9])
-        for r in cursor.fetchall()
-    ]
+    claimed = []
+    for r in cursor.fetchall():
+        try:
+            payload = _loads(r[3])
+        except (ValueError, RecursionError):
+            # One job nobody can read must not take its batch-mates down:
+            # it is handed over marked, for the worker to fail alone.
+            _, why = _readable(r[3], f"the stored payload of job #{r[0]}")
+            claimed.append(
+                ClaimedJob(r[0], r[1], r[2], {}, r[4], r[5], r[6], r[7], r[8], r[9], why)
+            )
+            continue
+        claimed.append(ClaimedJob(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8], r[9]))
+    return claimed
 
 
 def heartbeat_many(
@@ -221,7 +264,9 @@ def get_job(cursor, job_id: int) -> dict[str, Any] | None:
     names = [col[0] for col in cursor.description]
     snapshot = dict(zip(names, row, strict=True))
     for key in ("payload", "result", "error"):
-        snapshot[key] = _loads(snapshot[key])
+        decoded, why = _readable(snapshot[key], key)
+        # A value Python cannot decode is shown as its JSON text, not hidden.
+        snapshot[key] = snapshot[key] if why else decoded
     return snapshot
 
 

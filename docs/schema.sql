@@ -89,6 +89,7 @@ CREATE TABLE workhorse_job_runtime (
     CONSTRAINT workhorse_runtime_attempt_range CHECK ((attempt >= 0)),
     CONSTRAINT workhorse_runtime_owner CHECK ((((state = 'active'::text) = (worker_id IS NOT NULL)) AND ((state = 'active'::text) = (lease_expires_at IS NOT NULL)) AND ((state = 'active'::text) = (attempt_started_at IS NOT NULL)))),
     CONSTRAINT workhorse_runtime_pending_range CHECK ((pending_dependencies >= 0)),
+    CONSTRAINT workhorse_runtime_run_at_range CHECK (((run_at >= '0001-01-01 00:00:00+00'::timestamp with time zone) AND (run_at < '10000-01-01 00:00:00+00'::timestamp with time zone))),
     CONSTRAINT workhorse_runtime_stall_count_range CHECK ((stall_count >= 0)),
     CONSTRAINT workhorse_runtime_state CHECK ((state = ANY (ARRAY['blocked'::text, 'scheduled'::text, 'ready'::text, 'active'::text])))
 ) WITH (fillfactor=70);
@@ -131,7 +132,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 199b0db4c79eae41
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 e3c74a46141e3669
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 05964e1be39c0d3a
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3a8326753fef970a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)

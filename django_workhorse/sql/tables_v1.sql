@@ -61,7 +61,10 @@ CREATE TABLE workhorse_job_runtime (
     state                text NOT NULL
         CONSTRAINT workhorse_runtime_state
         CHECK (state IN ('blocked', 'scheduled', 'ready', 'active')),
-    run_at               timestamptz NOT NULL,
+    -- Years 1 to 9999 in UTC: what Python can read back (limits.py).
+    run_at               timestamptz NOT NULL
+        CONSTRAINT workhorse_runtime_run_at_range
+        CHECK (run_at >= '0001-01-01 00:00:00+00' AND run_at < '10000-01-01 00:00:00+00'),
     attempt              integer NOT NULL DEFAULT 0
         CONSTRAINT workhorse_runtime_attempt_range CHECK (attempt >= 0),
     stall_count          integer NOT NULL DEFAULT 0

@@ -14,10 +14,30 @@ DECLARE
     v_ids      bigint[];
     v_inserted boolean[];
     v_missing  integer;
+    v_bad      record;
+    v_out_of_range constant text :=
+        '(@.delay.type() == "string" || @.delay < 0 || @.delay > 3155760000'
+        ' || @.timeout.type() == "string" || @.timeout < 0.000001 || @.timeout > 3155760000)';
 BEGIN
     IF jsonb_typeof(p_jobs) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'workhorse_enqueue_many_v1 expects a JSON array of jobs, got %',
             coalesce(jsonb_typeof(p_jobs), 'NULL') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- The duration ranges of django_workhorse/limits.py, for every caller:
+    -- beyond them make_interval overflows (silently, to a negative interval)
+    -- and a run_at leaves the years Python can read back. One jsonpath pass,
+    -- in C, over the whole batch; only a refused batch looks for the culprit.
+    IF p_jobs @? ('$[*] ? ' || v_out_of_range)::jsonpath THEN
+        SELECT e.ord, e.doc INTO v_bad
+        FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(doc, ord)
+        WHERE e.doc @? ('$ ? ' || v_out_of_range)::jsonpath
+        LIMIT 1;
+        RAISE EXCEPTION 'workhorse_enqueue_many_v1: job % of the batch has delay % and timeout %',
+            v_bad.ord, coalesce(v_bad.doc -> 'delay', 'null'), coalesce(v_bad.doc -> 'timeout', 'null')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'delay must be from 0 to 3155760000 seconds (100 years), timeout from '
+                         '0.000001 to 3155760000 seconds';
     END IF;
 
     WITH input AS (

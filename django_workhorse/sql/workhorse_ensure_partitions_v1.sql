@@ -3,11 +3,16 @@
 -- run it concurrently (an advisory lock serialises them). A day whose rows
 -- already sit in the default partition is skipped with a NOTICE rather than
 -- failing the sweep: those rows stay readable where they are.
+--
+-- SECURITY DEFINER: only the owner of the partitioned tables may add a
+-- partition, and workers may run under a role without that right (see
+-- docs/security.md). The function does nothing else, and its search_path is
+-- the one it was installed with.
 CREATE OR REPLACE FUNCTION workhorse_ensure_partitions_v1(
     p_from date DEFAULT (now() AT TIME ZONE 'UTC')::date - 1,
     p_days integer DEFAULT 9
 ) RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     v_day     date;
     v_table   text;

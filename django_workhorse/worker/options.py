@@ -16,9 +16,10 @@ from secrets import token_hex
 from django.core.exceptions import ImproperlyConfigured
 
 from .. import registry
-from ..conf import QUEUE_NAME_RE, WorkhorseSettings, get_settings, import_callable
+from ..conf import WorkhorseSettings, get_settings, import_callable
 from ..definitions import JobDefinition
 from ..exceptions import StoreMismatchError
+from ..limits import queue_name_problem
 
 
 @dataclass
@@ -73,8 +74,8 @@ def resolve_options(
     available = known_queues(alias, settings)
     if queues:
         for name in queues:
-            if not QUEUE_NAME_RE.match(name):
-                raise ImproperlyConfigured(f"queue name {name!r} is not valid")
+            if problem := queue_name_problem(name):
+                raise ImproperlyConfigured(problem)
         unknown = [q for q in queues if q not in available]
         if unknown:
             raise ImproperlyConfigured(

@@ -223,14 +223,16 @@ class Worker:
     def _reconnect(self) -> None:
         self._session.close()
         for delay in retry_delays():
-            if self._forced.is_set():
+            # The first SIGTERM ends the wait too: a stopping worker has no
+            # more claims to make, and _pass ends the loop.
+            if self._stopping.is_set():
                 return
             try:
                 self._session.open()
                 return
             except psycopg.OperationalError as exc:
                 logger.warning("workhorse: cannot reconnect (%s); retrying in %.1f s", exc, delay)
-                self._forced.wait(delay)
+                self._stopping.wait(delay)
 
     def _pass(self) -> bool:
         """One pass of the claim loop; True when the loop should end."""
@@ -354,6 +356,10 @@ class Worker:
             )
         if job.cancel_requested:
             context._request_cancel()
+        if job.unreadable is not None:  # a poison job fails alone, never retried
+            error = InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
+            self._done(Finished(running, False, error=error, retryable=False))
+            return None
         if definition is None:
             error = UnknownJobError(
                 f"no job named {job.name!r} is registered in worker {self.worker_id}; deploy "

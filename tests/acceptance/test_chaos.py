@@ -98,4 +98,11 @@ def test_jobs_survive_killed_frozen_stopped_and_cut_off_workers(start_worker, wa
     assert not successes.values("job_id").annotate(n=Count("id")).filter(n__gt=1).exists()
     assert JobEvent.objects.filter(job_id__in=ids, kind="succeeded").count() == JOBS
     ran = set(RunRecord.objects.filter(job_id__in=ids).values_list("job_id", flat=True))
+    runs = RunRecord.objects.filter(job_id__in=ids).count()
+    kinds = [a.split()[0] for a in actions]
+    print(
+        f"chaos: jobs {JOBS}, kills {kinds.count('kill')}, freezes {kinds.count('freeze')}, "
+        f"sigterms {kinds.count('term')}, connection cuts {kinds.count('cut')}, "
+        f"duplicate handler runs {runs - len(ran)}"
+    )
     assert ran == set(ids)

@@ -34,6 +34,47 @@ REFUSED = {
         {},
         ["argument --poll-interval", "must be more than 0 seconds, got -1"],
     ),
+    "infinite-lock-duration": (
+        ["--queues", "jobtests.record", "--lock-duration", "inf"],
+        {},
+        ["argument --lock-duration", "must be at most 3155760000 seconds, got inf"],
+    ),
+    "nan-poll-interval": (
+        ["--queues", "jobtests.record", "--poll-interval", "nan"],
+        {},
+        ["argument --poll-interval", "must be more than 0 seconds, got nan"],
+    ),
+    "lock-duration-beyond-an-interval": (
+        ["--queues", "jobtests.record", "--lock-duration", "1e300"],
+        {},
+        ["argument --lock-duration", "must be at most 3155760000 seconds"],
+    ),
+    "infinite-lock-duration-setting": (
+        ["--queues", "jobtests.record"],
+        {"LOCK_DURATION": 1e300},
+        ["WORKHORSE['LOCK_DURATION']", "must be at most 3155760000 seconds"],
+    ),
+    "undecodable-worker-id": (
+        # A byte that is not UTF-8 reaches Python as a lone surrogate.
+        ["--queues", "jobtests.record", "--id", "w\udcff"],
+        {},
+        ["argument --id", "contains a lone surrogate"],
+    ),
+    "worker-id-setting-with-nul": (
+        ["--queues", "jobtests.record"],
+        {"WORKER_ID": "w\u0000"},
+        ["WORKHORSE['WORKER_ID']", "NUL character"],
+    ),
+    "concurrency-beyond-its-limit": (
+        ["--queues", "jobtests.record", "--concurrency", "10001"],
+        {},
+        ["argument --concurrency", "must be at most 10000, got 10001"],
+    ),
+    "queue-setting-with-a-trailing-newline": (
+        ["--queues", "jobtests.record"],
+        {"DEFAULT_QUEUE": "jobs\n"},
+        ["WORKHORSE['DEFAULT_QUEUE']", "queue name 'jobs\\n' is not valid"],
+    ),
     "unimportable-hook": (
         ["--queues", "jobtests.record"],
         {"ON_JOB_FAILURE": "jobtests.hooks.nosuch"},
@@ -63,6 +104,20 @@ def test_bad_flags_and_settings_are_refused_with_a_message_naming_them(refused_w
         assert text in stderr, stderr
     assert "Traceback" not in stderr, stderr
     assert not worker.worker_ids()
+
+
+def test_a_database_that_cannot_be_reached_at_start_is_a_message_not_a_traceback(start_worker):
+    # Nothing listens on port 1: the first connection is refused.
+    worker = start_worker(
+        "--queues",
+        "jobtests.record",
+        env={"DATABASE_URL": "postgres://postgres@127.0.0.1:1/workhorse"},
+        ready=False,
+    )
+
+    assert worker.wait_exit(60) != 0
+    assert "cannot connect to database 'default'" in worker.stderr, worker.stderr
+    assert "Traceback" not in worker.stderr, worker.stderr
 
 
 @pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])

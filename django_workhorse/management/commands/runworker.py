@@ -11,19 +11,27 @@ import argparse
 import logging
 import sys
 
+import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
-from ...conf import QUEUE_NAME_RE, get_settings, queue_name_problem
+from ...conf import get_settings
 from ...exceptions import SchemaVersionError
+from ...limits import (
+    CONCURRENCY_MAX,
+    MAX_DURATION_SECONDS,
+    PROCESSES_MAX,
+    queue_name_problem,
+    text_problem,
+)
 from ...worker.supervisor import Supervisor, child_argv
 from ...worker.worker import Worker, resolve_options
 
 VERBOSITY_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
 
-def whole_number(low: int):
-    """An argparse type: a whole number of at least ``low``."""
+def whole_number(low: int, high: int | None = None):
+    """An argparse type: a whole number of at least ``low`` (and at most ``high``)."""
 
     def parse(value: str) -> int:
         try:
@@ -32,6 +40,8 @@ def whole_number(low: int):
             raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
         if number < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}, got {number}")
+        if high is not None and number > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {number}")
         return number
 
     return parse
@@ -42,13 +52,27 @@ whole_at_least_zero = whole_number(0)
 
 
 def positive_seconds(value: str) -> float:
+    """An argparse type: finite seconds, more than 0 and at most MAX_DURATION_SECONDS."""
     try:
         number = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
     if not number > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {value}")
+    if not number <= MAX_DURATION_SECONDS:  # the infinities too
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_DURATION_SECONDS} seconds, got {value}"
+        )
     return number
+
+
+def storable_text(value: str) -> str:
+    """An argparse type: text PostgreSQL can store (an undecodable byte in
+    the command line arrives as a lone surrogate)."""
+    problem = text_problem(value, f"{value!r}")
+    if problem or not value:
+        raise argparse.ArgumentTypeError(problem or "must not be empty")
+    return value
 
 
 SETTING_FLAGS = {
@@ -67,8 +91,8 @@ def queue_list(value: str) -> list[str]:
     if not names:
         raise argparse.ArgumentTypeError("name at least one queue, e.g. --queues email,default")
     for name in names:
-        if not QUEUE_NAME_RE.match(name):
-            raise argparse.ArgumentTypeError(queue_name_problem(name))
+        if problem := queue_name_problem(name):
+            raise argparse.ArgumentTypeError(problem)
     return names
 
 
@@ -84,17 +108,19 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--concurrency",
-            type=positive_int,
+            type=whole_number(1, CONCURRENCY_MAX),
             help="slots per queue unless WORKHORSE['QUEUES'] or the job sets one "
             "(default: WORKHORSE['CONCURRENCY'])",
         )
         parser.add_argument(
             "--database", help="the database alias to serve (default: WORKHORSE['DATABASE'])"
         )
-        parser.add_argument("--id", dest="worker_id", help="prefix of this worker's id")
+        parser.add_argument(
+            "--id", dest="worker_id", type=storable_text, help="prefix of this worker's id"
+        )
         parser.add_argument(
             "--processes",
-            type=positive_int,
+            type=whole_number(1, PROCESSES_MAX),
             default=1,
             help="run N worker processes under a supervisor that restarts crashed ones",
         )
@@ -141,5 +167,10 @@ class Command(BaseCommand):
             code = worker.run()
         except SchemaVersionError as exc:
             raise CommandError(str(exc)) from exc
+        except psycopg.OperationalError as exc:
+            # Only the first connection gets here; later losses are retried.
+            raise CommandError(
+                f"cannot connect to database {worker_options.alias!r}: {str(exc).strip()}"
+            ) from exc
         if code:
             sys.exit(code)

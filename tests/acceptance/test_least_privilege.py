@@ -1,0 +1,91 @@
+"""A worker runs under a role that can run jobs and nothing more (docs/security.md).
+
+The role is created for this run only (roles are cluster-wide, so its name is
+unique), given the grants of ``manage.py workhorse_worker_role``, and dropped
+at the end.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from secrets import token_hex
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from demo.jobs import add
+from django.core.management import call_command
+from django.db import connection
+
+from django_workhorse.models import JobOutcome
+from tests.acceptance.conftest import FAST_COMMITS, database_url
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+
+@pytest.fixture
+def worker_role(transactional_db):
+    """A LOGIN role with the worker grants; dropped (with its grants) afterwards."""
+    role = f"workhorse_worker_{os.getpid()}_{token_hex(3)}"
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE ROLE "{role}" LOGIN')
+    call_command("workhorse_worker_role", role, "--apply", stdout=io.StringIO())
+    yield role
+    with connection.cursor() as cursor:
+        cursor.execute(f'DROP OWNED BY "{role}"')
+        cursor.execute(f'DROP ROLE "{role}"')
+
+
+def url_as(role: str) -> str:
+    parts = urlsplit(database_url(**FAST_COMMITS))
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{role}@{host}"))
+
+
+def connect_as(role: str) -> psycopg.Connection:
+    s = connection.settings_dict
+    return psycopg.connect(
+        dbname=s["NAME"],
+        user=role,
+        host=s.get("HOST") or "127.0.0.1",
+        port=s.get("PORT") or 5432,
+        autocommit=True,
+    )
+
+
+def test_a_worker_under_the_least_privilege_role_drains_jobs(worker_role, start_worker, wait_until):
+    ids = [h.id for h in add.enqueue_many([{"a": i, "b": 1} for i in range(20)])]
+    worker = start_worker(
+        "--queues", "default", "--concurrency", "4", env={"DATABASE_URL": url_as(worker_role)}
+    )
+
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id__in=ids, state="succeeded").count() == 20,
+        timeout=60,
+        what="the 20 jobs succeeded",
+    )
+    assert worker.stop() == 0
+    assert sorted(JobOutcome.objects.filter(job_id__in=ids).values_list("result", flat=True)) == (
+        sorted(i + 1 for i in range(20))
+    )
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DROP TABLE workhorse_job",
+        "DROP TABLE workhorse_job_runtime",
+        "TRUNCATE workhorse_job_runtime",
+        "TRUNCATE workhorse_job_event",
+        "ALTER TABLE workhorse_job ADD COLUMN x integer",
+        "CREATE TABLE workhorse_mine (x integer)",
+        "SELECT count(*) FROM jobtests_runrecord",
+        "SELECT count(*) FROM django_migrations",
+    ],
+)
+def test_the_worker_role_cannot_change_the_schema_or_read_other_tables(worker_role, statement):
+    with connect_as(worker_role) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(statement)
