@@ -37,3 +37,7 @@ class SchemaVersionError(WorkhorseError, ImproperlyConfigured):
 
 class JobCancelled(WorkhorseError):
     """Raised inside a handler whose job an operator cancelled."""
+
+
+class UnknownScheduleError(WorkhorseError, LookupError):
+    """No repeatable schedule of that name is stored in the database."""

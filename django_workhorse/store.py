@@ -254,3 +254,81 @@ def schema_problem(installed: int | None) -> str | None:
         f"the database has django-workhorse schema version {installed}, newer than the "
         f"{SCHEMA_VERSION} this code speaks: upgrade django-workhorse on this machine"
     )
+
+
+# -- repeatable schedules, queue depth, claimed-job details -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DueSchedule:
+    """A running schedule whose slot is due, or that has no slot planned yet."""
+
+    name: str
+    cron: str
+    timezone: str
+    catch_up: str
+    next_run_at: datetime | None
+    db_now: datetime
+
+
+def sync_schedules(cursor, schedules_json: str) -> dict[str, str]:
+    """Make workhorse_schedule hold exactly the schedules of a JSON array;
+    ``{name: 'added' | 'updated' | 'unchanged' | 'removed'}``."""
+    cursor.execute(
+        "SELECT name, action FROM workhorse_schedule_sync_v1(%s::jsonb)", [schedules_json]
+    )
+    return {row[0]: row[1] for row in cursor.fetchall()}
+
+
+def due_schedules(cursor) -> list[DueSchedule]:
+    """The schedules a sweep must look at, with the database clock."""
+    cursor.execute("SELECT * FROM workhorse_schedule_due_v1()")
+    return [DueSchedule(*row) for row in cursor.fetchall()]
+
+
+def fire_schedule(
+    cursor,
+    name: str,
+    expected: datetime | None,
+    slots: Sequence[datetime],
+    next_run_at: datetime,
+) -> list[tuple[datetime, int, bool]]:
+    """Take ``slots`` of a schedule if its planned slot is still ``expected``;
+    ``(slot, job_id, inserted)`` per slot, nothing when another sweep took them."""
+    cursor.execute(
+        "SELECT slot_at, job_id, inserted"
+        " FROM workhorse_schedule_fire_v1(%s, %s, %s::timestamptz[], %s)",
+        [name, expected, list(slots), next_run_at],
+    )
+    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+
+
+def set_schedule_paused(cursor, name: str, paused: bool) -> bool:
+    """Pause or resume a schedule; False when there is no schedule ``name``."""
+    cursor.execute("SELECT workhorse_schedule_set_paused_v1(%s, %s)", [name, paused])
+    return cursor.fetchone()[0]
+
+
+def queue_depth(cursor) -> list[tuple[str, str, int]]:
+    """``(queue, state, jobs)`` for every live job, grouped."""
+    cursor.execute("SELECT queue, state, jobs FROM workhorse_queue_depth_v1()")
+    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+
+
+QUEUE_DEPTH_LOCK = 0x776F726B686F7273
+"""The advisory lock key held by the one worker that samples queue depth."""
+
+
+def try_depth_sampler_lock(cursor) -> bool:
+    """Take the session-level advisory lock of the depth sampler, if free.
+    The holder keeps it until its connection closes (or dies)."""
+    cursor.execute("SELECT pg_try_advisory_lock(%s)", [QUEUE_DEPTH_LOCK])
+    return cursor.fetchone()[0]
+
+
+def claimed_info(
+    cursor, job_ids: Sequence[int]
+) -> list[tuple[int, dict[str, Any] | None, datetime, datetime | None, datetime | None]]:
+    """``(job_id, trace_context, created_at, due_at, started_at)`` of claimed jobs."""
+    cursor.execute("SELECT * FROM workhorse_claimed_info_v1(%s::bigint[])", [_ints(job_ids)])
+    return [(r[0], _loads(r[1]), r[2], r[3], r[4]) for r in cursor.fetchall()]

@@ -27,7 +27,7 @@ from secrets import token_hex
 import psycopg
 from django.core.exceptions import ImproperlyConfigured
 
-from .. import registry, store
+from .. import registry, schedules, store
 from ..conf import QUEUE_NAME_RE, WorkhorseSettings, get_settings, import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
@@ -37,6 +37,7 @@ from ..exceptions import (
     StoreMismatchError,
     UnknownJobError,
 )
+from . import instruments, sidecars
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
 from .heartbeat import Heartbeat
@@ -137,6 +138,7 @@ def resolve_options(
         slots[name] = configured or from_job or default or 1
     if settings.on_job_failure:
         import_callable(settings.on_job_failure)  # refuse a bad path before starting
+    schedules.declared(alias, settings.schedules)  # refuse a bad schedule before starting
     return WorkerOptions(
         alias=alias,
         queues=served,
@@ -198,6 +200,7 @@ class Worker:
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
         self._writer: Writer | None = None
+        self._sidecars: sidecars.Sidecars | None = None
         self._hook = import_callable(options.on_job_failure) if options.on_job_failure else None
         self._definitions = registry.all_jobs()
 
@@ -258,6 +261,7 @@ class Worker:
             if problem:
                 raise SchemaVersionError(f"database {self.options.alias!r}: {problem}")
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
+        self._sidecars = sidecars.start(self.options, self._conn)
         self._start_threads()
         registry.on_register(self._on_register)
         logger.info(
@@ -456,6 +460,7 @@ class Worker:
                 list(free.values()),
                 self.settings.lock_duration,
             )
+        instruments.on_claimed(self._conn, jobs)
         if not jobs:
             self._next_due = None  # look the next run_at up again before sleeping
         now = time.monotonic()
@@ -700,6 +705,8 @@ class Worker:
         )
 
     def _close(self) -> None:
+        if self._sidecars:
+            self._sidecars.stop()
         if self._heartbeat:
             self._heartbeat.stop()
         if self._listener:
