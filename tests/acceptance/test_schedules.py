@@ -47,9 +47,7 @@ def schedule_state() -> tuple[datetime | None, datetime]:
     return (row[0], row[1]) if row else (None, None)
 
 
-def test_three_workers_enqueue_exactly_one_job_per_slot_over_30_seconds(
-    start_worker, wait_until
-):
+def test_three_workers_enqueue_exactly_one_job_per_slot_over_30_seconds(start_worker, wait_until):
     fleet = [start_worker(*QUEUE, settings=tick_settings("all")) for _ in range(3)]
 
     wait_until(
