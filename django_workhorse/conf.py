@@ -188,9 +188,7 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
 def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Problems of SCHEDULES, LOG_FORMAT, TRACE_LINKING, HANDLER_SPAN_NAME and
     of QUEUE_METRICS_INTERVAL without the prometheus extra."""
-    from importlib.util import find_spec
-
-    from .schedules import settings_problems
+    from .cron import settings_problems
 
     found = settings_problems(raw["SCHEDULES"])
     if raw["LOG_FORMAT"] not in ("text", "json"):
@@ -210,7 +208,7 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
                 f"'{{name}}.run', got {span_name!r}",
             )
         )
-    if raw["QUEUE_METRICS_INTERVAL"] is not None and find_spec("prometheus_client") is None:
+    if raw["QUEUE_METRICS_INTERVAL"] is not None and not installed("prometheus_client"):
         found.append(
             (
                 "QUEUE_METRICS_INTERVAL",
@@ -219,6 +217,16 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
             )
         )
     return found
+
+
+def installed(module: str) -> bool:
+    """Whether a top-level module can be imported, without importing it."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def job_defaults() -> tuple[str, str, int, int]:

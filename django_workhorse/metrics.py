@@ -105,11 +105,11 @@ def start_endpoint(port: int, *, merged: bool) -> None:
     """``runworker --metrics-port``: serve this process's metrics, or (``merged``,
     in a ``--processes`` supervisor) the merged view of its children. A child
     of such a supervisor only records. ImproperlyConfigured without the extra."""
-    from importlib.util import find_spec
-
     from django.core.exceptions import ImproperlyConfigured
 
-    if find_spec("prometheus_client") is None:
+    from .conf import installed
+
+    if not installed("prometheus_client"):
         raise ImproperlyConfigured(
             "metrics need prometheus-client: pip install 'django-workhorse[prometheus]'"
         )

@@ -17,9 +17,9 @@ import asyncio
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from importlib.util import find_spec
 from typing import Any
 
+from .conf import installed
 from .exceptions import JobCancelled
 
 AUTO_PARENT_WINDOW = 60.0
@@ -35,12 +35,7 @@ def available() -> bool:
     """Whether ``opentelemetry-api`` is installed (looked up once per process)."""
     global _available
     if _available is None:
-        try:
-            _available = find_spec("opentelemetry") is not None and (
-                find_spec("opentelemetry.trace") is not None
-            )
-        except (ImportError, ValueError):
-            _available = False
+        _available = installed("opentelemetry") and installed("opentelemetry.trace")
     return _available
 
 

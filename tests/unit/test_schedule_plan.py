@@ -6,7 +6,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from django_workhorse.conf import problems, raw_settings
-from django_workhorse.schedules import ALL_SLOTS_PER_SWEEP, cron_problem, plan
+from django_workhorse.cron import ALL_SLOTS_PER_SWEEP, cron_problem
+from django_workhorse.schedules import plan
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
