@@ -91,3 +91,20 @@ def test_metrics_port_without_the_prometheus_extra_names_the_extra():
 
     assert "refused: --metrics-port 9: metrics need prometheus-client" in done.stdout, done.stderr
     assert "django-workhorse[prometheus]" in done.stdout
+
+
+def test_queue_metrics_interval_without_the_prometheus_extra_is_a_settings_error():
+    script = BLOCKED + textwrap.dedent(
+        """
+        import django
+        django.setup()
+        from django_workhorse.conf import problems, raw_settings
+        from django.test import override_settings
+        with override_settings(WORKHORSE={"QUEUE_METRICS_INTERVAL": 5}):
+            print(problems(raw_settings()))
+        """
+    )
+
+    done = run(script)
+
+    assert "'QUEUE_METRICS_INTERVAL', 'needs prometheus-client" in done.stdout, done.stderr
