@@ -39,6 +39,16 @@ def available() -> bool:
     return _available
 
 
+def provider_configured() -> bool:
+    """Whether the application has set a tracer provider (an SDK). Until it
+    does, the API's spans record nothing, so the worker does not make them."""
+    if not available():
+        return False
+    from opentelemetry import trace
+
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 def current_context() -> dict[str, str] | None:
     """The current trace context as a propagation carrier, or None when there is
     no active span (or no OpenTelemetry). Stored with each job at enqueue."""

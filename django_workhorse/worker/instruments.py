@@ -1,8 +1,9 @@
 """Tracing and metrics around the worker's runs: the hooks the worker calls.
 
 ``configure`` decides once per worker whether anything is on: tracing when
-``opentelemetry-api`` is installed, metrics when they were enabled (a
-metrics port, or ``QUEUE_METRICS_INTERVAL``). With both off ``ACTIVE`` is
+``opentelemetry-api`` is installed and the application has set a tracer
+provider, metrics when they were enabled (a metrics port, or
+``QUEUE_METRICS_INTERVAL``). With both off ``ACTIVE`` is
 None and every hook costs one attribute test: handlers are called as they
 are, no extra query is made, nothing is imported.
 """
@@ -94,7 +95,7 @@ def configure(settings: WorkhorseSettings, worker_id: str) -> None:
     global ACTIVE
     if settings.queue_metrics_interval is not None:
         metrics.enable()
-    tracing_on = tracing.available()
+    tracing_on = tracing.provider_configured()
     ACTIVE = (
         Instruments(settings, worker_id, tracing_on) if tracing_on or metrics.enabled() else None
     )
