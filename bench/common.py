@@ -10,7 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_DB = "workhorse_bench"
+BENCH_DB = os.environ.get("WORKHORSE_BENCH_DB", "workhorse_bench")
+"""The benchmark database (dropped and created by each run); name one of your own
+with WORKHORSE_BENCH_DB when several people share a server."""
 
 
 def setup_django() -> str:
