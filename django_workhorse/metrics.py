@@ -61,6 +61,11 @@ class _Metrics:
             multiprocess_mode="mostrecent",
         )
         self.depth_labels: set[tuple[str, str]] = set()
+        # Labelled children by label values: .labels() takes a lock and
+        # builds a key on every call, the hot path does a dict look-up.
+        self.finished_by: dict[tuple[str, str, str], Any] = {}
+        self.run_by: dict[tuple[str, str], Any] = {}
+        self.pickup_by: dict[str, Any] = {}
 
 
 _metrics: _Metrics | None = None
@@ -127,15 +132,26 @@ def is_child() -> bool:
 
 
 def count_finished(queue: str, name: str, outcome: str) -> None:
-    _metrics.finished.labels(queue, name, outcome).inc()
+    key = (queue, name, outcome)
+    child = _metrics.finished_by.get(key)
+    if child is None:
+        child = _metrics.finished_by[key] = _metrics.finished.labels(*key)
+    child.inc()
 
 
 def observe_run(queue: str, name: str, seconds: float) -> None:
-    _metrics.run_seconds.labels(queue, name).observe(seconds)
+    key = (queue, name)
+    child = _metrics.run_by.get(key)
+    if child is None:
+        child = _metrics.run_by[key] = _metrics.run_seconds.labels(*key)
+    child.observe(seconds)
 
 
 def observe_pickup(queue: str, seconds: float) -> None:
-    _metrics.pickup_seconds.labels(queue).observe(max(0.0, seconds))
+    child = _metrics.pickup_by.get(queue)
+    if child is None:
+        child = _metrics.pickup_by[queue] = _metrics.pickup_seconds.labels(queue)
+    child.observe(max(0.0, seconds))
 
 
 def set_depth(rows: Iterable[tuple[str, str, Any]]) -> None:

@@ -326,9 +326,21 @@ def try_depth_sampler_lock(cursor) -> bool:
     return cursor.fetchone()[0]
 
 
-def claimed_info(
-    cursor, job_ids: Sequence[int]
-) -> list[tuple[int, dict[str, Any] | None, datetime, datetime | None, datetime | None]]:
-    """``(job_id, trace_context, created_at, due_at, started_at)`` of claimed jobs."""
-    cursor.execute("SELECT * FROM workhorse_claimed_info_v1(%s::bigint[])", [_ints(job_ids)])
-    return [(r[0], _loads(r[1]), r[2], r[3], r[4]) for r in cursor.fetchall()]
+def claim_many_observed(
+    cursor,
+    worker_id: str,
+    queues: Sequence[str],
+    limits: Sequence[int],
+    lease_seconds: float,
+) -> tuple[list[ClaimedJob], list[tuple[dict[str, Any] | None, float, float]]]:
+    """``claim_many``, plus ``(trace_context, waited_seconds, pickup_seconds)`` per
+    job: seconds from enqueue and from due to this claim."""
+    cursor.execute(
+        "SELECT * FROM workhorse_claim_many_observed_v1(%s, %s::text[], %s::integer[], %s)",
+        [worker_id, _names(queues), _ints(limits), lease_seconds],
+    )
+    rows = cursor.fetchall()
+    jobs = [
+        ClaimedJob(r[0], r[1], r[2], _loads(r[3]), r[4], r[5], r[6], r[7], r[8], r[9]) for r in rows
+    ]
+    return jobs, [(_loads(r[10]) if r[10] else None, r[11], r[12]) for r in rows]

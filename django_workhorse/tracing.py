@@ -14,9 +14,8 @@ the worker runs handlers without a span.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from datetime import datetime
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 from .conf import installed
@@ -41,11 +40,12 @@ def available() -> bool:
 
 def provider_configured() -> bool:
     """Whether the application has set a tracer provider (an SDK). Until it
-    does, the API's spans record nothing, so the worker does not make them."""
-    if not available():
+    does, the API's spans record nothing, so the worker does not make them.
+    An application that set one has imported ``opentelemetry.trace``; this
+    imports nothing."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
         return False
-    from opentelemetry import trace
-
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
@@ -61,86 +61,89 @@ def current_context() -> dict[str, str] | None:
     return carrier or None
 
 
-def link_mode(
-    setting: str, attempt: int, created_at: datetime | None, started_at: datetime | None
-) -> str:
+def link_mode(setting: str, attempt: int, waited: float | None) -> str:
     """How the run span attaches to the producer's: 'parent', 'link' or 'off'.
 
-    ``auto`` is 'parent' for a first attempt picked up within
-    AUTO_PARENT_WINDOW seconds of its enqueue, 'link' otherwise.
+    ``auto`` is 'parent' for a first attempt that started at most
+    AUTO_PARENT_WINDOW seconds after its enqueue (``waited``), 'link' otherwise.
     """
     if setting in ("off", "none"):
         return "off"
     if setting in ("parent", "link"):
         return setting
-    if attempt > 1:
+    if attempt > 1 or (waited is not None and waited > AUTO_PARENT_WINDOW):
         return "link"
-    late = (
-        created_at is not None
-        and started_at is not None
-        and (started_at - created_at).total_seconds() > AUTO_PARENT_WINDOW
-    )
-    return "link" if late else "parent"
+    return "parent"
 
 
-@contextmanager
-def handler_span(
-    *,
-    span_name: str,
-    job_id: int,
-    name: str,
-    queue: str,
-    attempt: int,
-    worker_id: str,
-    trace_context: Mapping[str, str] | None,
-    linking: str,
-    created_at: datetime | None = None,
-    started_at: datetime | None = None,
-) -> Iterator[Any]:
-    """A span around one handler run, current while the handler runs.
+class RunSpans:
+    """Starts and ends the span of each handler run of one worker.
 
-    A failure is recorded on the span (exception event, status ERROR); a
-    cancel as well, with ``workhorse.outcome = "canceled"``.
+    The span is current while the handler runs (its own spans are children).
+    A failure is recorded on it (an exception event, status ERROR); a cancel
+    as well, with ``workhorse.outcome = "canceled"``.
     """
-    from opentelemetry import context as otel_context
-    from opentelemetry import propagate, trace
 
-    tracer = trace.get_tracer("django_workhorse")
-    mode = link_mode(linking, attempt, created_at, started_at)
-    parent = otel_context.Context()  # a new trace unless the producer is the parent
-    links = []
-    if trace_context and mode != "off":
-        producer_context = propagate.extract(dict(trace_context))
-        producer = trace.get_current_span(producer_context).get_span_context()
-        if producer.is_valid:
-            if mode == "parent":
-                parent = producer_context
-            else:
-                links.append(trace.Link(producer, {"workhorse.link": "producer"}))
-    attributes = {
-        "workhorse.job.id": job_id,
-        "workhorse.job.name": name,
-        "workhorse.queue": queue,
-        "workhorse.attempt": attempt,
-        "workhorse.worker.id": worker_id,
-        "messaging.system": "workhorse",
-        "messaging.destination.name": queue,
-    }
-    with tracer.start_as_current_span(
-        span_name,
-        context=parent,
-        kind=trace.SpanKind.CONSUMER,
-        attributes=attributes,
-        links=links,
-        record_exception=False,
-        set_status_on_exception=False,
-    ) as span:
-        try:
-            yield span
-        except BaseException as exc:
-            canceled = isinstance(exc, JobCancelled | asyncio.CancelledError)
-            span.set_attribute("workhorse.outcome", "canceled" if canceled else "failed")
-            span.record_exception(exc)
-            span.set_status(trace.Status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-            raise
-        span.set_attribute("workhorse.outcome", "succeeded")
+    def __init__(self, settings: Any, worker_id: str) -> None:
+        from opentelemetry import context, propagate, trace
+
+        self._trace, self._context, self._propagate = trace, context, propagate
+        self.tracer = trace.get_tracer("django_workhorse")
+        self.span_name = settings.handler_span_name
+        self.linking = settings.trace_linking
+        self.worker_id = worker_id
+        self._names: dict[tuple[str, str], str] = {}
+
+    def start(self, job: Any, trace_context: Mapping[str, str] | None, waited: float | None):
+        """Start and make current the span of ``job``'s run; pass the result to ``end``."""
+        trace = self._trace
+        parent = self._context.Context()  # a new trace unless the producer is the parent
+        links = ()
+        if trace_context:
+            mode = link_mode(self.linking, job.attempt, waited)
+            if mode != "off":
+                producer_context = self._propagate.extract(trace_context)
+                producer = trace.get_current_span(producer_context).get_span_context()
+                if producer.is_valid:
+                    if mode == "parent":
+                        parent = producer_context
+                    else:
+                        links = (trace.Link(producer, {"workhorse.link": "producer"}),)
+        key = (job.name, job.queue)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = self.span_name.format(name=job.name, queue=job.queue)
+        span = self.tracer.start_span(
+            name,
+            context=parent,
+            kind=trace.SpanKind.CONSUMER,
+            attributes={
+                "workhorse.job.id": job.job_id,
+                "workhorse.job.name": job.name,
+                "workhorse.queue": job.queue,
+                "workhorse.attempt": job.attempt,
+                "workhorse.worker.id": self.worker_id,
+                "messaging.system": "workhorse",
+                "messaging.destination.name": job.queue,
+            },
+            links=links,
+        )
+        token = self._context.attach(trace.set_span_in_context(span))
+        return span, token
+
+    def succeed(self, started) -> None:
+        started[0].set_attribute("workhorse.outcome", "succeeded")
+
+    def fail(self, started, exc: BaseException) -> None:
+        span = started[0]
+        canceled = isinstance(exc, JobCancelled | asyncio.CancelledError)
+        span.set_attribute("workhorse.outcome", "canceled" if canceled else "failed")
+        span.record_exception(exc)
+        span.set_status(
+            self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
+        )
+
+    def end(self, started) -> None:
+        span, token = started
+        self._context.detach(token)
+        span.end()

@@ -150,10 +150,10 @@ CREATE SEQUENCE workhorse_job_id_seq;
 
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
+-- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 199b0db4c79eae41
--- FUNCTION workhorse_claimed_info_v1(p_job_ids bigint[])
---   RETURNS TABLE(job_id bigint, trace_context jsonb, created_at timestamp with time zone, due_at timestamp with time zone, started_at timestamp with time zone) LANGUAGE sql -- body sha256 6f1e04e20ae0d09b
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 bc01cf938f0296fe
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)

@@ -36,7 +36,10 @@ class Migration(migrations.Migration):
             drops_function="workhorse_schedule_set_paused_v1",
         ),
         RunSQLFile("workhorse_queue_depth_v1.sql", drops_function="workhorse_queue_depth_v1"),
-        RunSQLFile("workhorse_claimed_info_v1.sql", drops_function="workhorse_claimed_info_v1"),
+        RunSQLFile(
+            "workhorse_claim_many_observed_v1.sql",
+            drops_function="workhorse_claim_many_observed_v1",
+        ),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),

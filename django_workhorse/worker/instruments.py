@@ -3,15 +3,14 @@
 ``configure`` decides once per worker whether anything is on: tracing when
 ``opentelemetry-api`` is installed and the application has set a tracer
 provider, metrics when they were enabled (a metrics port, or
-``QUEUE_METRICS_INTERVAL``). With both off ``ACTIVE`` is
-None and every hook costs one attribute test: handlers are called as they
-are, no extra query is made, nothing is imported.
+``QUEUE_METRICS_INTERVAL``). With both off ``ACTIVE`` is None and every hook
+costs one attribute test: claims are the plain claim, handlers are called as
+they are, nothing is imported.
 """
 
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from typing import Any
 
 from .. import metrics, store, tracing
@@ -26,63 +25,62 @@ class Instruments:
     """The switched-on parts, and what the claim told about each job."""
 
     def __init__(self, settings: WorkhorseSettings, worker_id: str, tracing_on: bool) -> None:
-        self.tracing_on = tracing_on
+        self.tracing = tracing.RunSpans(settings, worker_id) if tracing_on else None
         self.metrics_on = metrics.enabled()
-        self.span_name = settings.handler_span_name
-        self.linking = settings.trace_linking
-        self.worker_id = worker_id
-        self.info: dict[int, tuple[Any, datetime | None, datetime | None]] = {}
+        self.info: dict[int, tuple[Any, float | None]] = {}
 
-    def claimed(self, conn, jobs: list[store.ClaimedJob]) -> None:
+    def claim(self, cursor, *args) -> list[store.ClaimedJob]:
+        jobs, extras = store.claim_many_observed(cursor, *args)
         if len(self.info) > _INFO_LIMIT:
             self.info.clear()
-        with conn.cursor() as cursor:
-            rows = store.claimed_info(cursor, [job.job_id for job in jobs])
-        queues = {job.job_id: job.queue for job in jobs}
-        for job_id, trace_context, created_at, due_at, started_at in rows:
-            self.info[job_id] = (trace_context, created_at, started_at)
-            if self.metrics_on and due_at is not None and started_at is not None:
-                metrics.observe_pickup(queues[job_id], (started_at - due_at).total_seconds())
-
-    def span(self, running):
-        job = running.job
-        trace_context, created_at, started_at = self.info.pop(job.job_id, (None, None, None))
-        return tracing.handler_span(
-            span_name=self.span_name.format(name=job.name, queue=job.queue),
-            job_id=job.job_id,
-            name=job.name,
-            queue=job.queue,
-            attempt=job.attempt,
-            worker_id=self.worker_id,
-            trace_context=trace_context,
-            linking=self.linking,
-            created_at=created_at,
-            started_at=started_at,
-        )
+        for job, (trace_context, waited, pickup) in zip(jobs, extras, strict=True):
+            if self.tracing is not None:
+                self.info[job.job_id] = (trace_context, waited)
+            if self.metrics_on and pickup is not None:
+                metrics.observe_pickup(job.queue, pickup)
+        return jobs
 
     def call(self, running) -> Any:
         job = running.job
         started = time.perf_counter()
+        span = None
         try:
-            if self.tracing_on:
-                with self.span(running):
-                    return running.definition.func(**job.payload)
-            self.info.pop(job.job_id, None)
-            return running.definition.func(**job.payload)
+            if self.tracing is not None:
+                span = self.tracing.start(job, *self.info.pop(job.job_id, (None, None)))
+            value = running.definition.func(**job.payload)
+        except BaseException as exc:
+            if span is not None:
+                self.tracing.fail(span, exc)
+            raise
+        else:
+            if span is not None:
+                self.tracing.succeed(span)
+            return value
         finally:
+            if span is not None:
+                self.tracing.end(span)
             if self.metrics_on:
                 metrics.observe_run(job.queue, job.name, time.perf_counter() - started)
 
     async def call_async(self, running) -> Any:
         job = running.job
         started = time.perf_counter()
+        span = None
         try:
-            if self.tracing_on:
-                with self.span(running):
-                    return await running.definition.func(**job.payload)
-            self.info.pop(job.job_id, None)
-            return await running.definition.func(**job.payload)
+            if self.tracing is not None:
+                span = self.tracing.start(job, *self.info.pop(job.job_id, (None, None)))
+            value = await running.definition.func(**job.payload)
+        except BaseException as exc:
+            if span is not None:
+                self.tracing.fail(span, exc)
+            raise
+        else:
+            if span is not None:
+                self.tracing.succeed(span)
+            return value
         finally:
+            if span is not None:
+                self.tracing.end(span)
             if self.metrics_on:
                 metrics.observe_run(job.queue, job.name, time.perf_counter() - started)
 
@@ -101,10 +99,13 @@ def configure(settings: WorkhorseSettings, worker_id: str) -> None:
     )
 
 
-def on_claimed(conn, jobs: list[store.ClaimedJob]) -> None:
-    """After a claim: fetch what tracing and metrics need about the jobs."""
-    if ACTIVE is not None and jobs:
-        ACTIVE.claimed(conn, jobs)
+def claim_many(cursor, worker_id, queues, limits, lease_seconds) -> list[store.ClaimedJob]:
+    """The worker's claim: ``store.claim_many``, or its observed form while
+    tracing or metrics are on (same jobs, one round trip)."""
+    active = ACTIVE
+    if active is None:
+        return store.claim_many(cursor, worker_id, queues, limits, lease_seconds)
+    return active.claim(cursor, worker_id, queues, limits, lease_seconds)
 
 
 def call_handler(running) -> Any:
@@ -136,13 +137,12 @@ def count_failures(failures, failed) -> None:
     """After the writer recorded failures: count them by outcome."""
     if ACTIVE is None or not ACTIVE.metrics_on:
         return
-    if failures:
-        for result, failure in zip(failed, failures, strict=True):
-            job = failure[0].running.job
-            if not result.ok:
-                outcome = "lost"
-            elif isinstance(failure[4], JobCancelled):
-                outcome = "canceled"
-            else:
-                outcome = "retried" if result.will_retry else "failed"
-            metrics.count_finished(job.queue, job.name, outcome)
+    for result, failure in zip(failed, failures, strict=True):
+        job = failure[0].running.job
+        if not result.ok:
+            outcome = "lost"
+        elif isinstance(failure[4], JobCancelled):
+            outcome = "canceled"
+        else:
+            outcome = "retried" if result.will_retry else "failed"
+        metrics.count_finished(job.queue, job.name, outcome)

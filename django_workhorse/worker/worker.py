@@ -453,14 +453,13 @@ class Worker:
         if not free:
             return 0
         with self._conn.cursor() as cursor:
-            jobs = store.claim_many(
+            jobs = instruments.claim_many(
                 cursor,
                 self.worker_id,
                 list(free),
                 list(free.values()),
                 self.settings.lock_duration,
             )
-        instruments.on_claimed(self._conn, jobs)
         if not jobs:
             self._next_due = None  # look the next run_at up again before sleeping
         now = time.monotonic()

@@ -107,4 +107,4 @@ def test_queue_metrics_interval_without_the_prometheus_extra_is_a_settings_error
 
     done = run(script)
 
-    assert "'QUEUE_METRICS_INTERVAL', 'needs prometheus-client" in done.stdout, done.stderr
+    assert "[('QUEUE_METRICS_INTERVAL', \"needs prometheus-client" in done.stdout, done.stderr
