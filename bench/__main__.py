@@ -1,11 +1,12 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [peers]
+    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [peers]
                     [claimcommit] [--history N]
 
-With no section named it runs ``core``, ``worker`` and ``peers`` (``core``
+With no section named it runs ``core``, ``worker``, ``observed`` and ``peers`` (``core``
 starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
-history ratio) run one part of ``worker`` alone; ``peers`` runs pgqueuer side
+history ratio) run one part of ``worker`` alone; ``observed`` compares the
+drain with tracing and metrics on to the plain drain, in turns; ``peers`` runs pgqueuer side
 by side with ours, from a virtualenv of its own, and is skipped with a note
 when that cannot be set up (no network).
 
@@ -28,7 +29,17 @@ def main() -> None:
         "sections",
         nargs="*",
         default=None,
-        choices=["calibrate", "core", "worker", "drain", "pickup", "ratio", "peers", "claimcommit"],
+        choices=[
+            "calibrate",
+            "core",
+            "worker",
+            "drain",
+            "pickup",
+            "ratio",
+            "observed",
+            "peers",
+            "claimcommit",
+        ],
     )
     parser.add_argument(
         "--history",
@@ -38,7 +49,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
-    args.sections = args.sections or ["core", "worker", "peers"]
+    args.sections = args.sections or ["core", "worker", "observed", "peers"]
     url = setup_django()
     conn = raw_connection()
     print(f"benchmark database: {url}")
@@ -74,6 +85,11 @@ def main() -> None:
         from . import worker
 
         worker.history_ratio(conn, url, args.history, 20_000)
+    if "observed" in args.sections:
+        from . import common, observed
+
+        common.reset(conn)
+        observed.run(conn, url)
     if "worker" in args.sections:
         from . import worker
 

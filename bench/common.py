@@ -11,7 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DB = os.environ.get("WORKHORSE_BENCH_DB", "workhorse_bench")
-"""Dropped and created afresh by every run: give each concurrent run its own."""
+"""The benchmark database (dropped and created by each run); name one of your own
+with WORKHORSE_BENCH_DB when several people share a server."""
 
 
 def setup_django() -> str:

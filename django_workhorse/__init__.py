@@ -24,6 +24,7 @@ from .exceptions import (
     SchemaVersionError,
     StoreMismatchError,
     UnknownJobError,
+    UnknownScheduleError,
     WorkhorseError,
 )
 
@@ -42,6 +43,7 @@ __all__ = [
     "SchemaVersionError",
     "StoreMismatchError",
     "UnknownJobError",
+    "UnknownScheduleError",
     "WorkhorseError",
     "current_job",
     "enqueue",

@@ -10,6 +10,7 @@ from django.db import connections
 
 from . import store
 from .conf import get_settings
+from .exceptions import UnknownScheduleError
 from .states import JobState
 
 
@@ -61,3 +62,23 @@ class Admin:
             return None
         row["id"] = row.pop("job_id")
         return JobSnapshot(**row)
+
+    def pause_schedule(self, name: str) -> None:
+        """Stop a repeatable schedule from enqueuing until ``resume_schedule``;
+        UnknownScheduleError when there is no schedule ``name``."""
+        self._set_schedule_paused(name, True)
+
+    def resume_schedule(self, name: str) -> None:
+        """Let a paused schedule enqueue again, from its first slot after now
+        (the slots that passed while it was paused are not caught up)."""
+        self._set_schedule_paused(name, False)
+
+    def _set_schedule_paused(self, name: str, paused: bool) -> None:
+        with connections[self.using].cursor() as cursor:
+            found = store.set_schedule_paused(cursor, name, paused)
+        if not found:
+            raise UnknownScheduleError(
+                f"no schedule named {name!r} in database {self.using!r}; schedules come from "
+                "@workhorse.job(schedule=...) and WORKHORSE['SCHEDULES'] and are written when a "
+                "worker starts"
+            )

@@ -9,7 +9,7 @@ its key (see ``checks.py``); the worker refuses to start on one.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -44,6 +44,8 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_ID": None,
     "SHUTDOWN_GRACE": 30.0,
     "PARTITION_DAYS_AHEAD": 7,
+    "SCHEDULES": {},
+    "LOG_FORMAT": "text",
 }
 """Every key of ``WORKHORSE`` with its default; docs/settings.md explains each."""
 
@@ -81,6 +83,8 @@ class WorkhorseSettings:
     worker_id: str | None
     shutdown_grace: float
     partition_days_ahead: int
+    schedules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    log_format: str = "text"
 
 
 def duration_seconds(value: Any) -> float:
@@ -178,11 +182,52 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             found.append((key, f"must be a non-empty string or None, got {value!r}"))
         elif value is not None and (problem := text_problem(value, "the value")):
             found.append((key, problem))
-    if raw["TRACE_LINKING"] not in ("auto", "parent", "link", "none"):
-        found.append(("TRACE_LINKING", "must be one of 'auto', 'parent', 'link', 'none'"))
-    if not isinstance(raw["HANDLER_SPAN_NAME"], str):
-        found.append(("HANDLER_SPAN_NAME", "must be a string such as '{name}.run'"))
+    found.extend(observability_problems(raw))
     return found
+
+
+def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Problems of SCHEDULES, LOG_FORMAT, TRACE_LINKING, HANDLER_SPAN_NAME and
+    of QUEUE_METRICS_INTERVAL without the prometheus extra."""
+    from .cron import settings_problems
+
+    found = settings_problems(raw["SCHEDULES"])
+    if raw["LOG_FORMAT"] not in ("text", "json"):
+        found.append(("LOG_FORMAT", f"must be 'text' or 'json', got {raw['LOG_FORMAT']!r}"))
+    if raw["TRACE_LINKING"] not in ("auto", "parent", "link", "off", "none"):
+        found.append(("TRACE_LINKING", "must be one of 'auto', 'parent', 'link', 'off'"))
+    span_name = raw["HANDLER_SPAN_NAME"]
+    try:
+        if not isinstance(span_name, str) or not span_name:
+            raise KeyError
+        span_name.format(name="n", queue="q")
+    except (KeyError, IndexError, ValueError):
+        found.append(
+            (
+                "HANDLER_SPAN_NAME",
+                f"must be a non-empty string using only {{name}} and {{queue}}, such as "
+                f"'{{name}}.run', got {span_name!r}",
+            )
+        )
+    if raw["QUEUE_METRICS_INTERVAL"] is not None and not installed("prometheus_client"):
+        found.append(
+            (
+                "QUEUE_METRICS_INTERVAL",
+                "needs prometheus-client: pip install 'django-workhorse[prometheus]', "
+                "or set it to None",
+            )
+        )
+    return found
+
+
+def installed(module: str) -> bool:
+    """Whether a top-level module can be imported, without importing it."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def job_defaults() -> tuple[str, str, int, int]:
@@ -240,6 +285,8 @@ def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSetting
         worker_id=raw["WORKER_ID"],
         shutdown_grace=duration_seconds(raw["SHUTDOWN_GRACE"]),
         partition_days_ahead=raw["PARTITION_DAYS_AHEAD"],
+        schedules=dict(raw["SCHEDULES"]),
+        log_format=raw["LOG_FORMAT"],
     )
 
 

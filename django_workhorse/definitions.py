@@ -15,7 +15,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 from django.db import connections
 
-from . import registry, store
+from . import registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
 from .conf import duration_seconds, job_defaults
 from .exceptions import InvalidJobOptionError, InvalidPayloadError
@@ -141,6 +141,9 @@ class _Enqueuer:
             common["run_at"] = options.run_at.astimezone(UTC).isoformat()
         if options.idempotency_key is not None:
             common["idempotency_key"] = options.idempotency_key
+        trace_context = tracing.current_context()
+        if trace_context is not None:
+            common["trace_context"] = trace_context
         tail = json.dumps(common, separators=(",", ":"))[1:]
         parts = []
         for payload in payloads:
@@ -213,6 +216,7 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
         max_stalled: int | None = None,
         concurrency: int | None = None,
         using: str | None = None,
+        schedule: str | None = None,
     ) -> None:
         database, default_queue, default_max_attempts, _ = job_defaults()
         self.func = func
@@ -248,6 +252,11 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
                 max_stalled=max_stalled,
             )
         )
+        self.schedule = (
+            None if schedule is None else schedules.check_job_schedule(self.name, schedule)
+        )
+        if self.schedule is not None:
+            self.check_payload({})
         self.definition = self
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
@@ -338,6 +347,7 @@ def job(
     max_stalled: int | None = None,
     concurrency: int | None = None,
     using: str | None = None,
+    schedule: str | None = None,
 ) -> Any:
     """Register a function as a job type.
 
@@ -346,7 +356,9 @@ def job(
     -100 to 100, higher first; ``timeout`` ends an attempt as timed out; ``backoff``
     is ``workhorse.exponential(...)`` (default), ``workhorse.fixed(...)`` or a callable;
     ``retry_on`` limits retries to those exceptions; ``concurrency`` is this job's
-    queue's slot count when the worker sets none; ``using`` is the database alias.
+    queue's slot count when the worker sets none; ``using`` is the database alias;
+    ``schedule`` is a cron expression: workers enqueue the job (without
+    arguments) at each of its slots (docs/schedules.md).
     """
 
     def decorate(f: Callable[P, R]) -> JobDefinition[P, R]:
@@ -362,6 +374,7 @@ def job(
             max_stalled=max_stalled,
             concurrency=concurrency,
             using=using,
+            schedule=schedule,
         )
         registry.register(definition)
         return definition

@@ -42,3 +42,7 @@ class JobCancelled(WorkhorseError):
 class ReadOnlyModelError(WorkhorseError, TypeError):
     """Code tried to write a django-workhorse table through the ORM; the SQL
     functions (through a job's ``enqueue``, the worker or ``Admin``) own every write."""
+
+
+class UnknownScheduleError(WorkhorseError, LookupError):
+    """No repeatable schedule of that name is stored in the database."""

@@ -43,6 +43,9 @@ class ClaimedJob:
     its digit limit or a float's range, nesting too deep for its decoder):
     what could not be read and why. ``payload`` is then empty, and the worker
     fails this attempt alone, without retry."""
+    trace: tuple[dict[str, Any] | None, float] | None = None
+    """Filled by the observed claim only (tracing or metrics on): the
+    producer's stored trace context and the seconds from enqueue to claim."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,20 +151,21 @@ def claim_many(
         "SELECT * FROM workhorse_claim_many_v1(%s, %s::text[], %s::integer[], %s)",
         [worker_id, _names(queues), _ints(limits), lease_seconds],
     )
-    claimed = []
-    for r in cursor.fetchall():
-        try:
-            payload = _loads(r[3])
-        except (ValueError, RecursionError):
-            # One job nobody can read must not take its batch-mates down:
-            # it is handed over marked, for the worker to fail alone.
-            _, why = _readable(r[3], f"the stored payload of job #{r[0]}")
-            claimed.append(
-                ClaimedJob(r[0], r[1], r[2], {}, r[4], r[5], r[6], r[7], r[8], r[9], why)
-            )
-            continue
-        claimed.append(ClaimedJob(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8], r[9]))
-    return claimed
+    return [_claimed(r) for r in cursor.fetchall()]
+
+
+def _claimed(r: Sequence[Any], trace: tuple[Any, float] | None = None) -> ClaimedJob:
+    """A claim's row as a ClaimedJob; a payload nobody can read is marked.
+
+    One job nobody can read must not take its batch-mates down: it is handed
+    over marked (``unreadable``), for the worker to fail alone.
+    """
+    try:
+        payload = _loads(r[3])
+    except (ValueError, RecursionError):
+        _, why = _readable(r[3], f"the stored payload of job #{r[0]}")
+        return ClaimedJob(r[0], r[1], r[2], {}, r[4], r[5], r[6], r[7], r[8], r[9], why, trace)
+    return ClaimedJob(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8], r[9], None, trace)
 
 
 def heartbeat_many(
@@ -299,3 +303,102 @@ def schema_problem(installed: int | None) -> str | None:
         f"the database has django-workhorse schema version {installed}, newer than the "
         f"{SCHEMA_VERSION} this code speaks: upgrade django-workhorse on this machine"
     )
+
+
+# -- repeatable schedules, queue depth, claimed-job details -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DueSchedule:
+    """A running schedule whose slot is due, or that has no slot planned yet."""
+
+    name: str
+    cron: str
+    timezone: str
+    catch_up: str
+    next_run_at: datetime | None
+    db_now: datetime
+
+
+def sync_schedules(cursor, schedules_json: str) -> dict[str, str]:
+    """Make workhorse_schedule hold exactly the schedules of a JSON array;
+    ``{name: 'added' | 'updated' | 'unchanged' | 'removed'}``."""
+    cursor.execute(
+        "SELECT name, action FROM workhorse_schedule_sync_v1(%s::jsonb)", [schedules_json]
+    )
+    return {row[0]: row[1] for row in cursor.fetchall()}
+
+
+def due_schedules(cursor) -> list[DueSchedule]:
+    """The schedules a sweep must look at, with the database clock."""
+    cursor.execute("SELECT * FROM workhorse_schedule_due_v1()")
+    return [DueSchedule(*row) for row in cursor.fetchall()]
+
+
+def fire_schedule(
+    cursor,
+    name: str,
+    expected: datetime | None,
+    slots: Sequence[datetime],
+    next_run_at: datetime,
+) -> list[tuple[datetime, int, bool]]:
+    """Take ``slots`` of a schedule if its planned slot is still ``expected``;
+    ``(slot, job_id, inserted)`` per slot, nothing when another sweep took them."""
+    cursor.execute(
+        "SELECT slot_at, job_id, inserted"
+        " FROM workhorse_schedule_fire_v1(%s, %s, %s::timestamptz[], %s)",
+        [name, expected, list(slots), next_run_at],
+    )
+    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+
+
+def set_schedule_paused(cursor, name: str, paused: bool) -> bool:
+    """Pause or resume a schedule; False when there is no schedule ``name``."""
+    cursor.execute("SELECT workhorse_schedule_set_paused_v1(%s, %s)", [name, paused])
+    return cursor.fetchone()[0]
+
+
+def queue_depth(cursor) -> list[tuple[str, str, int]]:
+    """``(queue, state, jobs)`` for every live job, grouped."""
+    cursor.execute("SELECT queue, state, jobs FROM workhorse_queue_depth_v1()")
+    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+
+
+QUEUE_DEPTH_LOCK = 0x776F726B686F7273
+"""The advisory lock key held by the one worker that samples queue depth."""
+
+
+def try_depth_sampler_lock(cursor) -> bool:
+    """Take the session-level advisory lock of the depth sampler, if free.
+    The holder keeps it until its connection closes (or dies)."""
+    cursor.execute("SELECT pg_try_advisory_lock(%s)", [QUEUE_DEPTH_LOCK])
+    return cursor.fetchone()[0]
+
+
+def claim_many_observed(
+    cursor,
+    worker_id: str,
+    queues: Sequence[str],
+    limits: Sequence[int],
+    lease_seconds: float,
+) -> tuple[list[ClaimedJob], list[float | None]]:
+    """``claim_many`` with each job's ``trace`` filled in (stored trace context,
+    seconds from enqueue to this claim), plus each job's pickup: seconds from
+    due to this claim."""
+    cursor.execute(
+        "SELECT * FROM workhorse_claim_many_observed_v1(%s, %s::text[], %s::integer[], %s)",
+        [worker_id, _names(queues), _ints(limits), lease_seconds],
+    )
+    rows = cursor.fetchall()
+    return [_claimed(r, (_trace_context(r[10]), r[11])) for r in rows], [r[12] for r in rows]
+
+
+def _trace_context(raw: str | None) -> dict[str, Any] | None:
+    """A stored trace context, or None when there is none or it cannot be read
+    (a run is never refused for its tracing data)."""
+    if not raw:
+        return None
+    try:
+        return _loads(raw)
+    except (ValueError, RecursionError):
+        return None

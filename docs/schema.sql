@@ -101,6 +101,27 @@ CREATE TABLE workhorse_queue (
     CONSTRAINT workhorse_queue_pkey PRIMARY KEY (name)
 );
 
+CREATE TABLE workhorse_schedule (
+    name text NOT NULL,
+    job_name text NOT NULL,
+    cron text NOT NULL,
+    timezone text NOT NULL DEFAULT 'UTC'::text,
+    payload jsonb NOT NULL DEFAULT '{}'::jsonb,
+    job_options jsonb NOT NULL DEFAULT '{}'::jsonb,
+    catch_up text NOT NULL DEFAULT 'latest'::text,
+    paused boolean NOT NULL DEFAULT false,
+    next_run_at timestamp with time zone,
+    last_slot_at timestamp with time zone,
+    last_job_id bigint,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workhorse_schedule_catch_up CHECK ((catch_up = ANY (ARRAY['latest'::text, 'all'::text]))),
+    CONSTRAINT workhorse_schedule_job_options_object CHECK ((jsonb_typeof(job_options) = 'object'::text)),
+    CONSTRAINT workhorse_schedule_name_format CHECK (((name ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$'::text) AND (length(name) <= 200))),
+    CONSTRAINT workhorse_schedule_payload_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
+    CONSTRAINT workhorse_schedule_pkey PRIMARY KEY (name)
+);
+
 CREATE TABLE workhorse_schema (
     singleton boolean NOT NULL DEFAULT true,
     version integer NOT NULL,
@@ -121,6 +142,8 @@ CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (
 CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE (state = 'active'::text);
 CREATE INDEX workhorse_runtime_ready ON public.workhorse_job_runtime USING btree (queue, priority DESC, run_at, job_id) WHERE (state = 'ready'::text);
 CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING btree (queue, run_at) WHERE (state = 'scheduled'::text);
+CREATE INDEX workhorse_schedule_due ON public.workhorse_schedule USING btree (next_run_at) WHERE (NOT paused);
+CREATE UNIQUE INDEX workhorse_schedule_pkey ON public.workhorse_schedule USING btree (name);
 CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree (singleton);
 
 CREATE SEQUENCE workhorse_attempt_history_id_seq;
@@ -129,6 +152,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
+-- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 199b0db4c79eae41
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
@@ -145,9 +170,19 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 507b54412444061f
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
 --   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 65da1c41cddae9d3
+-- FUNCTION workhorse_queue_depth_v1()
+--   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean) LANGUAGE plpgsql -- body sha256 a7bf993e5dc21899
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8bb9a88fd40fc9e4
+-- FUNCTION workhorse_schedule_due_v1()
+--   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone) LANGUAGE sql -- body sha256 31d2abf4ac74b30e
+-- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)
+--   RETURNS TABLE(slot_at timestamp with time zone, job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 7e5fe518f8514a26
+-- FUNCTION workhorse_schedule_set_paused_v1(p_name text, p_paused boolean)
+--   RETURNS boolean LANGUAGE sql -- body sha256 d58dbdf1d2c2de95
+-- FUNCTION workhorse_schedule_sync_v1(p_schedules jsonb)
+--   RETURNS TABLE(name text, action text) LANGUAGE plpgsql -- body sha256 83908a35edc3e83d
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8237c7d4807bdb00

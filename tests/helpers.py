@@ -16,6 +16,7 @@ WORKHORSE_TABLES = (
     "workhorse_job_event",
     "workhorse_attempt_history",
     "workhorse_queue",
+    "workhorse_schedule",
 )
 """Every table that holds jobs or queue policy (not the schema version)."""
 

@@ -27,6 +27,19 @@ class Migration(migrations.Migration):
         ),
         RunSQLFile("workhorse_next_run_at_v1.sql", drops_function="workhorse_next_run_at_v1"),
         RunSQLFile("workhorse_get_job_v1.sql", drops_function="workhorse_get_job_v1"),
+        RunSQLFile("schedules_v1.sql", reverse_file="schedules_v1.down.sql"),
+        RunSQLFile("workhorse_schedule_sync_v1.sql", drops_function="workhorse_schedule_sync_v1"),
+        RunSQLFile("workhorse_schedule_due_v1.sql", drops_function="workhorse_schedule_due_v1"),
+        RunSQLFile("workhorse_schedule_fire_v1.sql", drops_function="workhorse_schedule_fire_v1"),
+        RunSQLFile(
+            "workhorse_schedule_set_paused_v1.sql",
+            drops_function="workhorse_schedule_set_paused_v1",
+        ),
+        RunSQLFile("workhorse_queue_depth_v1.sql", drops_function="workhorse_queue_depth_v1"),
+        RunSQLFile(
+            "workhorse_claim_many_observed_v1.sql",
+            drops_function="workhorse_claim_many_observed_v1",
+        ),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),

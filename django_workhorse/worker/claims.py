@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 import psycopg
 
 from .. import store
+from . import instruments
 
 
 class ClaimSession:
@@ -51,4 +52,4 @@ class ClaimSession:
         they were claimed under, and the jobs."""
         owner = self.owner
         with self.conn.cursor() as cursor:
-            return owner, store.claim_many(cursor, owner, queues, limits, lease_seconds)
+            return owner, instruments.claim_many(cursor, owner, queues, limits, lease_seconds)

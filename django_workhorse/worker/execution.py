@@ -23,6 +23,7 @@ from ..context import JobContext, reset_current, set_current
 from ..definitions import JobDefinition
 from ..states import AttemptOutcome
 from ..store import ClaimedJob
+from . import instruments
 
 
 class JobTimeout(Exception):
@@ -170,7 +171,7 @@ def run_sync(running: Running, *, idle: bool = True) -> Finished:
     try:
         if idle:
             close_old_connections()
-        value = running.definition.func(**running.job.payload)
+        value = instruments.call_handler(running)
         return Finished(running, True, value)
     except BaseException as exc:
         return Finished(running, False, error=exc)
@@ -217,7 +218,7 @@ class AsyncSlots:
         timeout = running.job.timeout
         try:
             async with asyncio.timeout(timeout) as scope:
-                value = await running.definition.func(**running.job.payload)
+                value = await instruments.await_handler(running)
             self._done(Finished(running, True, value))
         except TimeoutError as exc:
             if scope.expired():

@@ -29,10 +29,20 @@ def install_record_factory() -> None:
             record.workhorse_job_id = context.job_id
             record.workhorse_queue = context.queue
             record.workhorse_attempt = context.attempt
+            record.workhorse_name = context.name
+            record.workhorse_worker_id = context.worker_id
         return record
 
     logging.setLogRecordFactory(factory)
     _installed = True
+
+
+def use_log_format(log_format: str, worker_id: str) -> None:
+    """``WORKHORSE["LOG_FORMAT"]``: "json" formats the worker's log lines as JSON."""
+    if log_format == "json":
+        from ..logformat import use_json
+
+        use_json(worker_id)
 
 
 def job_extra(job_id: int, queue: str, attempt: int) -> dict[str, object]:

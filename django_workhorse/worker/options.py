@@ -15,7 +15,7 @@ from secrets import token_hex
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .. import registry
+from .. import registry, schedules
 from ..conf import WorkhorseSettings, get_settings, import_callable
 from ..definitions import JobDefinition
 from ..exceptions import StoreMismatchError
@@ -108,6 +108,7 @@ def resolve_options(
         slots[name] = configured or from_job or default or 1
     if settings.on_job_failure:
         import_callable(settings.on_job_failure)  # refuse a bad path before starting
+    schedules.declared(alias, settings.schedules)  # refuse a bad schedule before starting
     return WorkerOptions(
         alias=alias,
         queues=served,

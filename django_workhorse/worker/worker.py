@@ -25,6 +25,7 @@ from ..conf import import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
+from . import sidecars
 from .claims import ClaimSession
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
@@ -85,6 +86,7 @@ class Worker:
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
+        self._sidecars: sidecars.Sidecars | None = None
 
     @property
     def owner(self) -> str:
@@ -147,6 +149,7 @@ class Worker:
             if problem:
                 raise SchemaVersionError(f"database {self.options.alias!r}: {problem}")
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
+        self._sidecars = sidecars.start(self.options, conn)
         self._start_threads()
         registry.on_register(self._on_register)
         logger.info(
@@ -498,6 +501,8 @@ class Worker:
         )
 
     def _close(self) -> None:
+        if self._sidecars:
+            self._sidecars.stop()
         if self._heartbeat:
             self._heartbeat.stop()
         if self._listener:

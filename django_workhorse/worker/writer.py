@@ -28,6 +28,7 @@ from django.db import close_old_connections
 from .. import store
 from ..exceptions import InvalidPayloadError
 from ..payloads import encode_result
+from . import instruments
 from .connection import connect, retry_delays
 from .execution import Finished, Running
 from .failures import Failure, JobFailure, call_hook, classify, error_json, log_failure, report_lost
@@ -304,6 +305,7 @@ class Writer(threading.Thread):
             for (_job_id, ok), item in zip(succeeded, successes, strict=True):
                 if not ok:
                     report_lost(item.running, "success")
+            instruments.count_successes(successes, succeeded)
         if failures:
             for result, failure in zip(failed, failures, strict=True):
                 running = failure.item.running
@@ -312,6 +314,7 @@ class Writer(threading.Thread):
                     continue
                 log_failure(running, result, failure.kind, failure.exception)
                 call_hook(self.hook, failure, result)
+            instruments.count_failures(failures, failed)
             if self.hook is not None:
                 # A hook may use the ORM on this thread: treat its calls as
                 # one request and let Django close what it opened.

@@ -79,3 +79,11 @@ LOGGING = {
 
 # Tests and benchmarks pass worker settings to subprocesses as JSON.
 WORKHORSE = env.json("WORKHORSE_JSON", default={})
+
+if env.bool("WORKHORSE_OTEL_SDK", default=False):
+    # The observed-drain benchmark: an OpenTelemetry SDK provider records the
+    # worker's spans (no exporter), as in a project that traces.
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    trace.set_tracer_provider(TracerProvider())

@@ -44,6 +44,7 @@ CONFINED = {
         "_async": "run(), before the asyncio thread exists",
         "_listener": "run(), before the listener thread exists",
         "_heartbeat": "run(), before the heartbeat thread exists",
+        "_sidecars": "run(), before the sweeper and sampler threads exist",
     },
     "ClaimSession": {
         "owner": "the claim loop",
@@ -53,6 +54,11 @@ CONFINED = {
     "Writer": {"_conn": "the writer thread"},
     "Heartbeat": {"_conn": "the heartbeat thread"},
     "Listener": {"_conn": "the listener thread"},
+    "ScheduleSweeper": {"_conn": "the sweeper thread (run and the _close it calls)"},
+    "DepthSampler": {
+        "_conn": "the sampler thread (run and the _close it calls)",
+        "holder": "the sampler thread (run and the _close it calls)",
+    },
     "AsyncSlots": {
         "_closing": "the asyncio thread (set through call_soon_threadsafe)",
         "_tasks": "the asyncio thread",

@@ -15,6 +15,7 @@ import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
+from ... import metrics
 from ...conf import get_settings
 from ...exceptions import SchemaVersionError
 from ...limits import (
@@ -24,6 +25,7 @@ from ...limits import (
     queue_name_problem,
     text_problem,
 )
+from ...worker.logs import use_log_format
 from ...worker.supervisor import Supervisor, child_argv
 from ...worker.worker import Worker, resolve_options
 
@@ -48,6 +50,15 @@ def whole_number(low: int, high: int | None = None):
 
 
 positive_int = whole_number(1)
+
+
+def port_number(value: str) -> int:
+    number = positive_int(value)
+    if number > 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is at most 65535, got {number}")
+    return number
+
+
 whole_at_least_zero = whole_number(0)
 
 
@@ -125,6 +136,12 @@ class Command(BaseCommand):
             help="run N worker processes under a supervisor that restarts crashed ones",
         )
         parser.add_argument("--burst", action="store_true", help="run what is due, then exit 0")
+        parser.add_argument(
+            "--metrics-port",
+            type=port_number,
+            help="serve Prometheus metrics over HTTP on this port (needs the prometheus extra; "
+            "with --processes, one merged view of all the processes)",
+        )
         for dest, (key, kind) in SETTING_FLAGS.items():
             parser.add_argument(
                 "--" + dest.replace("_", "-"),
@@ -156,6 +173,12 @@ class Command(BaseCommand):
             )
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from exc
+        use_log_format(settings.log_format, worker_options.worker_id)
+        if options["metrics_port"] is not None:
+            try:
+                metrics.start_endpoint(options["metrics_port"], merged=options["processes"] > 1)
+            except (ImproperlyConfigured, OSError) as exc:
+                raise CommandError(f"--metrics-port {options['metrics_port']}: {exc}") from exc
         if options["processes"] > 1:
             if options["burst"]:
                 raise CommandError("--burst runs one process; drop --processes")

@@ -1,0 +1,83 @@
+"""Cron expressions and the shape of ``WORKHORSE["SCHEDULES"]``, checked without
+touching the registry or the database (settings checks use this)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
+
+CATCH_UP_MODES = ("latest", "all")
+"""``latest``: the slots missed while no worker swept make one job (for the
+latest of them); ``all``: one job per missed slot, ALL_SLOTS_PER_SWEEP at a time."""
+
+ALL_SLOTS_PER_SWEEP = 100
+"""With ``catch_up="all"``, the most slots one sweep enqueues for a schedule;
+the next sweep goes on from there."""
+
+SCHEDULE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$")
+"""As the table's CHECK says; also the job-name part of each slot's idempotency key."""
+
+SETTINGS_KEYS = frozenset({"job", "cron", "timezone", "payload", "catch_up"})
+
+
+def cron_problem(cron: Any, timezone: Any = "UTC") -> str | None:
+    """Why ``cron`` (read in ``timezone``) cannot be a schedule, or None when it can."""
+    if not isinstance(cron, str) or not cron.strip():
+        return f"cron must be a string such as '*/5 * * * *', got {cron!r}"
+    try:
+        zone = ZoneInfo(timezone) if isinstance(timezone, str) else None
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = None
+    if zone is None:
+        return f"timezone {timezone!r} is not an IANA time zone name such as 'Europe/Paris'"
+    try:
+        next(CronSim(cron, datetime(2000, 1, 1, tzinfo=zone)))
+    except (CronSimError, StopIteration, ValueError) as exc:
+        return (
+            f"cron {cron!r} is not valid ({exc}): use five fields (minute hour day month "
+            "weekday) or six with seconds first"
+        )
+    return None
+
+
+def settings_problems(raw: Any) -> list[tuple[str, str]]:
+    """Shape problems of ``WORKHORSE["SCHEDULES"]`` as ``(key, message)``.
+
+    Whether each named job exists is checked when a worker starts (jobs may
+    not be imported yet when settings are checked).
+    """
+    if not isinstance(raw, Mapping):
+        return [("SCHEDULES", "must be a dict such as {'nightly': {'job': ..., 'cron': ...}}")]
+    found = []
+    for name, entry in raw.items():
+        key = f"SCHEDULES[{name!r}]"
+        if not isinstance(name, str) or not SCHEDULE_NAME_RE.match(name):
+            found.append((key, "a schedule name is 1 to 200 letters, digits, '_', '.', ':', '-'"))
+            continue
+        if not isinstance(entry, Mapping) or not {"job", "cron"} <= set(entry):
+            found.append((key, "must be a dict with at least 'job' and 'cron'"))
+            continue
+        unknown = set(entry) - SETTINGS_KEYS
+        if unknown:
+            found.append(
+                (
+                    key,
+                    f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; known: "
+                    f"{', '.join(sorted(SETTINGS_KEYS))}",
+                )
+            )
+        if not isinstance(entry["job"], str):
+            found.append((key, "'job' must be the name of a registered job"))
+        problem = cron_problem(entry["cron"], entry.get("timezone", "UTC"))
+        if problem:
+            found.append((key, problem))
+        if not isinstance(entry.get("payload", {}), Mapping):
+            found.append((key, "'payload' must be a dict of the job's keyword arguments"))
+        if entry.get("catch_up", "latest") not in CATCH_UP_MODES:
+            found.append((key, f"'catch_up' must be one of {', '.join(CATCH_UP_MODES)}"))
+    return found

@@ -1,0 +1,59 @@
+"""``WORKHORSE["LOG_FORMAT"] = "json"``: one JSON object per log line, for log pipelines.
+
+Each line carries ``time`` (UTC, ISO 8601), ``level``, ``logger``,
+``message``, ``worker`` (this process's worker id) and, on records written
+while a handler runs or by the worker about a job, ``job_id``, ``job_name``,
+``queue`` and ``attempt``. An exception adds ``exception`` (the formatted
+traceback). The formatter can also be named in a project's ``LOGGING``
+(``"()": "django_workhorse.logformat.JsonFormatter"``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+
+ANNOTATIONS = (
+    ("workhorse_job_id", "job_id"),
+    ("workhorse_name", "job_name"),
+    ("workhorse_queue", "queue"),
+    ("workhorse_attempt", "attempt"),
+)
+"""Record attributes (set by the worker's record factory or ``extra=``) and their JSON keys."""
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as one line of JSON."""
+
+    def __init__(self, worker_id: str | None = None) -> None:
+        super().__init__()
+        self.worker_id = worker_id
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        worker = getattr(record, "workhorse_worker_id", None) or self.worker_id
+        if worker:
+            line["worker"] = worker
+        for attribute, key in ANNOTATIONS:
+            value = getattr(record, attribute, None)
+            if value is not None:
+                line[key] = value
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exception"] = record.exc_text
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+def use_json(worker_id: str) -> None:
+    """Put a JsonFormatter on every handler of the root and django_workhorse loggers."""
+    formatter = JsonFormatter(worker_id)
+    for name in (None, "django_workhorse"):
+        for handler in logging.getLogger(name).handlers:
+            handler.setFormatter(formatter)

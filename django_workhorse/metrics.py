@@ -1,0 +1,166 @@
+"""Prometheus metrics (the ``prometheus`` extra, ``prometheus-client``).
+
+Off unless a worker runs with ``runworker --metrics-port N`` or
+``QUEUE_METRICS_INTERVAL`` is set; then the worker records:
+
+- ``workhorse_jobs_finished_total{queue, name, outcome}``: runs whose result
+  was recorded; outcome is ``succeeded``, ``retried`` (failed, will run
+  again), ``failed`` (terminally), ``canceled`` or ``lost`` (the lease was
+  lost and the result refused);
+- ``workhorse_job_run_seconds{queue, name}``: how long handlers ran;
+- ``workhorse_job_pickup_seconds{queue}``: claimed minus due, on the
+  database clock;
+- ``workhorse_queue_depth{queue, state}``: live jobs by state, sampled every
+  ``QUEUE_METRICS_INTERVAL`` by the one worker of the fleet holding the
+  sampler's advisory lock.
+
+With ``--processes N`` the children write prometheus-client's multi-process
+files and the supervisor serves one merged view (``serve_merged``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+CHILD_ENV = "WORKHORSE_METRICS_CHILD"
+"""Set by a ``--processes`` supervisor that serves the merged metrics: its
+children record metrics but serve none."""
+
+RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
+PICKUP_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        from prometheus_client import Counter, Gauge, Histogram
+
+        self.finished = Counter(
+            "workhorse_jobs_finished",
+            "Job runs whose result was recorded, by outcome.",
+            ["queue", "name", "outcome"],
+        )
+        self.run_seconds = Histogram(
+            "workhorse_job_run_seconds",
+            "How long handlers ran.",
+            ["queue", "name"],
+            buckets=RUN_BUCKETS,
+        )
+        self.pickup_seconds = Histogram(
+            "workhorse_job_pickup_seconds",
+            "Claimed minus due: how long due jobs waited for a worker.",
+            ["queue"],
+            buckets=PICKUP_BUCKETS,
+        )
+        self.depth = Gauge(
+            "workhorse_queue_depth",
+            "Live jobs by queue and state, sampled every QUEUE_METRICS_INTERVAL.",
+            ["queue", "state"],
+            multiprocess_mode="mostrecent",
+        )
+        self.depth_labels: set[tuple[str, str]] = set()
+        # Labelled children by label values: .labels() takes a lock and
+        # builds a key on every call, the hot path does a dict look-up.
+        self.finished_by: dict[tuple[str, str, str], Any] = {}
+        self.run_by: dict[tuple[str, str], Any] = {}
+        self.pickup_by: dict[str, Any] = {}
+
+
+_metrics: _Metrics | None = None
+
+
+def enable() -> None:
+    """Create the metrics in prometheus-client's default registry (once)."""
+    global _metrics
+    if _metrics is None:
+        _metrics = _Metrics()
+
+
+def enabled() -> bool:
+    return _metrics is not None
+
+
+def serve(port: int, addr: str = "") -> None:
+    """Serve this process's metrics over HTTP on ``port`` (a daemon thread)."""
+    from prometheus_client import start_http_server
+
+    enable()
+    start_http_server(port, addr=addr or "0.0.0.0")
+
+
+def serve_merged(port: int, addr: str = "") -> str:
+    """In a ``--processes`` supervisor, before its children start: make them
+    write multi-process files to a new directory and serve the merged view
+    on ``port``. Returns the directory."""
+    directory = tempfile.mkdtemp(prefix="workhorse-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+    os.environ[CHILD_ENV] = "1"
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=directory)
+    start_http_server(port, addr=addr or "0.0.0.0", registry=registry)
+    return directory
+
+
+def start_endpoint(port: int, *, merged: bool) -> None:
+    """``runworker --metrics-port``: serve this process's metrics, or (``merged``,
+    in a ``--processes`` supervisor) the merged view of its children. A child
+    of such a supervisor only records. ImproperlyConfigured without the extra."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .conf import installed
+
+    if not installed("prometheus_client"):
+        raise ImproperlyConfigured(
+            "metrics need prometheus-client: pip install 'django-workhorse[prometheus]'"
+        )
+    if merged:
+        serve_merged(port)
+    elif is_child():
+        enable()
+    else:
+        serve(port)
+
+
+def is_child() -> bool:
+    """Whether this process is a child of a supervisor serving merged metrics."""
+    return os.environ.get(CHILD_ENV) == "1"
+
+
+def count_finished(queue: str, name: str, outcome: str) -> None:
+    key = (queue, name, outcome)
+    child = _metrics.finished_by.get(key)
+    if child is None:
+        child = _metrics.finished_by[key] = _metrics.finished.labels(*key)
+    child.inc()
+
+
+def observe_run(queue: str, name: str, seconds: float) -> None:
+    key = (queue, name)
+    child = _metrics.run_by.get(key)
+    if child is None:
+        child = _metrics.run_by[key] = _metrics.run_seconds.labels(*key)
+    child.observe(seconds)
+
+
+def observe_pickup(queue: str, seconds: float) -> None:
+    child = _metrics.pickup_by.get(queue)
+    if child is None:
+        child = _metrics.pickup_by[queue] = _metrics.pickup_seconds.labels(queue)
+    child.observe(max(0.0, seconds))
+
+
+def set_depth(rows: Iterable[tuple[str, str, Any]]) -> None:
+    """Set the depth gauge from ``(queue, state, jobs)``; a queue and state seen
+    before and absent now drops to 0."""
+    seen = set()
+    for queue, state, jobs in rows:
+        _metrics.depth.labels(queue, state).set(jobs)
+        seen.add((queue, state))
+    for queue, state in _metrics.depth_labels - seen:
+        _metrics.depth.labels(queue, state).set(0)
+    _metrics.depth_labels |= seen

@@ -1,0 +1,170 @@
+"""Repeatable (cron) schedules: what they are, where they come from, and their slots.
+
+A schedule enqueues one job of a registered type at every slot of a cron
+expression. Schedules come from ``@workhorse.job(schedule="*/5 * * * *")``
+and from ``WORKHORSE["SCHEDULES"]``; every worker writes them to the
+``workhorse_schedule`` table when it starts (``sync``), and every worker's
+sweep enqueues what is due (``worker/scheduler.py``). The database decides
+which sweep takes a slot, so a fleet enqueues one job per slot.
+
+Cron expressions are read by ``cronsim``: five fields (minute resolution) or
+six with seconds first (``*/10 * * * * *``), ``L``, ``W`` and ``#``, and
+Debian cron's rules at daylight-saving transitions (see docs/schedules.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cronsim import CronSim
+
+from . import registry, store
+from .cron import ALL_SLOTS_PER_SWEEP, cron_problem
+from .exceptions import InvalidJobOptionError
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One repeatable schedule as declared in code or settings."""
+
+    name: str
+    """Unique among the schedules of a database; a job's name for ``@job(schedule=...)``."""
+    job_name: str
+    """The registered job it enqueues."""
+    cron: str
+    timezone: str = "UTC"
+    """The zone the cron expression is read in (an IANA name)."""
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    """The keyword arguments of every job it enqueues."""
+    catch_up: str = "latest"
+
+
+def check_job_schedule(job_name: str, cron: Any) -> str:
+    """Validate ``@job(schedule=...)``; InvalidJobOptionError names the job."""
+    problem = cron_problem(cron, default_timezone())
+    if problem:
+        raise InvalidJobOptionError(f"job {job_name!r}: schedule: {problem}")
+    return cron
+
+
+def default_timezone() -> str:
+    """The zone of ``@job(schedule=...)``: Django's TIME_ZONE (UTC when unset)."""
+    from django.conf import settings
+
+    return getattr(settings, "TIME_ZONE", None) or "UTC"
+
+
+def declared(alias: str, settings_schedules: Mapping[str, Any]) -> list[Schedule]:
+    """Every schedule of jobs bound to ``alias``: from the job decorators and
+    from settings. ImproperlyConfigured names a settings schedule whose job is
+    not registered or whose payload does not fit it."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    found: dict[str, Schedule] = {}
+    for definition in registry.all_jobs().values():
+        cron = getattr(definition, "schedule", None)
+        if cron and definition.using == alias:
+            found[definition.name] = Schedule(
+                definition.name, definition.name, cron, default_timezone()
+            )
+    for name, entry in settings_schedules.items():
+        try:
+            definition = registry.get(entry["job"])
+        except Exception as exc:
+            raise ImproperlyConfigured(f"WORKHORSE['SCHEDULES'][{name!r}]: {exc}") from None
+        if definition.using != alias:
+            continue
+        if name in found:
+            raise ImproperlyConfigured(
+                f"WORKHORSE['SCHEDULES'][{name!r}]: job {name!r} already declares a schedule "
+                "with @job(schedule=...); give this schedule another name"
+            )
+        payload = dict(entry.get("payload", {}))
+        try:
+            definition.check_payload(payload)
+        except Exception as exc:
+            raise ImproperlyConfigured(f"WORKHORSE['SCHEDULES'][{name!r}]: {exc}") from None
+        found[name] = Schedule(
+            name,
+            definition.name,
+            entry["cron"],
+            entry.get("timezone", "UTC"),
+            payload,
+            entry.get("catch_up", "latest"),
+        )
+    return [found[name] for name in sorted(found)]
+
+
+def sync_json(schedules: list[Schedule]) -> str:
+    """The JSON array ``workhorse_schedule_sync_v1`` reads."""
+    rows = []
+    for schedule in schedules:
+        definition = registry.get(schedule.job_name)
+        options = definition._options
+        job_options: dict[str, Any] = {
+            "queue": options.queue,
+            "max_attempts": options.max_attempts,
+            "priority": options.priority,
+            "backoff": definition.backoff_policy,
+        }
+        if options.max_stalled is not None:
+            job_options["max_stalled"] = options.max_stalled
+        if options.timeout is not None:
+            job_options["timeout"] = options.timeout
+        rows.append(
+            {
+                "name": schedule.name,
+                "job_name": schedule.job_name,
+                "cron": schedule.cron,
+                "timezone": schedule.timezone,
+                "payload": dict(schedule.payload),
+                "job_options": job_options,
+                "catch_up": schedule.catch_up,
+            }
+        )
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def sync(cursor, schedules: list[Schedule]) -> dict[str, str]:
+    """Make the table hold exactly ``schedules``; what happened to each name."""
+    return store.sync_schedules(cursor, sync_json(schedules))
+
+
+def latest_slot(cron: str, zone: ZoneInfo, now: datetime) -> datetime:
+    """The last slot at or before ``now``."""
+    return next(CronSim(cron, (now + timedelta(microseconds=1)).astimezone(zone), reverse=True))
+
+
+def plan(
+    cron: str,
+    timezone: str,
+    catch_up: str,
+    next_run_at: datetime | None,
+    now: datetime,
+) -> tuple[list[datetime], datetime]:
+    """The slots to enqueue now, and the next slot to plan, for a schedule whose
+    planned slot is ``next_run_at`` (None: not planned yet) at database time ``now``.
+
+    Nothing is enqueued for an unplanned schedule: its first slot is the first
+    after ``now``. A due schedule owes the slots from ``next_run_at`` to
+    ``now``: ``latest`` enqueues one job (for the latest of them), ``all`` one
+    per slot, up to ALL_SLOTS_PER_SWEEP.
+    """
+    zone = ZoneInfo(timezone)
+    if next_run_at is None or next_run_at > now:
+        return [], next(CronSim(cron, now.astimezone(zone)))
+    if catch_up == "latest":
+        slot = max(latest_slot(cron, zone, now), next_run_at)
+        return [slot], next(CronSim(cron, now.astimezone(zone)))
+    slots = [next_run_at]
+    upcoming = CronSim(cron, next_run_at.astimezone(zone))
+    for slot in upcoming:
+        if slot > now or len(slots) >= ALL_SLOTS_PER_SWEEP:
+            return slots, slot
+        slots.append(slot)
+    raise AssertionError("a cron expression always has a next slot")  # pragma: no cover

@@ -1,0 +1,149 @@
+"""OpenTelemetry tracing (the ``otel`` extra): the producer's context and the run span.
+
+Only the OpenTelemetry *API* is used; the application configures the SDK and
+exporters as it likes. Without ``opentelemetry-api`` installed nothing here
+imports it: ``current_context()`` returns None after one cached look-up and
+the worker runs handlers without a span.
+
+- Enqueue stores the current trace context (W3C ``traceparent`` and friends,
+  as the configured propagator writes them) in the job's ``trace_context``.
+- Each handler run is a span named by ``HANDLER_SPAN_NAME``; ``TRACE_LINKING``
+  says how it attaches to the producer's span (``link_mode``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from .conf import installed
+from .exceptions import JobCancelled
+
+AUTO_PARENT_WINDOW = 60.0
+"""With ``TRACE_LINKING = "auto"``, a first attempt that started at most this
+many seconds after its enqueue is a child of the producer's span; a later or
+retried run gets a link instead (its trace would otherwise stretch over
+minutes or hours of idle time, or show one request "doing" several runs)."""
+
+_available: bool | None = None
+
+
+def available() -> bool:
+    """Whether ``opentelemetry-api`` is installed (looked up once per process)."""
+    global _available
+    if _available is None:
+        _available = installed("opentelemetry") and installed("opentelemetry.trace")
+    return _available
+
+
+def provider_configured() -> bool:
+    """Whether the application has set a tracer provider (an SDK). Until it
+    does, the API's spans record nothing, so the worker does not make them.
+    An application that set one has imported ``opentelemetry.trace``; this
+    imports nothing."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return False
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def current_context() -> dict[str, str] | None:
+    """The current trace context as a propagation carrier, or None when there is
+    no active span (or no OpenTelemetry). Stored with each job at enqueue."""
+    if not available():
+        return None
+    from opentelemetry import propagate
+
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier or None
+
+
+def link_mode(setting: str, attempt: int, waited: float | None) -> str:
+    """How the run span attaches to the producer's: 'parent', 'link' or 'off'.
+
+    ``auto`` is 'parent' for a first attempt that started at most
+    AUTO_PARENT_WINDOW seconds after its enqueue (``waited``), 'link' otherwise.
+    """
+    if setting in ("off", "none"):
+        return "off"
+    if setting in ("parent", "link"):
+        return setting
+    if attempt > 1 or (waited is not None and waited > AUTO_PARENT_WINDOW):
+        return "link"
+    return "parent"
+
+
+class RunSpans:
+    """Starts and ends the span of each handler run of one worker.
+
+    The span is current while the handler runs (its own spans are children).
+    A failure is recorded on it (an exception event, status ERROR); a cancel
+    as well, with ``workhorse.outcome = "canceled"``.
+    """
+
+    def __init__(self, settings: Any, worker_id: str) -> None:
+        from opentelemetry import context, propagate, trace
+
+        self._trace, self._context, self._propagate = trace, context, propagate
+        self.tracer = trace.get_tracer("django_workhorse")
+        self.span_name = settings.handler_span_name
+        self.linking = settings.trace_linking
+        self.worker_id = worker_id
+        self._names: dict[tuple[str, str], str] = {}
+
+    def start(self, job: Any, trace_context: Mapping[str, str] | None, waited: float | None):
+        """Start and make current the span of ``job``'s run; pass the result to ``end``."""
+        trace = self._trace
+        parent = self._context.Context()  # a new trace unless the producer is the parent
+        links = ()
+        if trace_context:
+            mode = link_mode(self.linking, job.attempt, waited)
+            if mode != "off":
+                producer_context = self._propagate.extract(trace_context)
+                producer = trace.get_current_span(producer_context).get_span_context()
+                if producer.is_valid:
+                    if mode == "parent":
+                        parent = producer_context
+                    else:
+                        links = (trace.Link(producer, {"workhorse.link": "producer"}),)
+        key = (job.name, job.queue)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = self.span_name.format(name=job.name, queue=job.queue)
+        span = self.tracer.start_span(
+            name,
+            context=parent,
+            kind=trace.SpanKind.CONSUMER,
+            attributes={
+                "workhorse.job.id": job.job_id,
+                "workhorse.job.name": job.name,
+                "workhorse.queue": job.queue,
+                "workhorse.attempt": job.attempt,
+                "workhorse.worker.id": self.worker_id,
+                "messaging.system": "workhorse",
+                "messaging.destination.name": job.queue,
+            },
+            links=links,
+        )
+        token = self._context.attach(trace.set_span_in_context(span))
+        return span, token
+
+    def succeed(self, started) -> None:
+        started[0].set_attribute("workhorse.outcome", "succeeded")
+
+    def fail(self, started, exc: BaseException) -> None:
+        span = started[0]
+        canceled = isinstance(exc, JobCancelled | asyncio.CancelledError)
+        span.set_attribute("workhorse.outcome", "canceled" if canceled else "failed")
+        span.record_exception(exc)
+        span.set_status(
+            self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
+        )
+
+    def end(self, started) -> None:
+        span, token = started
+        self._context.detach(token)
+        span.end()

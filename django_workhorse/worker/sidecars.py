@@ -1,0 +1,95 @@
+"""What a worker runs beside its claim loop for schedules and metrics.
+
+``start`` is called once the worker has checked the schema: it switches the
+tracing and metrics hooks on or off, syncs the declared schedules, and
+starts the schedule sweeper and (with ``QUEUE_METRICS_INTERVAL``) the
+queue-depth sampler. ``Sidecars.stop`` ends both threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+
+import psycopg
+
+from .. import metrics, store
+from . import instruments
+from .connection import connect
+from .scheduler import ScheduleSweeper, sync_at_start
+
+logger = logging.getLogger("django_workhorse.worker")
+
+
+class DepthSampler(threading.Thread):
+    """Every ``interval`` seconds, if this worker holds the sampler's advisory
+    lock (taken when free, kept for the life of the connection), sets the
+    queue-depth gauge. The other workers of the fleet retry the lock at each
+    interval, so one takes over when the holder stops or dies."""
+
+    def __init__(self, alias: str, interval: float) -> None:
+        super().__init__(name="workhorse-queue-depth", daemon=True)
+        self.alias = alias
+        self.interval = interval
+        self.holder = False
+        self._stop = threading.Event()
+        self._conn: psycopg.Connection | None = None
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self._conn is None:
+                    self._conn = connect(self.alias, application_name="workhorse-metrics")
+                with self._conn.cursor() as cursor:
+                    if not self.holder:
+                        self.holder = store.try_depth_sampler_lock(cursor)
+                    if self.holder:
+                        metrics.set_depth(store.queue_depth(cursor))
+            except psycopg.Error as exc:
+                logger.warning("workhorse: queue depth sampling failed (%s); retrying", exc)
+                self._close()
+            self._stop.wait(self.interval)
+        self._close()
+
+    def _close(self) -> None:
+        self.holder = False
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = None
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.is_alive():
+            self.join(5.0)
+
+
+class Sidecars:
+    def __init__(self, sweeper: ScheduleSweeper | None, sampler: DepthSampler | None) -> None:
+        self.sweeper = sweeper
+        self.sampler = sampler
+
+    def stop(self) -> None:
+        for thread in (self.sweeper, self.sampler):
+            if thread is not None:
+                thread.stop()
+
+
+def start(options, conn: psycopg.Connection) -> Sidecars:
+    """Switch the hooks on or off, sync schedules, start the sweeper and sampler.
+
+    A ``--burst`` worker syncs but does not sweep: it runs what is due and exits.
+    """
+    settings = options.settings
+    instruments.configure(settings, options.worker_id)
+    sync_at_start(options.alias, settings.schedules, conn)
+    sweeper = None
+    if not options.burst:
+        sweeper = ScheduleSweeper(options.alias, settings.schedule_sweep_interval)
+        sweeper.start()
+    sampler = None
+    if settings.queue_metrics_interval is not None and metrics.enabled():
+        sampler = DepthSampler(options.alias, settings.queue_metrics_interval)
+        sampler.start()
+    return Sidecars(sweeper, sampler)

@@ -1,0 +1,57 @@
+"""``WORKHORSE["LOG_FORMAT"] = "json"``: the worker's log lines are JSON objects
+that carry the job annotations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from jobtests.jobs import doomed, log_warning
+
+from django_workhorse.models import JobOutcome
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+
+def test_json_log_lines_parse_and_carry_the_job_annotations(start_worker, wait_until):
+    handle = log_warning.enqueue(message="hello in json")
+    failing = doomed.enqueue()
+    worker = start_worker(
+        "--queues", "jobtests.logs,jobtests.doomed", settings={"LOG_FORMAT": "json"}
+    )
+    wait_until(lambda: JobOutcome.objects.filter(job_id=handle.id, state="succeeded").exists())
+    wait_until(lambda: JobOutcome.objects.filter(job_id=failing.id, state="failed").exists())
+    assert worker.stop() == 0
+
+    lines = [json.loads(line) for line in worker.stderr.splitlines() if line.strip()]
+    assert all(line["worker"] == worker.worker_id for line in lines)
+    [from_handler] = [line for line in lines if line["message"].endswith("hello in json")]
+    assert from_handler["logger"] == "jobtests"
+    assert from_handler["level"] == "WARNING"
+    assert {k: from_handler[k] for k in ("job_id", "job_name", "queue", "attempt")} == {
+        "job_id": handle.id,
+        "job_name": "jobtests.jobs.log_warning",
+        "queue": "jobtests.logs",
+        "attempt": 1,
+    }
+    [terminal] = [
+        line for line in lines if line["level"] == "ERROR" and "failed at" in line["message"]
+    ]
+    assert (terminal["job_id"], terminal["queue"], terminal["attempt"]) == (
+        failing.id,
+        "jobtests.doomed",
+        2,
+    )
+    assert "PlannedFailure" in terminal["exception"]
+
+
+def test_text_logs_stay_plain_lines_by_default(start_worker, wait_until):
+    handle = log_warning.enqueue(message="hello in text")
+    worker = start_worker("--queues", "jobtests.logs")
+    wait_until(lambda: JobOutcome.objects.filter(job_id=handle.id, state="succeeded").exists())
+    assert worker.stop() == 0
+
+    [line] = [line for line in worker.stderr.splitlines() if line.endswith("hello in text")]
+    assert not line.startswith("{")

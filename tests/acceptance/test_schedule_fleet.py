@@ -1,0 +1,104 @@
+"""Repeatable schedules swept by real ``runworker`` processes: one job per slot
+however many workers sweep, one catch-up job after an outage."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.db import connection
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+QUEUE = ("--queues", "jobtests.record", "--concurrency", "4")
+
+
+def tick_settings(catch_up: str = "latest", sweep: float = 0.3) -> dict:
+    return {
+        "SCHEDULE_SWEEP_INTERVAL": sweep,
+        "SCHEDULES": {
+            "tick": {
+                "job": "jobtests.jobs.record",
+                "cron": "* * * * * *",
+                "payload": {"label": "tick"},
+                "catch_up": catch_up,
+            }
+        },
+    }
+
+
+def slots() -> list[datetime]:
+    """The slot (run_at) of every job the schedule enqueued, in order; one per job."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT e.data->>'run_at' FROM workhorse_job j"
+            " JOIN workhorse_job_event e ON e.job_id = j.id AND e.kind = 'enqueued'"
+            " WHERE j.idempotency_key LIKE 'schedule:tick:%%' ORDER BY 1"
+        )
+        return [datetime.fromisoformat(row[0]) for row in cursor.fetchall()]
+
+
+def schedule_state() -> tuple[datetime | None, datetime]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT next_run_at, now() FROM workhorse_schedule WHERE name = 'tick'")
+        row = cursor.fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
+def test_three_workers_enqueue_exactly_one_job_per_slot_over_30_seconds(start_worker, wait_until):
+    fleet = [start_worker(*QUEUE, settings=tick_settings("all")) for _ in range(3)]
+
+    wait_until(
+        lambda: len(slots()) >= 2 and slots()[-1] - slots()[0] >= timedelta(seconds=30),
+        timeout=120,
+        interval=0.5,
+        what="30 s of every-second slots",
+    )
+    for worker in fleet:
+        assert worker.stop() == 0
+
+    found = slots()
+    assert len(found) == len(set(found)), "a slot got two jobs"
+    expected = [found[0] + timedelta(seconds=i) for i in range(len(found))]
+    assert found == expected, "every slot from the first to the last has its job"
+    assert len(found) >= 31
+
+
+def test_a_worker_stopped_across_several_slots_makes_one_catch_up_job(start_worker, wait_until):
+    first = start_worker(*QUEUE, settings=tick_settings())
+    wait_until(lambda: len(slots()) >= 2, timeout=30, what="the schedule running")
+    assert first.stop() == 0
+    owed, _ = schedule_state()
+    wait_until(
+        lambda: schedule_state()[1] >= owed + timedelta(seconds=5),
+        timeout=30,
+        interval=0.2,
+        what="five slots passing with no worker",
+    )
+
+    second = start_worker(*QUEUE, settings=tick_settings())
+    wait_until(lambda: any(s >= owed for s in slots()), timeout=30, what="the catch-up job")
+    assert second.stop() == 0
+
+    after_outage = [s for s in slots() if s >= owed]
+    catch_up = after_outage[0]
+    assert catch_up - owed >= timedelta(seconds=5), "the missed slots made no job of their own"
+    assert [s for s in slots() if owed <= s < catch_up] == []
+
+
+def test_a_long_sweep_interval_leaves_due_slots_alone_until_the_next_sweep(
+    start_worker, wait_until
+):
+    worker = start_worker(*QUEUE, settings=tick_settings(sweep=3600))
+    planned = wait_until(lambda: schedule_state()[0], timeout=30, what="the first slot planned")
+    wait_until(
+        lambda: schedule_state()[1] >= planned + timedelta(seconds=3),
+        timeout=30,
+        interval=0.2,
+        what="three slots passing",
+    )
+
+    assert slots() == []
+    assert worker.stop() == 0

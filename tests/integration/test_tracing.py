@@ -1,0 +1,167 @@
+"""A span per handler run, attached to the producer's span as TRACE_LINKING says
+(OpenTelemetry's in-memory exporter; a real worker runs in this process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+import django_workhorse as workhorse
+from django_workhorse.conf import get_settings
+from django_workhorse.models import Job
+from django_workhorse.worker.worker import Worker, resolve_options
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUEUE = "tests.tracing"
+EXPORTER = InMemorySpanExporter()
+
+
+class Boom(Exception):
+    pass
+
+
+@workhorse.job(name="tests.tracing.ok", queue=QUEUE)
+def ok() -> str:
+    return "done"
+
+
+@workhorse.job(name="tests.tracing.boom", queue=QUEUE, max_attempts=1)
+def boom() -> None:
+    raise Boom("it broke")
+
+
+@workhorse.job(name="tests.tracing.second_time", queue=QUEUE, backoff=workhorse.fixed(0))
+def second_time() -> None:
+    if workhorse.current_job().attempt == 1:
+        raise Boom("first attempt fails")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tracer_provider() -> None:
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+        trace.set_tracer_provider(provider)
+
+
+@pytest.fixture(autouse=True)
+def exporter() -> Iterator[InMemorySpanExporter]:
+    EXPORTER.clear()
+    yield EXPORTER
+    EXPORTER.clear()
+
+
+def run_worker(**settings) -> None:
+    """Run what is due on QUEUE in a burst worker of this process."""
+    options = resolve_options(queues=[QUEUE], burst=True, settings=get_settings(settings))
+    assert Worker(options).run() == 0
+
+
+def enqueue_in_span(job, **payload):
+    tracer = trace.get_tracer("tests")
+    with tracer.start_as_current_span("request") as producer:
+        handle = job.enqueue(**payload)
+    return handle, producer.get_span_context()
+
+
+def run_spans(exporter, name: str) -> list:
+    return [s for s in exporter.get_finished_spans() if s.name == name]
+
+
+def test_enqueue_stores_the_current_trace_context():
+    handle, producer = enqueue_in_span(ok)
+
+    stored = Job.objects.get(id=handle.id).trace_context
+
+    assert stored["traceparent"].startswith(f"00-{producer.trace_id:032x}-{producer.span_id:016x}-")
+
+
+def test_enqueue_outside_a_span_stores_none():
+    handle = ok.enqueue()
+
+    assert Job.objects.get(id=handle.id).trace_context is None
+
+
+def test_parent_makes_the_run_a_child_of_the_producer_with_the_job_attributes(exporter):
+    handle, producer = enqueue_in_span(ok)
+
+    run_worker(TRACE_LINKING="parent")
+
+    [span] = run_spans(exporter, "tests.tracing.ok.run")
+    assert span.kind == SpanKind.CONSUMER
+    assert span.parent.span_id == producer.span_id
+    assert span.context.trace_id == producer.trace_id
+    assert list(span.links) == []
+    attributes = dict(span.attributes)
+    assert attributes["workhorse.job.id"] == handle.id
+    assert attributes["workhorse.job.name"] == "tests.tracing.ok"
+    assert attributes["workhorse.queue"] == QUEUE
+    assert attributes["workhorse.attempt"] == 1
+    assert attributes["workhorse.worker.id"].count(":") == 2
+    assert attributes["workhorse.outcome"] == "succeeded"
+
+
+def test_link_starts_a_new_trace_linked_to_the_producer(exporter):
+    _, producer = enqueue_in_span(ok)
+
+    run_worker(TRACE_LINKING="link")
+
+    [span] = run_spans(exporter, "tests.tracing.ok.run")
+    assert span.parent is None
+    assert span.context.trace_id != producer.trace_id
+    assert [link.context.span_id for link in span.links] == [producer.span_id]
+
+
+def test_off_neither_parents_nor_links(exporter):
+    _, producer = enqueue_in_span(ok)
+
+    run_worker(TRACE_LINKING="off")
+
+    [span] = run_spans(exporter, "tests.tracing.ok.run")
+    assert span.parent is None
+    assert span.context.trace_id != producer.trace_id
+    assert list(span.links) == []
+
+
+def test_auto_parents_a_prompt_first_attempt_and_links_a_retry(exporter):
+    _, producer = enqueue_in_span(second_time)
+
+    run_worker(TRACE_LINKING="auto")
+
+    first, retry = sorted(
+        run_spans(exporter, "tests.tracing.second_time.run"),
+        key=lambda s: s.attributes["workhorse.attempt"],
+    )
+    assert first.parent.span_id == producer.span_id
+    assert retry.parent is None
+    assert [link.context.span_id for link in retry.links] == [producer.span_id]
+
+
+def test_a_failing_job_records_the_exception_on_its_span(exporter):
+    enqueue_in_span(boom)
+
+    run_worker()
+
+    [span] = run_spans(exporter, "tests.tracing.boom.run")
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.attributes["workhorse.outcome"] == "failed"
+    [event] = [e for e in span.events if e.name == "exception"]
+    assert event.attributes["exception.type"].endswith("Boom")
+    assert event.attributes["exception.message"] == "it broke"
+
+
+def test_handler_span_name_names_the_span(exporter):
+    enqueue_in_span(ok)
+
+    run_worker(HANDLER_SPAN_NAME="job {queue}/{name}")
+
+    assert [s.name for s in exporter.get_finished_spans() if s.name.startswith("job ")] == [
+        "job tests.tracing/tests.tracing.ok"
+    ]

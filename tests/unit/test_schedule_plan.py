@@ -1,0 +1,102 @@
+"""Which slots a sweep enqueues, read from the cron expression by cronsim."""
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from django_workhorse.conf import problems, raw_settings
+from django_workhorse.cron import ALL_SLOTS_PER_SWEEP, cron_problem
+from django_workhorse.schedules import plan
+
+T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def test_an_unplanned_schedule_enqueues_nothing_and_plans_the_first_slot_after_now():
+    slots, upcoming = plan("*/5 * * * *", "UTC", "latest", None, T0 + timedelta(minutes=1))
+
+    assert slots == []
+    assert upcoming == T0 + timedelta(minutes=5)
+
+
+def test_a_due_slot_is_enqueued_and_the_next_one_planned():
+    slots, upcoming = plan("* * * * * *", "UTC", "latest", T0, T0 + timedelta(milliseconds=300))
+
+    assert slots == [T0]
+    assert upcoming == T0 + timedelta(seconds=1)
+
+
+def test_missed_slots_make_one_job_for_the_latest_by_default():
+    now = T0 + timedelta(minutes=37, seconds=20)
+
+    slots, upcoming = plan("*/5 * * * *", "UTC", "latest", T0, now)
+
+    assert slots == [T0 + timedelta(minutes=35)]
+    assert upcoming == T0 + timedelta(minutes=40)
+
+
+def test_catch_up_all_makes_one_job_per_missed_slot():
+    now = T0 + timedelta(minutes=17)
+
+    slots, upcoming = plan("*/5 * * * *", "UTC", "all", T0, now)
+
+    assert slots == [T0 + timedelta(minutes=m) for m in (0, 5, 10, 15)]
+    assert upcoming == T0 + timedelta(minutes=20)
+
+
+def test_catch_up_all_takes_a_bounded_number_of_slots_per_sweep():
+    slots, upcoming = plan("* * * * * *", "UTC", "all", T0, T0 + timedelta(hours=1))
+
+    assert len(slots) == ALL_SLOTS_PER_SWEEP
+    assert upcoming == T0 + timedelta(seconds=ALL_SLOTS_PER_SWEEP)
+
+
+def test_the_cron_is_read_in_the_schedules_time_zone():
+    paris = ZoneInfo("Europe/Paris")
+    _slots, upcoming = plan("0 3 * * *", "Europe/Paris", "latest", None, T0)
+
+    assert upcoming == datetime(2026, 3, 2, 3, 0, tzinfo=paris)
+    assert upcoming.astimezone(UTC) == datetime(2026, 3, 2, 2, 0, tzinfo=UTC)
+
+
+def test_a_daily_slot_inside_the_spring_forward_gap_runs_once_right_after_it():
+    # 2026-03-29 02:30 does not exist in Paris; Debian cron's rule (cronsim's)
+    # runs such a job once, at the first moment after the gap.
+    paris = ZoneInfo("Europe/Paris")
+    before = datetime(2026, 3, 29, 1, 0, tzinfo=paris)
+
+    _, upcoming = plan("30 2 * * *", "Europe/Paris", "latest", None, before)
+
+    assert upcoming.astimezone(UTC) == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("cron", "zone", "fragment"),
+    [
+        ("every day", "UTC", "is not valid"),
+        ("61 * * * *", "UTC", "is not valid"),
+        ("", "UTC", "must be a string"),
+        ("0 3 * * *", "Mars/Olympus", "not an IANA time zone"),
+    ],
+)
+def test_a_bad_cron_or_time_zone_is_named(cron, zone, fragment):
+    assert fragment in cron_problem(cron, zone)
+
+
+@pytest.mark.parametrize(
+    ("schedules", "fragment"),
+    [
+        ({"n": {"cron": "* * * * *"}}, "at least 'job' and 'cron'"),
+        ({"n": {"job": "x", "cron": "nope"}}, "is not valid"),
+        ({"n": {"job": "x", "cron": "* * * * *", "catch_up": "some"}}, "'catch_up' must be"),
+        ({"n": {"job": "x", "cron": "* * * * *", "every": 1}}, "unknown key(s) every"),
+        ({"bad name!": {"job": "x", "cron": "* * * * *"}}, "a schedule name is"),
+        ([], "must be a dict"),
+    ],
+)
+def test_bad_schedules_settings_are_reported_with_their_key(settings, schedules, fragment):
+    settings.WORKHORSE = {"SCHEDULES": schedules}
+
+    found = problems(raw_settings())
+
+    assert any(key.startswith("SCHEDULES") and fragment in message for key, message in found), found
