@@ -7,25 +7,27 @@ Everything a user calls is importable from here::
     @workhorse.job(queue="email", max_attempts=5, timeout=60)
     def send_invoice(invoice_id: int) -> dict: ...
 
-    send_invoice.enqueue(invoice_id=42)      # in the caller's transaction
-    workhorse.Admin().get_job(handle.id)
+    handle = send_invoice.enqueue(invoice_id=42)   # in the caller's transaction
+    handle.refresh().status                 # 'ready', ..., 'succeeded'
 """
 
 from .admin_api import Admin, JobSnapshot
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
-from .definitions import BoundJob, JobDefinition, JobHandle, enqueue, job
+from .definitions import BoundJob, JobDefinition, aenqueue, enqueue, job
 from .exceptions import (
     InvalidJobOptionError,
     InvalidPayloadError,
     JobAlreadyRegistered,
     JobCancelled,
+    JobNotFoundError,
     NotInJobError,
     SchemaVersionError,
     StoreMismatchError,
     UnknownJobError,
     WorkhorseError,
 )
+from .handles import JobHandle
 
 __all__ = [
     "Admin",
@@ -37,12 +39,14 @@ __all__ = [
     "JobContext",
     "JobDefinition",
     "JobHandle",
+    "JobNotFoundError",
     "JobSnapshot",
     "NotInJobError",
     "SchemaVersionError",
     "StoreMismatchError",
     "UnknownJobError",
     "WorkhorseError",
+    "aenqueue",
     "current_job",
     "enqueue",
     "exponential",

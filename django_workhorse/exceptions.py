@@ -37,3 +37,7 @@ class SchemaVersionError(WorkhorseError, ImproperlyConfigured):
 
 class JobCancelled(WorkhorseError):
     """Raised inside a handler whose job an operator cancelled."""
+
+
+class JobNotFoundError(WorkhorseError, LookupError):
+    """No job has the given id in the database (its enqueue rolled back, or it was pruned)."""

@@ -254,3 +254,22 @@ def schema_problem(installed: int | None) -> str | None:
         f"the database has django-workhorse schema version {installed}, newer than the "
         f"{SCHEMA_VERSION} this code speaks: upgrade django-workhorse on this machine"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    """One closed run of a job, from ``workhorse_get_attempts_v1``."""
+
+    attempt: int
+    outcome: str
+    """succeeded, failed, timed_out, stalled or canceled."""
+    worker_id: str
+    started_at: datetime
+    finished_at: datetime
+    error: dict[str, Any] | None
+
+
+def get_attempts(cursor, job_id: int) -> list[AttemptRow]:
+    """The closed runs of one job, oldest first."""
+    cursor.execute("SELECT * FROM workhorse_get_attempts_v1(%s)", [job_id])
+    return [AttemptRow(r[0], r[1], r[2], r[3], r[4], _loads(r[5])) for r in cursor.fetchall()]
