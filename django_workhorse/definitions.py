@@ -13,9 +13,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, TypeVar
 
-from django.db import connections
-
 from asgiref.sync import sync_to_async
+from django.db import connections
 
 from . import registry, store
 from .backoff import BackoffSpec, custom_delay, policy_of

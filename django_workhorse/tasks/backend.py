@@ -18,7 +18,6 @@ from django.conf import settings
 from django.core.checks import Error
 from django.db import connections
 from django.utils import timezone
-from django.utils.json import normalize_json
 from django.utils.module_loading import import_string
 
 from .. import registry, store
@@ -184,8 +183,7 @@ class WorkhorseBackend(BaseTaskBackend):
                     or not low <= value <= LIMIT_1000
                 ):
                     raise InvalidTask(
-                        f"{field} must be a whole number from {low} to {LIMIT_1000}, "
-                        f"got {value!r}"
+                        f"{field} must be a whole number from {low} to {LIMIT_1000}, got {value!r}"
                     )
         if not option_problems(self.options, connections.databases):
             self.definition_for(task)

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django_workhorse",
     "demo",
     "jobtests",
+    "shop",
 ]
 
 MIDDLEWARE = [
@@ -85,7 +86,7 @@ if django.VERSION < (6, 0):
 TASKS = {
     "default": {
         "BACKEND": "django_workhorse.tasks.WorkhorseBackend",
-        "QUEUES": ["default", "jobtests.tasks", "jobtests.tasks-order"],
+        "QUEUES": ["default", "jobtests.tasks", "jobtests.tasks-order", "shop"],
         "OPTIONS": {"MAX_ATTEMPTS": 3, "BACKOFF": {"kind": "fixed", "delay": 0.2}},
     }
 }

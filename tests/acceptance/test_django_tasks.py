@@ -87,9 +87,7 @@ def test_a_task_failing_every_attempt_ends_failed_with_each_error(start_worker, 
     with pytest.raises(ValueError, match="Task failed"):
         result.return_value  # noqa: B018
     assert result.attempts == 2
-    assert [e.exception_class_path for e in result.errors] == [
-        "jobtests.jobs.PlannedFailure"
-    ] * 2
+    assert [e.exception_class_path for e in result.errors] == ["jobtests.jobs.PlannedFailure"] * 2
     assert "PlannedFailure: boom" in result.errors[-1].traceback
     assert result.errors[-1].exception_class.__name__ == "PlannedFailure"
     assert result.finished_at is not None
