@@ -28,9 +28,12 @@ def test_placing_an_order_runs_the_whole_graph():
     assert handle.refresh().status == "succeeded"
     receipt = assert_enqueued(send_receipt, order_id=7)
     assert receipt.refresh().result == "receipt for order 7"
-    assert notify_warehouse.get_result(
-        str(assert_enqueued(notify_warehouse, args=[7]).id)
-    ).return_value == "warehouse told about order 7"
+    assert (
+        notify_warehouse.get_result(
+            str(assert_enqueued(notify_warehouse, args=[7]).id)
+        ).return_value
+        == "warehouse told about order 7"
+    )
 
 
 @pytest.mark.django_db
@@ -40,7 +43,10 @@ def test_a_retry_runs_again_without_waiting_for_its_backoff():
     report = run_jobs(names=[place_order, charge_card])
 
     charges = [r for r in report if r.name == "shop.jobs.charge_card"]
-    assert [(r.attempt, r.ok, r.will_retry) for r in charges] == [(1, False, True), (2, True, False)]
+    assert [(r.attempt, r.ok, r.will_retry) for r in charges] == [
+        (1, False, True),
+        (2, True, False),
+    ]
     assert isinstance(charges[0].error, ConnectionError)
     # only the named jobs ran: the others wait for their turn
     assert assert_enqueued(reserve_stock, order_id=8).refresh().status == "ready"
@@ -78,5 +84,5 @@ def test_the_fixture_works_in_a_transactional_test(workhorse_jobs):
     place_order.enqueue(order_id=12, amount=10)
     assert len(workhorse_jobs.run()) == 5
     workhorse_jobs.assert_enqueued(charge_card, order_id=12, amount=10)
-    with pytest.raises(AssertionError, match="no shop.jobs.charge_card job"):
+    with pytest.raises(AssertionError, match=r"no shop\.jobs\.charge_card job"):
         workhorse_jobs.assert_enqueued(charge_card, order_id=13)
