@@ -27,7 +27,7 @@ try:
 
     SOURCE = "django.tasks"
 except ImportError:  # Django 5.2: the backport
-    from django.tasks import (
+    from django_tasks import (
         TaskContext,
         TaskResult,
         TaskResultStatus,
