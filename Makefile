@@ -26,11 +26,11 @@ BENCH_ARGS ?=
 VENV_LTS := .venv-lts
 PY_LTS := $(VENV_LTS)/bin/python
 STAMP_LTS := $(VENV_LTS)/.installed
-# What make test-lts runs: every unit, integration and migration test, the
+# What make test-lts runs: every unit, integration, migration and docs test, the
 # Django Tasks, handle and testing-helper tests, and the acceptance tests of
 # the core lifecycle (retries, crashes, shutdown, async). The chaos, drain,
 # process and connection-loss acceptance tests run on the main line only.
-LTS_TESTS ?= tests/unit tests/integration tests/migration testproject/shop \
+LTS_TESTS ?= tests/unit tests/integration tests/migration tests/docs testproject/shop \
 	tests/acceptance/test_django_tasks.py tests/acceptance/test_handles.py \
 	tests/acceptance/test_retries.py tests/acceptance/test_crashes.py \
 	tests/acceptance/test_shutdown.py tests/acceptance/test_async.py

@@ -168,3 +168,15 @@ def test_a_task_enqueued_in_a_rolled_back_atomic_block_never_runs(start_worker, 
     assert worker.stop() == 0
     assert Admin().get_job(int(rolled_back.id)) is None
     assert kept.return_value == 4
+
+
+def test_a_task_in_a_module_the_worker_never_imported_is_found_by_its_path(
+    start_worker, wait_until
+):
+    from jobtests.more_tasks import shout
+
+    result = shout.enqueue("hey")
+    worker = start_worker("--queues", "jobtests.tasks")
+    wait_until(lambda: finished(result), what="the task finished")
+    assert worker.stop() == 0
+    assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, "HEY")

@@ -169,3 +169,14 @@ def test_importing_the_backend_imports_no_models():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_aenqueue_and_aget_result_from_async_code():
+    from asgiref.sync import async_to_sync
+
+    async def enqueue_and_read():
+        result = await add.aenqueue(3, 4)
+        return result, await add.aget_result(result.id)
+
+    result, found = async_to_sync(enqueue_and_read)()
+    assert (result.status, found.id, found.args) == ("READY", result.id, [3, 4])
