@@ -24,6 +24,7 @@ try:
     )
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
     from django.tasks.signals import task_enqueued, task_finished, task_started
+    from django.utils.json import normalize_json
 
     SOURCE = "django.tasks"
 except ImportError:  # Django 5.2: the backport
@@ -41,8 +42,10 @@ except ImportError:  # Django 5.2: the backport
         Task,
         TaskError,
     )
-    from django_tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask
+    from django_tasks.exceptions import TaskResultDoesNotExist
     from django_tasks.signals import task_enqueued, task_finished, task_started
+    from django_tasks.utils import normalize_json
 
     SOURCE = "django_tasks"
 
@@ -59,6 +62,7 @@ __all__ = [
     "TaskResultDoesNotExist",
     "TaskResultStatus",
     "default_task_backend",
+    "normalize_json",
     "task_backends",
     "task_enqueued",
     "task_finished",

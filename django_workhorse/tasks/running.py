@@ -17,7 +17,6 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.utils import timezone
-from django.utils.json import normalize_json
 
 from ..context import current_job
 from .compat import (
@@ -25,6 +24,7 @@ from .compat import (
     TaskError,
     TaskResult,
     TaskResultStatus,
+    normalize_json,
     task_backends,
     task_finished,
     task_started,
