@@ -23,7 +23,7 @@ from django.utils.module_loading import import_string
 from .. import registry, store
 from ..admin_api import Admin
 from ..backoff import BackoffSpec
-from ..conf import LIMIT_1000, QUEUE_NAME_RE, queue_name_problem
+from ..conf import LIMIT_1000, QUEUE_NAME_RE, job_defaults, queue_name_problem
 from ..definitions import JobDefinition
 from ..exceptions import WorkhorseError
 from .compat import (
@@ -125,9 +125,9 @@ class WorkhorseBackend(BaseTaskBackend):
     @property
     def database(self) -> str:
         """The database alias this backend's jobs live in."""
-        from ..conf import get_settings
-
-        return self.workhorse_options.database or get_settings().database
+        # job_defaults, not get_settings: tasks are validated while Django
+        # starts, and a bad WORKHORSE value must reach `manage.py check`.
+        return self.workhorse_options.database or job_defaults()[0]
 
     def check(self, **kwargs: Any) -> list[Error]:
         """Bad ``QUEUES`` and ``OPTIONS`` entries, each with its key and the fix."""
