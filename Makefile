@@ -21,11 +21,26 @@ WITH_DB := $(PY) scripts/with_database.py --
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help test soak demo bench lint fmt schema clean
+# The second supported line: Django 5.2 LTS on Python 3.12 with the
+# django-tasks backport, in its own venv pinned by constraints-django52.txt.
+VENV_LTS := .venv-lts
+PY_LTS := $(VENV_LTS)/bin/python
+STAMP_LTS := $(VENV_LTS)/.installed
+# What make test-lts runs: every unit, integration, migration and docs test, the
+# Django Tasks, handle and testing-helper tests, and the acceptance tests of
+# the core lifecycle (retries, crashes, shutdown, async). The chaos, drain,
+# process and connection-loss acceptance tests run on the main line only.
+LTS_TESTS ?= tests/unit tests/integration tests/migration tests/docs testproject/shop \
+	tests/acceptance/test_django_tasks.py tests/acceptance/test_handles.py \
+	tests/acceptance/test_retries.py tests/acceptance/test_crashes.py \
+	tests/acceptance/test_shutdown.py tests/acceptance/test_async.py
+
+.PHONY: help test test-lts soak demo bench lint fmt schema clean
 
 help:
 	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
 	@echo "make test    run the test suite (PYTEST_ARGS='-k name' to narrow it)"
+	@echo "make test-lts  the LTS_TESTS on Django 5.2 LTS / Python 3.12 (.venv-lts)"
 	@echo "make lint    ruff check and ruff format --check"
 	@echo "make fmt     ruff check --fix and ruff format"
 	@echo "make soak    the chaos test at length (SOAK_ROUNDS=200 chaos actions)"
@@ -51,6 +66,22 @@ $(STAMP): pyproject.toml constraints.txt
 test: $(VENV)
 	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
 
+$(VENV_LTS): $(STAMP_LTS)
+
+$(STAMP_LTS): pyproject.toml constraints-django52.txt
+	@if ! $(PY_LTS) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
+	    python="$$(PYTHON_MINOR=12 scripts/find_python.sh)"; \
+	    echo "creating $(VENV_LTS) with $$python"; \
+	    rm -rf $(VENV_LTS); \
+	    "$$python" -m venv $(VENV_LTS); \
+	fi
+	$(PY_LTS) -m pip install --upgrade pip
+	$(PY_LTS) -m pip install -c constraints-django52.txt -e '.[test,embedded,tasks-backport]'
+	@touch $@
+
+test-lts: $(VENV) $(VENV_LTS)
+	$(WITH_DB) $(PY_LTS) -m pytest $(LTS_TESTS) $(PYTEST_ARGS)
+
 # make test runs the chaos test with 6 actions; this runs it with many more.
 SOAK_ROUNDS ?= 200
 soak: $(VENV)
@@ -74,4 +105,4 @@ fmt: $(VENV)
 	status=0; $(RUFF) check --fix . || status=$$?; $(RUFF) format .; exit $$status
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VENV_LTS)

@@ -7,19 +7,20 @@ Everything a user calls is importable from here::
     @workhorse.job(queue="email", max_attempts=5, timeout=60)
     def send_invoice(invoice_id: int) -> dict: ...
 
-    send_invoice.enqueue(invoice_id=42)      # in the caller's transaction
-    workhorse.Admin().get_job(handle.id)
+    handle = send_invoice.enqueue(invoice_id=42)   # in the caller's transaction
+    handle.refresh().status                 # 'ready', ..., 'succeeded'
 """
 
 from .admin_api import Admin, JobSnapshot
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
-from .definitions import BoundJob, JobDefinition, JobHandle, enqueue, job
+from .definitions import BoundJob, JobDefinition, aenqueue, enqueue, job
 from .exceptions import (
     InvalidJobOptionError,
     InvalidPayloadError,
     JobAlreadyRegistered,
     JobCancelled,
+    JobNotFoundError,
     NotInJobError,
     SchemaVersionError,
     StoreMismatchError,
@@ -27,6 +28,7 @@ from .exceptions import (
     UnknownScheduleError,
     WorkhorseError,
 )
+from .handles import JobHandle
 
 __all__ = [
     "Admin",
@@ -38,6 +40,7 @@ __all__ = [
     "JobContext",
     "JobDefinition",
     "JobHandle",
+    "JobNotFoundError",
     "JobSnapshot",
     "NotInJobError",
     "SchemaVersionError",
@@ -45,6 +48,7 @@ __all__ = [
     "UnknownJobError",
     "UnknownScheduleError",
     "WorkhorseError",
+    "aenqueue",
     "current_job",
     "enqueue",
     "exponential",

@@ -13,12 +13,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, ParamSpec, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.db import connections
 
 from . import registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
 from .conf import duration_seconds, job_defaults
 from .exceptions import InvalidJobOptionError, InvalidPayloadError
+from .handles import JobHandle
 from .limits import (
     CONCURRENCY_MAX,
     MAX_ATTEMPTS_MAX,
@@ -38,21 +40,6 @@ from .payloads import encode_payload
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class JobHandle:
-    """What enqueue returns: the job's id, and whether this call created it.
-
-    ``inserted`` is False when an existing job already held the idempotency key;
-    ``id`` is then that job's id.
-    """
-
-    id: int
-    name: str
-    queue: str
-    inserted: bool
-    using: str
 
 
 @dataclass(frozen=True)
@@ -110,7 +97,7 @@ def validate_options(options: EnqueueOptions) -> EnqueueOptions:
     return options
 
 
-class _Enqueuer:
+class _Enqueuer(Generic[R]):
     """enqueue / enqueue_many over a definition and a set of options."""
 
     definition: JobDefinition
@@ -151,11 +138,15 @@ class _Enqueuer:
             parts.append('{"payload":' + encode_payload(definition.name, payload) + "," + tail)
         return "[" + ",".join(parts) + "]", len(parts)
 
-    def enqueue(self, **payload: Any) -> JobHandle:
+    def enqueue(self, **payload: Any) -> JobHandle[R]:
         """Enqueue one job with ``payload`` as the handler's keyword arguments."""
         return self.enqueue_many([payload])[0]
 
-    def enqueue_many(self, payloads: Iterable[Mapping[str, Any]]) -> list[JobHandle]:
+    async def aenqueue(self, **payload: Any) -> JobHandle[R]:
+        """``enqueue`` for async code, in the transaction of Django's sync thread."""
+        return await sync_to_async(self.enqueue)(**payload)
+
+    def enqueue_many(self, payloads: Iterable[Mapping[str, Any]]) -> list[JobHandle[R]]:
         """Enqueue many jobs in one round trip; every payload is checked first,
         so one bad payload writes nothing."""
         rows_json, count = self._rows_json(payloads)
@@ -170,14 +161,14 @@ class _Enqueuer:
         ]
 
 
-class BoundJob(_Enqueuer):
+class BoundJob(_Enqueuer[R]):
     """A job with per-enqueue options applied; made by ``JobDefinition.options``."""
 
     def __init__(self, definition: JobDefinition, options: EnqueueOptions) -> None:
         self.definition = definition
         self._options = validate_options(options)
 
-    def options(self, **overrides: Any) -> BoundJob:
+    def options(self, **overrides: Any) -> BoundJob[R]:
         return self.definition._bind(self._options, overrides)
 
 
@@ -195,7 +186,7 @@ def plain_parameters(signature: inspect.Signature) -> tuple[frozenset, frozenset
     return accepted, required
 
 
-class JobDefinition(_Enqueuer, Generic[P, R]):
+class JobDefinition(_Enqueuer[R], Generic[P, R]):
     """A registered job type: its handler, name, queue and policies.
 
     Calling the definition calls the handler directly, in-process (handy in
@@ -279,12 +270,12 @@ class JobDefinition(_Enqueuer, Generic[P, R]):
     def __repr__(self) -> str:
         return f"<JobDefinition {self.name} queue={self.queue}>"
 
-    def options(self, **overrides: Any) -> BoundJob:
+    def options(self, **overrides: Any) -> BoundJob[R]:
         """The job with per-enqueue options: delay, run_at, priority, queue,
         max_attempts, timeout, idempotency_key."""
         return self._bind(self._options, overrides)
 
-    def _bind(self, base: EnqueueOptions, overrides: dict[str, Any]) -> BoundJob:
+    def _bind(self, base: EnqueueOptions, overrides: dict[str, Any]) -> BoundJob[R]:
         allowed = {
             "queue",
             "priority",
@@ -382,6 +373,11 @@ def job(
     return decorate(func) if func is not None else decorate
 
 
-def enqueue(name: str, /, **payload: Any) -> JobHandle:
+def enqueue(name: str, /, **payload: Any) -> JobHandle[Any]:
     """Enqueue a registered job by name; UnknownJobError if there is none."""
     return registry.get(name).enqueue(**payload)
+
+
+async def aenqueue(name: str, /, **payload: Any) -> JobHandle[Any]:
+    """``enqueue`` by name for async code."""
+    return await registry.get(name).aenqueue(**payload)

@@ -46,3 +46,7 @@ class ReadOnlyModelError(WorkhorseError, TypeError):
 
 class UnknownScheduleError(WorkhorseError, LookupError):
     """No repeatable schedule of that name is stored in the database."""
+
+
+class JobNotFoundError(WorkhorseError, LookupError):
+    """No job has the given id in the database (its enqueue rolled back, or it was pruned)."""

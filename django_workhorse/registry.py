@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .exceptions import JobAlreadyRegistered, UnknownJobError
@@ -11,6 +12,22 @@ if TYPE_CHECKING:
 
 _jobs: dict[str, JobDefinition] = {}
 _listeners: list = []
+_resolvers: list[Callable[[str], JobDefinition | None]] = []
+
+
+class JobTable(dict):
+    """The jobs by name, as ``all_jobs()`` returns them.
+
+    ``get`` of a name nobody registered asks the resolvers before giving up:
+    a job type defined elsewhere than ``jobs.py`` (a Django ``@task``, found
+    by its import path) registers itself on first use, in the worker too.
+    """
+
+    def get(self, name: str, default: JobDefinition | None = None) -> JobDefinition | None:
+        found = dict.get(self, name)
+        if found is None:
+            found = resolve(name)
+        return found if found is not None else default
 
 
 def register(definition: JobDefinition) -> None:
@@ -39,7 +56,7 @@ def register(definition: JobDefinition) -> None:
 def get(name: str) -> JobDefinition:
     """The job registered under ``name``, or UnknownJobError listing what exists."""
     try:
-        return _jobs[name]
+        return _jobs.get(name) or _resolve_or_raise(name)
     except KeyError:
         known = ", ".join(sorted(_jobs)) or "none"
         raise UnknownJobError(
@@ -48,9 +65,32 @@ def get(name: str) -> JobDefinition:
         ) from None
 
 
-def all_jobs() -> dict[str, JobDefinition]:
-    """A copy of every registered job by name."""
-    return dict(_jobs)
+def _resolve_or_raise(name: str) -> JobDefinition:
+    found = resolve(name)
+    if found is None:
+        raise KeyError(name)
+    return found
+
+
+def all_jobs() -> JobTable:
+    """A copy of every registered job by name (``get`` also tries the resolvers)."""
+    return JobTable(_jobs)
+
+
+def add_resolver(resolver: Callable[[str], JobDefinition | None]) -> None:
+    """Ask ``resolver(name)`` for a job nobody registered under ``name``; it
+    registers and returns the definition, or returns None. Added once."""
+    if resolver not in _resolvers:
+        _resolvers.append(resolver)
+
+
+def resolve(name: str) -> JobDefinition | None:
+    """The definition a resolver finds for an unregistered ``name``, or None."""
+    for resolver in list(_resolvers):
+        found = resolver(name)
+        if found is not None:
+            return found
+    return None
 
 
 def on_register(listener) -> None:

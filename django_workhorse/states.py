@@ -57,6 +57,8 @@ class EventKind(models.TextChoices):
     FAILED = "failed"
     RELEASED = "released"
     STALLED = "stalled"
+    MADE_DUE = "made_due"
+    """A scheduled job made due at once by ``django_workhorse.testing``."""
 
 
 class AttemptOutcome(models.TextChoices):

@@ -402,3 +402,48 @@ def _trace_context(raw: str | None) -> dict[str, Any] | None:
         return _loads(raw)
     except (ValueError, RecursionError):
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    """One closed run of a job, from ``workhorse_get_attempts_v1``."""
+
+    attempt: int
+    outcome: str
+    """succeeded, failed, timed_out, stalled or canceled."""
+    worker_id: str
+    started_at: datetime
+    finished_at: datetime
+    error: dict[str, Any] | None
+
+
+def get_attempts(cursor, job_id: int) -> list[AttemptRow]:
+    """The closed runs of one job, oldest first."""
+    cursor.execute("SELECT * FROM workhorse_get_attempts_v1(%s)", [job_id])
+    return [AttemptRow(r[0], r[1], r[2], r[3], r[4], _loads(r[5])) for r in cursor.fetchall()]
+
+
+def make_due(cursor, queues: Sequence[str]) -> int:
+    """Make the scheduled jobs of ``queues`` due now; how many moved."""
+    cursor.execute("SELECT workhorse_make_due_v1(%s::text[])", [_names(queues)])
+    return cursor.fetchone()[0]
+
+
+JOB_TABLES = (
+    "workhorse_job_runtime",
+    "workhorse_job_outcome",
+    "workhorse_job_query",
+    "workhorse_job_event",
+    "workhorse_attempt_history",
+    "workhorse_queue",
+    "workhorse_job",
+)
+"""Every table holding jobs or queue policy, children first."""
+
+
+def delete_every_job(cursor) -> None:
+    """Delete every job, its history and queue policy: for test teardown only
+    (``django_workhorse.testing``), where Django's flush leaves these
+    unmanaged tables alone. DELETE, not TRUNCATE: a test leaves few rows."""
+    for table in JOB_TABLES:
+        cursor.execute(f"DELETE FROM {table}")

@@ -46,7 +46,7 @@ CREATE TABLE workhorse_job_event (
     attempt integer,
     worker_id text,
     data jsonb,
-    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text])))
+    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text])))
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
@@ -164,10 +164,14 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 32ce74f5765b30e8
+-- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
+--   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE sql -- body sha256 d7e691b0618a534b
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 507b54412444061f
+-- FUNCTION workhorse_make_due_v1(p_queues text[])
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
 --   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 65da1c41cddae9d3
 -- FUNCTION workhorse_queue_depth_v1()

@@ -31,7 +31,11 @@ if [[ -n "${VENV_PYTHON:-}" ]]; then
     exit 1
 fi
 
-candidates=(python3.13 python3.12)
+# PYTHON_MINOR=12 asks for exactly 3.12 (the second CI run, Django 5.2 LTS).
+minors=(13 12)
+[[ -n "${PYTHON_MINOR:-}" ]] && minors=("$PYTHON_MINOR")
+candidates=()
+for minor in "${minors[@]}"; do candidates+=("python3.$minor"); done
 
 if command -v pyenv >/dev/null 2>&1; then
     pyenv_root="$(pyenv root 2>/dev/null)"
@@ -39,14 +43,14 @@ else
     pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
 fi
 if [[ -d "$pyenv_root/versions" ]]; then
-    for minor in 13 12; do
+    for minor in "${minors[@]}"; do
         # Newest patch release first.
         while IFS= read -r dir; do
             [[ -n "$dir" ]] && candidates+=("$dir/bin/python3.$minor")
         done < <(find "$pyenv_root/versions" -mindepth 1 -maxdepth 1 -name "3.$minor.*" 2>/dev/null | sort -V -r)
     done
 fi
-candidates+=(python3)
+[[ -z "${PYTHON_MINOR:-}" ]] && candidates+=(python3)
 
 for candidate in "${candidates[@]}"; do
     if path="$(probe "$candidate")" && [[ -n "$path" ]]; then

@@ -40,6 +40,8 @@ class Migration(migrations.Migration):
             "workhorse_claim_many_observed_v1.sql",
             drops_function="workhorse_claim_many_observed_v1",
         ),
+        RunSQLFile("workhorse_get_attempts_v1.sql", drops_function="workhorse_get_attempts_v1"),
+        RunSQLFile("workhorse_make_due_v1.sql", drops_function="workhorse_make_due_v1"),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),
@@ -87,7 +89,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
                 ("job_id", models.BigIntegerField()),
                 ("at", models.DateTimeField()),
-                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled")])),
+                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due")])),
                 ("attempt", models.IntegerField(null=True)),
                 ("worker_id", models.TextField(null=True)),
                 ("data", models.JSONField(null=True)),

@@ -6,6 +6,7 @@ django-environ; ``DATABASE_URL`` defaults to the local PostgreSQL server.
 
 from pathlib import Path
 
+import django
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -29,6 +30,7 @@ INSTALLED_APPS = [
     "django_workhorse",
     "demo",
     "jobtests",
+    "shop",
 ]
 
 MIDDLEWARE = [
@@ -75,6 +77,18 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "job"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
+}
+
+# Django's Tasks API (the django-tasks backport on Django 5.2) stored and run
+# by workhorse; the tasks live in jobtests/tasks.py.
+if django.VERSION < (6, 0):
+    INSTALLED_APPS.append("django_tasks")
+TASKS = {
+    "default": {
+        "BACKEND": "django_workhorse.tasks.WorkhorseBackend",
+        "QUEUES": ["default", "jobtests.tasks", "jobtests.tasks-order", "shop"],
+        "OPTIONS": {"MAX_ATTEMPTS": 3, "BACKOFF": {"kind": "fixed", "delay": 0.2}},
+    }
 }
 
 # Tests and benchmarks pass worker settings to subprocesses as JSON.

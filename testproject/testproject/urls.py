@@ -1,4 +1,8 @@
 from django.contrib import admin
 from django.urls import path
+from jobtests.views import enqueue_add
 
-urlpatterns = [path("admin/", admin.site.urls)]
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("jobtests/enqueue-add", enqueue_add),
+]

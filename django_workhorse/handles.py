@@ -1,0 +1,101 @@
+"""``JobHandle``: what ``enqueue`` returns, and how far the job has got.
+
+A handle is a small value (id, name, queue, whether this call inserted the
+job, the database alias) that can also read the job's state. Like Django's
+``TaskResult``, what it read stays as read until ``refresh()``: ``status``,
+``result`` and ``error`` read the job once, on first use, and again only when
+asked, so a handle in a loop never costs more queries than the loop asks for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from asgiref.sync import sync_to_async
+
+from .exceptions import JobNotFoundError
+
+if TYPE_CHECKING:
+    from .admin_api import JobSnapshot
+
+R = TypeVar("R")
+
+TERMINAL_STATES = frozenset({"succeeded", "failed", "canceled"})
+
+
+@dataclass(frozen=True, slots=True)
+class JobHandle(Generic[R]):
+    """What enqueue returns: the job's id, whether this call created it, and
+    (read on demand) its state, result and error.
+
+    ``inserted`` is False when an existing job already held the idempotency key;
+    ``id`` is then that job's id. Two handles are equal when they name the same
+    job the same way; what they have read does not count.
+    """
+
+    id: int
+    name: str
+    queue: str
+    inserted: bool
+    using: str
+    _snapshot: JobSnapshot | None = field(default=None, compare=False, repr=False)
+
+    def refresh(self) -> JobHandle[R]:
+        """Read the job's current state from the database; returns the handle.
+
+        Raises JobNotFoundError when the job is gone: its enqueue was rolled
+        back, or it was enqueued in a transaction not yet committed that this
+        connection cannot see.
+        """
+        from .admin_api import Admin
+
+        snapshot = Admin(using=self.using).get_job(self.id)
+        if snapshot is None:
+            raise JobNotFoundError(
+                f"job {self.name!r} #{self.id} is not in database {self.using!r}: the "
+                "transaction that enqueued it rolled back, or has not committed yet"
+            )
+        object.__setattr__(self, "_snapshot", snapshot)
+        return self
+
+    async def arefresh(self) -> JobHandle[R]:
+        """``refresh()`` for async code (runs the query in Django's sync thread)."""
+        await sync_to_async(self.refresh)()
+        return self
+
+    @property
+    def snapshot(self) -> JobSnapshot:
+        """Everything ``Admin().get_job`` knows about the job, as last read."""
+        if self._snapshot is None:
+            self.refresh()
+        return self._snapshot  # type: ignore[return-value]
+
+    @property
+    def status(self) -> str:
+        """blocked, scheduled, ready, active, succeeded, failed or canceled, as last read."""
+        return self.snapshot.state
+
+    @property
+    def is_finished(self) -> bool:
+        """True once the job succeeded, failed or was canceled (as last read)."""
+        return self.status in TERMINAL_STATES
+
+    @property
+    def attempts(self) -> int:
+        """The attempt running or last run; 0 before the first claim."""
+        return self.snapshot.current_attempt
+
+    @property
+    def result(self) -> R | None:
+        """The handler's return value once the job succeeded; None before that
+        and for a job that failed or was canceled."""
+        snapshot = self.snapshot
+        return snapshot.result if snapshot.state == "succeeded" else None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The error of a failed job, or of the last failed attempt of a job
+        that will be retried: ``{"type", "message", "traceback"}``; None when
+        no attempt has failed."""
+        return self.snapshot.error

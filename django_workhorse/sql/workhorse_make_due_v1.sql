@@ -1,0 +1,26 @@
+-- Brings scheduled jobs of p_queues forward: a run_at later than now (a
+-- delay, run_at, or a retry's backoff) becomes now, so the next claim hands
+-- them out. Used by django_workhorse.testing to skip waits in a test; each
+-- moved job gets a 'made_due' event with the run_at it had. Returns how many
+-- jobs moved.
+CREATE OR REPLACE FUNCTION workhorse_make_due_v1(p_queues text[])
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_count integer;
+BEGIN
+    WITH moved AS (
+        UPDATE workhorse_job_runtime rt
+        SET run_at = now()
+        FROM workhorse_job_runtime old
+        WHERE old.job_id = rt.job_id
+          AND rt.state = 'scheduled' AND rt.queue = ANY (p_queues) AND rt.run_at > now()
+        RETURNING rt.job_id, rt.attempt, old.run_at AS was
+    ), logged AS (
+        INSERT INTO workhorse_job_event (job_id, kind, attempt, data)
+        SELECT m.job_id, 'made_due', m.attempt, jsonb_build_object('run_at', m.was) FROM moved m
+    )
+    SELECT count(*) INTO v_count FROM moved;
+    RETURN v_count;
+END
+$$;

@@ -1,0 +1,328 @@
+"""``WorkhorseBackend``: Django's Tasks API, stored and run by workhorse.
+
+A ``@task`` enqueued through this backend becomes a workhorse job named by
+the task's import path (``task.module_path``), in the caller's transaction,
+and ``runworker`` runs it like any job. Nothing here imports models: Django
+builds backends while user modules are still importing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from inspect import iscoroutinefunction
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import Error
+from django.db import connections
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from .. import registry, store
+from ..admin_api import Admin
+from ..backoff import BackoffSpec
+from ..conf import job_defaults
+from ..definitions import JobDefinition
+from ..exceptions import WorkhorseError
+from ..limits import (
+    MAX_ATTEMPTS_MAX,
+    MAX_ATTEMPTS_MIN,
+    MAX_STALLED_MAX,
+    MAX_STALLED_MIN,
+    queue_name_problem,
+    whole_problem,
+)
+from .compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_backends,
+    task_enqueued,
+)
+from .options import BackendOptions, option_problems, parse_options
+from .results import build_result
+
+ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
+MAX_JOB_ID = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkhorseTask(Task):
+    """A Django ``Task`` with the workhorse options Django's API has no word for.
+
+    Give them to the decorator, ``@task(max_attempts=3, timeout=60)``, or per
+    enqueue through ``using(...)``; None takes the backend's ``OPTIONS``, then
+    the ``WORKHORSE`` defaults.
+    """
+
+    max_attempts: int | None = None
+    """Attempts before the task ends FAILED (1 to 1000)."""
+    timeout: float | timedelta | None = None
+    """Seconds (or a timedelta) an attempt may run before it fails as timed out."""
+    max_stalled: int | None = None
+    """Times a run may be lost with its worker before the task ends FAILED."""
+    backoff: BackoffSpec = None
+    """``workhorse.exponential(...)``, ``workhorse.fixed(...)`` or a callable; decorator only."""
+    idempotency_key: str | None = None
+    """A second enqueue with the same key returns the first task's result; per enqueue."""
+
+    def using(
+        self,
+        *,
+        priority: int | None = None,
+        queue_name: str | None = None,
+        run_after: Any = None,
+        backend: str | None = None,
+        max_attempts: int | None = None,
+        timeout: float | timedelta | None = None,
+        max_stalled: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> WorkhorseTask:
+        """Django's ``using()`` plus the workhorse options that may change per enqueue."""
+        task = Task.using(
+            self,
+            priority=priority,
+            queue_name=queue_name,
+            run_after=run_after,
+            backend=backend,
+        )
+        ours = {
+            "max_attempts": max_attempts,
+            "timeout": timeout,
+            "max_stalled": max_stalled,
+            "idempotency_key": idempotency_key,
+        }
+        changes = {key: value for key, value in ours.items() if value is not None}
+        return replace(task, **changes) if changes else task
+
+
+class WorkhorseBackend(BaseTaskBackend):
+    """The durable backend: ``TASKS = {"default": {"BACKEND":
+    "django_workhorse.tasks.WorkhorseBackend", "QUEUES": [...], "OPTIONS": {...}}}``."""
+
+    task_class = WorkhorseTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        self._definitions: dict[str, JobDefinition] = {}
+        registry.add_resolver(resolve_task_job)
+
+    # -- options -------------------------------------------------------------
+
+    @property
+    def workhorse_options(self) -> BackendOptions:
+        """``OPTIONS`` as values; InvalidTask naming the key when one is wrong."""
+        problems = option_problems(self.options, connections.databases)
+        if problems:
+            key, problem = problems[0]
+            raise InvalidTask(
+                f"TASKS[{self.alias!r}]['OPTIONS'][{key!r}] {problem}; "
+                "run `manage.py check` to see every problem"
+            )
+        return parse_options(self.options)
+
+    @property
+    def database(self) -> str:
+        """The database alias this backend's jobs live in."""
+        # job_defaults, not get_settings: tasks are validated while Django
+        # starts, and a bad WORKHORSE value must reach `manage.py check`.
+        return self.workhorse_options.database or job_defaults()[0]
+
+    def check(self, **kwargs: Any) -> list[Error]:
+        """Bad ``QUEUES`` and ``OPTIONS`` entries, each with its key and the fix."""
+        errors = []
+        for name in sorted(self.queues, key=str):
+            if problem := queue_name_problem(name):
+                errors.append(
+                    Error(
+                        f"TASKS[{self.alias!r}]['QUEUES'] holds {name!r}: {problem}",
+                        hint="Rename the queue in settings.TASKS and in the @task decorators.",
+                        obj=f"settings.TASKS[{self.alias!r}]",
+                        id="workhorse.E101",
+                    )
+                )
+        for key, problem in option_problems(self.options, connections.databases):
+            where = f"TASKS[{self.alias!r}]['OPTIONS']" + (f"[{key!r}]" if key else "")
+            errors.append(
+                Error(
+                    f"{where} {problem}",
+                    hint="Fix the value in settings.TASKS; docs/django-tasks.md lists every "
+                    "option.",
+                    obj=f"settings.TASKS[{self.alias!r}]",
+                    id="workhorse.E102",
+                )
+            )
+        if "django_workhorse" not in settings.INSTALLED_APPS:
+            errors.append(
+                Error(
+                    f"TASKS[{self.alias!r}] uses the workhorse backend but django_workhorse "
+                    "is not in INSTALLED_APPS",
+                    hint="Add 'django_workhorse' to INSTALLED_APPS and run migrate.",
+                    obj=f"settings.TASKS[{self.alias!r}]",
+                    id="workhorse.E103",
+                )
+            )
+        return errors
+
+    # -- tasks as jobs -------------------------------------------------------
+
+    def validate_task(self, task: Task) -> None:
+        """Django's checks, then the workhorse options of the task; registers
+        the task as a job type so that ``runworker`` serves its queue."""
+        super().validate_task(task)
+        if problem := queue_name_problem(task.queue_name):
+            raise InvalidTask(f"queue_name: {problem}")
+        if isinstance(task, WorkhorseTask):
+            for field, low, high in (
+                ("max_attempts", MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX),
+                ("max_stalled", MAX_STALLED_MIN, MAX_STALLED_MAX),
+            ):
+                value = getattr(task, field)
+                if value is not None and (problem := whole_problem(field, value, low, high)):
+                    raise InvalidTask(problem)
+        if not option_problems(self.options, connections.databases):
+            self.definition_for(task)
+
+    def definition_for(self, task: Task) -> JobDefinition:
+        """The job type that runs ``task`` (registered on first use)."""
+        name = task.module_path
+        definition = self._definitions.get(name)
+        if definition is not None:
+            return definition
+        options = self.workhorse_options
+        ours = task if isinstance(task, WorkhorseTask) else None
+
+        def pick(field: str) -> Any:
+            value = getattr(ours, field, None)
+            return value if value is not None else getattr(options, field)
+
+        from .running import run_task, run_task_async
+
+        try:
+            definition = JobDefinition(
+                run_task_async if iscoroutinefunction(task.func) else run_task,
+                name=name,
+                queue=task.queue_name,
+                max_attempts=pick("max_attempts"),
+                timeout=pick("timeout"),
+                max_stalled=pick("max_stalled"),
+                backoff=pick("backoff"),
+                using=self.database,
+            )
+        except WorkhorseError as exc:
+            raise InvalidTask(f"task {name}: {exc}") from None
+        registry.register(definition)
+        self._definitions[name] = definition
+        return definition
+
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        """Store the task as a job in the caller's transaction; sends
+        ``task_enqueued`` once the job row is written."""
+        self.validate_task(task)
+        definition = self.definition_for(task)
+        result = TaskResult(
+            task=task,
+            id="0",
+            status=TaskResultStatus.READY,
+            enqueued_at=None,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=args,
+            kwargs=kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        run_after = task.run_after
+        if run_after is not None and timezone.is_naive(run_after):
+            run_after = timezone.make_aware(run_after)
+        changes: dict[str, Any] = {
+            "queue": task.queue_name,
+            "priority": task.priority,
+            "run_at": run_after,
+        }
+        if isinstance(task, WorkhorseTask):
+            for field in ("max_attempts", "timeout", "max_stalled", "idempotency_key"):
+                if getattr(task, field) is not None:
+                    changes[field] = getattr(task, field)
+        try:
+            handle = definition.options(**changes).enqueue(
+                args=result.args, kwargs=result.kwargs, backend=self.alias
+            )
+        except WorkhorseError as exc:
+            raise InvalidTask(f"task {definition.name}: {exc}") from None
+        if not handle.inserted:
+            return self.get_result(str(handle.id))
+        object.__setattr__(result, "id", str(handle.id))
+        object.__setattr__(result, "enqueued_at", timezone.now())
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> TaskResult:
+        """The task's result as stored now; TaskResultDoesNotExist for an id
+        that is malformed, unknown, or a job that is not a task of this backend."""
+        job_id = parse_result_id(result_id)
+        admin = Admin(using=self.database)
+        snapshot = admin.get_job(job_id) if job_id is not None else None
+        payload = snapshot.payload if snapshot is not None else None
+        if not isinstance(payload, dict) or payload.get("backend") != self.alias:
+            raise TaskResultDoesNotExist(
+                f"no task result with id {result_id!r} in backend {self.alias!r}"
+            )
+        task = task_at(snapshot.name)
+        if task is None:
+            raise TaskResultDoesNotExist(
+                f"task result {result_id!r} belongs to {snapshot.name!r}, which no longer "
+                "imports as a task"
+            )
+        task = task.using(queue_name=snapshot.queue, priority=snapshot.priority)
+        with connections[self.database].cursor() as cursor:
+            attempts = store.get_attempts(cursor, job_id)
+        return build_result(task, self.alias, snapshot, attempts)
+
+
+def parse_result_id(result_id: Any) -> int | None:
+    """The job id a result id names, or None when it cannot name one."""
+    text = str(result_id) if isinstance(result_id, int) else result_id
+    if not isinstance(text, str) or not ID_RE.match(text):
+        return None
+    value = int(text)
+    return value if value <= MAX_JOB_ID else None
+
+
+def task_at(path: str) -> Task | None:
+    """The ``Task`` object at an import path, or None."""
+    if "." not in path:
+        return None
+    try:
+        found = import_string(path)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return found if isinstance(found, Task) else None
+
+
+def resolve_task_job(name: str) -> JobDefinition | None:
+    """Registry resolver: a job named by a task's path whose module nobody
+    imported yet (a worker started before it was) registers on first claim."""
+    task = task_at(name)
+    if task is None:
+        return None
+    backend = task.get_backend()
+    if not isinstance(backend, WorkhorseBackend):
+        return None
+    return backend.definition_for(task)
+
+
+def workhorse_backends() -> list[WorkhorseBackend]:
+    """Every configured ``TASKS`` backend that is a workhorse one."""
+    return [b for b in task_backends.all() if isinstance(b, WorkhorseBackend)]

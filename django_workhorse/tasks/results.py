@@ -1,0 +1,80 @@
+"""A workhorse job read back as Django's ``TaskResult``.
+
+How our states map onto ``TaskResultStatus`` (docs/django-tasks.md has the
+same table): blocked, scheduled and ready are READY (a retry waiting for its
+backoff is "ready to be executed again"), active is RUNNING, succeeded is
+SUCCESSFUL, failed and canceled are FAILED (Django has no cancelled status).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .compat import Task, TaskError, TaskResult, TaskResultStatus
+
+if TYPE_CHECKING:
+    from ..admin_api import JobSnapshot
+    from ..store import AttemptRow
+
+STATUS_OF_STATE = {
+    "blocked": TaskResultStatus.READY,
+    "scheduled": TaskResultStatus.READY,
+    "ready": TaskResultStatus.READY,
+    "active": TaskResultStatus.RUNNING,
+    "succeeded": TaskResultStatus.SUCCESSFUL,
+    "failed": TaskResultStatus.FAILED,
+    "canceled": TaskResultStatus.FAILED,
+}
+
+
+def task_error(error: dict[str, Any]) -> TaskError:
+    """A workhorse error envelope as Django's ``TaskError``."""
+    return TaskError(
+        exception_class_path=str(error.get("type", "")),
+        traceback=str(error.get("traceback", "")),
+    )
+
+
+def build_result(
+    task: Task, backend: str, snapshot: JobSnapshot, attempts: list[AttemptRow]
+) -> TaskResult:
+    """The ``TaskResult`` of one job from its snapshot and its closed runs.
+
+    ``worker_ids`` holds one worker per attempt (the one that finished it, or
+    runs it now), so ``attempts`` is workhorse's attempt count; a run lost to
+    a stall and redone under the same attempt number counts once.
+    ``started_at`` is when the first attempt started, ``last_attempted_at``
+    when the latest one did, ``finished_at`` when the job became terminal.
+    """
+    by_attempt: dict[int, AttemptRow] = {}
+    for row in attempts:
+        by_attempt[row.attempt] = row
+    workers = {n: row.worker_id for n, row in by_attempt.items()}
+    starts = [row.started_at for row in attempts]
+    if snapshot.state == "active" and snapshot.worker_id:
+        workers[snapshot.current_attempt] = snapshot.worker_id
+        if snapshot.started_at is not None:
+            starts.append(snapshot.started_at)
+    errors = [
+        task_error(row.error)
+        for row in attempts
+        if row.error is not None and row.outcome in ("failed", "timed_out")
+    ]
+    payload = snapshot.payload
+    result = TaskResult(
+        task=task,
+        id=str(snapshot.id),
+        status=STATUS_OF_STATE[snapshot.state],
+        enqueued_at=snapshot.created_at,
+        started_at=min(starts) if starts else None,
+        finished_at=snapshot.finished_at,
+        last_attempted_at=max(starts) if starts else None,
+        args=list(payload.get("args", [])),
+        kwargs=dict(payload.get("kwargs", {})),
+        backend=backend,
+        errors=errors,
+        worker_ids=[workers[n] for n in sorted(workers)],
+    )
+    if snapshot.state == "succeeded":
+        object.__setattr__(result, "_return_value", snapshot.result)
+    return result

@@ -1,0 +1,104 @@
+"""The handlers that run a Django task inside a workhorse job.
+
+Every task job has the payload ``{"args": [...], "kwargs": {...}, "backend":
+alias}`` and one of these two functions as its handler. Each run reads the
+job's ``TaskResult`` (status RUNNING, one worker id per attempt), sends
+``task_started``, calls the task (with a ``TaskContext`` when it
+``takes_context``), then sends ``task_finished`` with the run's outcome:
+SUCCESSFUL with the return value, FAILED after the last attempt, READY when a
+retry follows. The exception is raised on, so workhorse records the attempt
+and decides the retry as for any job.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from ..context import current_job
+from .compat import (
+    TaskContext,
+    TaskError,
+    TaskResult,
+    TaskResultStatus,
+    normalize_json,
+    task_backends,
+    task_finished,
+    task_started,
+)
+
+
+def _running_result(backend_alias: str) -> TaskResult:
+    backend = task_backends[backend_alias]
+    return backend.get_result(str(current_job().job_id))
+
+
+def _call_args(result: TaskResult) -> tuple[list[Any], dict[str, Any]]:
+    task = result.task
+    args = list(result.args)
+    if task.takes_context:
+        args.insert(0, TaskContext(task_result=result))
+    return args, dict(result.kwargs)
+
+
+def _succeeded(result: TaskResult, value: Any) -> Any:
+    value = normalize_json(value)
+    object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
+    object.__setattr__(result, "finished_at", timezone.now())
+    object.__setattr__(result, "_return_value", value)
+    return value
+
+
+def _failed(result: TaskResult, exc: BaseException) -> None:
+    ctx = current_job()
+    cls = type(exc)
+    result.errors.append(
+        TaskError(
+            exception_class_path=f"{cls.__module__}.{cls.__qualname__}",
+            traceback="".join(traceback.format_exception(exc)),
+        )
+    )
+    if ctx.attempt >= ctx.max_attempts:
+        object.__setattr__(result, "status", TaskResultStatus.FAILED)
+        object.__setattr__(result, "finished_at", timezone.now())
+    else:
+        object.__setattr__(result, "status", TaskResultStatus.READY)
+
+
+def run_task(args: list[Any], kwargs: dict[str, Any], backend: str) -> Any:
+    """Run a sync task for the worker; see the module docstring."""
+    result = _running_result(backend)
+    task_started.send(type(result.task.get_backend()), task_result=result)
+    call_args, call_kwargs = _call_args(result)
+    sender = type(result.task.get_backend())
+    try:
+        value = result.task.func(*call_args, **call_kwargs)
+    except BaseException as exc:
+        _failed(result, exc)
+        # Sent inside the except block, so that receivers see exc_info.
+        task_finished.send(sender, task_result=result)
+        raise
+    value = _succeeded(result, value)
+    task_finished.send(sender, task_result=result)
+    return value
+
+
+async def run_task_async(args: list[Any], kwargs: dict[str, Any], backend: str) -> Any:
+    """Run an async task for the worker, on its event loop; see the module docstring."""
+    result = await sync_to_async(_running_result)(backend)
+    sender = type(result.task.get_backend())
+    # asend runs sync receivers (which may use the ORM) off the event loop.
+    await task_started.asend(sender, task_result=result)
+    call_args, call_kwargs = _call_args(result)
+    try:
+        value = await result.task.func(*call_args, **call_kwargs)
+    except BaseException as exc:
+        _failed(result, exc)
+        await task_finished.asend(sender, task_result=result)
+        raise
+    value = _succeeded(result, value)
+    await task_finished.asend(sender, task_result=result)
+    return value

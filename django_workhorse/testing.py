@@ -1,0 +1,337 @@
+"""Helpers for testing code that enqueues jobs: ``run_jobs``, ``assert_enqueued``,
+and a pytest fixture.
+
+``run_jobs()`` is a worker in the test's own process and connection: it
+claims, runs and records jobs through the same SQL functions as
+``runworker`` (``claim_many``, ``succeed_many``, ``fail_many``), so a job
+that runs here passes the same checks as in production. It works in
+pytest-django's plain ``db`` tests (everything stays inside the test's
+transaction) and in ``transactional_db`` tests.
+
+Use it as a pytest plugin (``pytest_plugins = ["django_workhorse.testing"]``
+in a ``conftest.py``) for the ``workhorse_jobs`` fixture, or call the
+functions directly. docs/testing.md has examples.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.db import connections, transaction
+
+from . import registry, store
+from .conf import get_settings
+from .context import JobContext, reset_current, set_current
+from .definitions import JobDefinition
+from .exceptions import JobCancelled, UnknownJobError
+from .handles import JobHandle
+from .payloads import encode_result
+
+CLAIM_BATCH = 100
+"""Jobs claimed per queue per round; the leases are long since nothing renews them."""
+LEASE_SECONDS = 3600.0
+
+DEFAULT_LIMIT = 1000
+"""``run_jobs`` stops after this many runs: a job that enqueues itself forever
+fails the test instead of hanging it."""
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One run ``run_jobs`` made: the job, the attempt, and how it ended."""
+
+    job_id: int
+    name: str
+    queue: str
+    attempt: int
+    ok: bool
+    value: Any = None
+    """The handler's return value when ``ok``."""
+    error: BaseException | None = None
+    """The exception the handler raised when not ``ok``."""
+    will_retry: bool = False
+    """A failed run whose job goes back to the queue for another attempt."""
+
+
+@dataclass
+class RunReport:
+    """What one ``run_jobs`` call ran, in order."""
+
+    runs: list[JobRun] = field(default_factory=list)
+
+    @property
+    def succeeded(self) -> list[JobRun]:
+        return [r for r in self.runs if r.ok]
+
+    @property
+    def failed(self) -> list[JobRun]:
+        return [r for r in self.runs if not r.ok]
+
+    def names(self) -> list[str]:
+        """The job names in the order they ran (a retried job appears once per run)."""
+        return [r.name for r in self.runs]
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __iter__(self) -> Iterator[JobRun]:
+        return iter(self.runs)
+
+
+class TooManyRuns(AssertionError):
+    """``run_jobs`` reached its ``limit`` with jobs still due."""
+
+
+def _job_name(job: Any) -> str:
+    """The job name of a definition, a Django task, or a name."""
+    if isinstance(job, str):
+        return job
+    if isinstance(job, JobDefinition):
+        return job.name
+    module_path = getattr(job, "module_path", None)
+    if isinstance(module_path, str):
+        return module_path  # a Django Tasks ``Task``
+    raise TypeError(f"expected a job, a task or a job name, got {job!r}")
+
+
+def _queues(alias: str, names: set[str] | None, queues: Iterable[str] | None) -> list[str]:
+    if queues is not None:
+        return sorted(set(queues))
+    jobs = registry.all_jobs()
+    if names is not None:
+        found = set()
+        for name in names:
+            definition = jobs.get(name)
+            if definition is None:
+                raise UnknownJobError(f"run_jobs(names=...): no job named {name!r} is registered")
+            found.add(definition.queue)
+        return sorted(found)
+    known = {d.queue for d in jobs.values() if d.using == alias}
+    known.update(get_settings().queues)
+    return sorted(known)
+
+
+def run_jobs(
+    *,
+    names: Iterable[Any] | None = None,
+    queues: Iterable[str] | None = None,
+    limit: int = DEFAULT_LIMIT,
+    skip_waits: bool = True,
+    raise_errors: bool = False,
+    using: str | None = None,
+) -> RunReport:
+    """Run due jobs in this process until none is left; returns what ran.
+
+    Jobs the handlers enqueue are run too, so a chain or fan-out of jobs runs
+    to the end. ``names`` (job definitions, Django tasks or names) and
+    ``queues`` narrow what runs; a job of a served queue but another name is
+    handed back untouched. With ``skip_waits`` (the default), delayed jobs,
+    ``run_at`` in the future and retry backoff are brought forward instead of
+    waited for; ``skip_waits=False`` runs only what is due now. Failed runs
+    are recorded as a worker records them (retried within ``max_attempts``);
+    ``raise_errors=True`` raises the first handler exception after recording
+    it. ``TooManyRuns`` after ``limit`` runs with work still due.
+    """
+    alias = using or get_settings().database
+    wanted = None if names is None else {_job_name(n) for n in names}
+    served = _queues(alias, wanted, queues)
+    report = RunReport()
+    worker_id = f"testing:{os.getpid()}"
+    connection = connections[alias]
+    if not served:
+        return report
+    while True:
+        with connection.cursor() as cursor:
+            if skip_waits:
+                store.make_due(cursor, served)
+            claimed = store.claim_many(
+                cursor, worker_id, served, [CLAIM_BATCH] * len(served), LEASE_SECONDS
+            )
+            skipped = [j for j in claimed if wanted is not None and j.name not in wanted]
+            if skipped:
+                store.release_many(
+                    cursor, worker_id, [j.job_id for j in skipped], [j.fence for j in skipped]
+                )
+        runnable = [j for j in claimed if wanted is None or j.name in wanted]
+        if not runnable:
+            return report
+        for index, job in enumerate(runnable):
+            if len(report) >= limit:
+                _release(runnable[index:], worker_id, alias)
+                raise TooManyRuns(
+                    f"run_jobs ran {limit} jobs and more are due (next: {job.name} #{job.job_id});"
+                    " a job that enqueues itself? raise run_jobs(limit=...) if this is expected"
+                )
+            run = _run_one(job, worker_id, alias)
+            report.runs.append(run)
+            if raise_errors and run.error is not None:
+                _release(runnable[index + 1 :], worker_id, alias)
+                raise run.error
+
+
+def _release(jobs: list[store.ClaimedJob], worker_id: str, alias: str) -> None:
+    """Hand claimed jobs back to ready, no attempt used (run_jobs stops early)."""
+    if jobs:
+        with connections[alias].cursor() as cursor:
+            store.release_many(cursor, worker_id, [j.job_id for j in jobs], [j.fence for j in jobs])
+
+
+def _call(definition: JobDefinition, payload: dict[str, Any], alias: str) -> Any:
+    """The handler's return value; inside a test's transaction, under a
+    savepoint, so that a failing handler leaves the test's transaction usable."""
+
+    def call() -> Any:
+        if definition.is_async:
+            return async_to_sync(definition.func)(**payload)
+        return definition.func(**payload)
+
+    if connections[alias].in_atomic_block:
+        with transaction.atomic(using=alias):
+            return call()
+    return call()
+
+
+def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
+    from .worker.failures import error_json  # the worker's error envelope, unchanged
+
+    definition = registry.all_jobs().get(job.name)
+    context = JobContext(
+        job_id=job.job_id,
+        name=job.name,
+        queue=job.queue,
+        attempt=job.attempt,
+        max_attempts=job.max_attempts,
+        worker_id=worker_id,
+        using=alias,
+    )
+    token = set_current(context)
+    try:
+        if definition is None:
+            raise UnknownJobError(f"no job named {job.name!r} is registered")
+        definition.check_payload(job.payload)
+        value = _call(definition, job.payload, alias)
+        encoded = encode_result(value)
+    except Exception as exc:
+        error: Exception | None = exc
+    else:
+        error = None
+    finally:
+        reset_current(token)
+    with connections[alias].cursor() as cursor:
+        if error is None:
+            store.succeed_many(cursor, worker_id, [job.job_id], [job.fence], [encoded])
+            return JobRun(job.job_id, job.name, job.queue, job.attempt, True, value=value)
+        retryable = (
+            definition is not None
+            and not isinstance(error, JobCancelled)
+            and definition.should_retry(error)
+        )
+        delay = definition.retry_delay(job.attempt) if retryable else None
+        (result,) = store.fail_many(
+            cursor,
+            worker_id,
+            [job.job_id],
+            [job.fence],
+            [error_json(error)],
+            ["failed"],
+            [retryable],
+            [delay],
+        )
+    return JobRun(
+        job.job_id,
+        job.name,
+        job.queue,
+        job.attempt,
+        False,
+        error=error,
+        will_retry=result.will_retry,
+    )
+
+
+def enqueued_jobs(job: Any, *, using: str | None = None, **payload: Any) -> list[JobHandle[Any]]:
+    """Handles of every job of ``job`` (a definition, a Django task or a name)
+    whose payload holds ``payload``, oldest first, whatever their state."""
+    from .models import Job
+
+    alias = using or get_settings().database
+    name = _job_name(job)
+    rows = Job.objects.using(alias).filter(name=name).order_by("id")
+    if payload:
+        rows = rows.filter(payload__contains=payload)
+    return [JobHandle(row.id, row.name, row.queue, True, alias) for row in rows]
+
+
+def assert_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> JobHandle[Any]:
+    """Assert that a job of ``job`` was enqueued with (at least) ``payload``;
+    returns the newest such job's handle. The message lists what was enqueued.
+
+    For a Django task, pass ``args=[...]`` and/or ``kwargs={...}``.
+    """
+    found = enqueued_jobs(job, using=using, **payload)
+    if found:
+        return found[-1]
+    from .models import Job
+
+    alias = using or get_settings().database
+    name = _job_name(job)
+    others = list(
+        Job.objects.using(alias).filter(name=name).order_by("id").values_list("payload", flat=True)
+    )
+    raise AssertionError(
+        f"no {name} job was enqueued with a payload holding {payload!r}; "
+        + (f"{name} jobs enqueued: {others!r}" if others else f"no {name} job was enqueued")
+    )
+
+
+def assert_not_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> None:
+    """Assert that no job of ``job`` was enqueued with (at least) ``payload``."""
+    found = enqueued_jobs(job, using=using, **payload)
+    if found:
+        raise AssertionError(
+            f"{len(found)} {_job_name(job)} job(s) were enqueued with a payload holding "
+            f"{payload!r}: ids {[h.id for h in found]}"
+        )
+
+
+class WorkhorseJobs:
+    """What the ``workhorse_jobs`` fixture gives a test: the helpers above,
+    bound to one database alias."""
+
+    def __init__(self, using: str | None = None) -> None:
+        self.using = using
+
+    def run(self, **kwargs: Any) -> RunReport:
+        """``run_jobs(**kwargs)``."""
+        return run_jobs(using=self.using, **kwargs)
+
+    def assert_enqueued(self, job: Any, **payload: Any) -> JobHandle[Any]:
+        return assert_enqueued(job, using=self.using, **payload)
+
+    def assert_not_enqueued(self, job: Any, **payload: Any) -> None:
+        assert_not_enqueued(job, using=self.using, **payload)
+
+    def enqueued(self, job: Any, **payload: Any) -> list[JobHandle[Any]]:
+        return enqueued_jobs(job, using=self.using, **payload)
+
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the helpers work without pytest
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture
+    def workhorse_jobs(request: Any) -> Iterator[WorkhorseJobs]:
+        """Run and inspect jobs from a test (``pytest_plugins =
+        ["django_workhorse.testing"]``). Needs ``db`` or ``transactional_db``;
+        after a transactional test it deletes the jobs the test left, which
+        Django's flush does not (the workhorse tables are not Django-managed)."""
+        yield WorkhorseJobs()
+        if "transactional_db" in request.fixturenames or "live_server" in request.fixturenames:
+            with connections[get_settings().database].cursor() as cursor:
+                store.delete_every_job(cursor)

@@ -1,0 +1,115 @@
+"""Django ``@task`` functions the acceptance tests run under ``runworker``.
+
+Each run and each task signal leaves a ``RunRecord`` (label ``task:<name>``
+or ``signal:<signal>:<status>``), so a test can see from its own process what
+happened in the worker's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from asgiref.sync import sync_to_async
+from django.dispatch import receiver
+from django.utils import timezone
+
+from django_workhorse.tasks.compat import task_enqueued, task_finished, task_started
+
+from .jobs import PlannedFailure
+from .models import RunRecord
+
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import task
+
+
+def record(label: str, job_id: int, attempt: int, worker_id: str = "") -> RunRecord:
+    return RunRecord.objects.create(
+        job_id=job_id,
+        attempt=attempt,
+        pid=os.getpid(),
+        worker_id=worker_id,
+        label=label,
+        started_at=timezone.now(),
+    )
+
+
+@task(queue_name="jobtests.tasks")
+def add(a: int, b: int) -> int:
+    """Adds, recording the run."""
+    from django_workhorse import current_job
+
+    ctx = current_job()
+    record("task:add", ctx.job_id, ctx.attempt, ctx.worker_id)
+    return a + b
+
+
+@task(queue_name="jobtests.tasks", max_attempts=2)
+def always_fails(message: str) -> None:
+    """Fails every attempt; two attempts."""
+    raise PlannedFailure(message)
+
+
+@task(queue_name="jobtests.tasks", takes_context=True)
+def fails_once(context, label: str) -> dict:
+    """Fails attempt 1, succeeds at attempt 2 and returns what its context said."""
+    result = context.task_result
+    record(f"task:fails_once:{label}", int(result.id), context.attempt)
+    if context.attempt == 1:
+        raise PlannedFailure("first attempt fails")
+    return {"attempt": context.attempt, "worker_ids": len(result.worker_ids)}
+
+
+@task(queue_name="jobtests.tasks")
+async def async_add(a: int, b: int) -> int:
+    """An async task: yields to the loop once, then adds."""
+    await asyncio.sleep(0)
+    from django_workhorse import current_job
+
+    ctx = current_job()
+    await sync_to_async(record)("task:async_add", ctx.job_id, ctx.attempt, ctx.worker_id)
+    return a + b
+
+
+@task(queue_name="jobtests.tasks-order")
+def in_order(label: str) -> str:
+    """Records its label, to see the order tasks ran in."""
+    from django_workhorse import current_job
+
+    ctx = current_job()
+    record(f"order:{label}", ctx.job_id, ctx.attempt, ctx.worker_id)
+    return label
+
+
+def _ours(task_result) -> bool:
+    return task_result.task.module_path.startswith("jobtests.tasks.")
+
+
+@receiver(task_enqueued)
+def _on_enqueued(sender, task_result, **kwargs) -> None:
+    if _ours(task_result):
+        record(f"signal:enqueued:{task_result.status}", int(task_result.id), 0)
+
+
+@receiver(task_started)
+def _on_started(sender, task_result, **kwargs) -> None:
+    if _ours(task_result):
+        record(
+            f"signal:started:{task_result.status}",
+            int(task_result.id),
+            task_result.attempts,
+            task_result.worker_ids[-1],
+        )
+
+
+@receiver(task_finished)
+def _on_finished(sender, task_result, **kwargs) -> None:
+    if _ours(task_result):
+        record(
+            f"signal:finished:{task_result.status}",
+            int(task_result.id),
+            task_result.attempts,
+            task_result.worker_ids[-1],
+        )

@@ -1,0 +1,107 @@
+"""Every code example of the newcomer docs runs here, so the docs cannot rot.
+
+Each page's ```python blocks run in order in one fresh module (so that the
+Tasks backend can import the tasks a page defines by their path), inside a
+test transaction. A block that only assigns UPPERCASE names is a settings
+example: ``TASKS`` and ``WORKHORSE`` are checked by the system checks, and
+``TASKS`` is in force for the page's later blocks. A page's ``test_*``
+functions are then called (``workhorse_jobs`` given as the fixture would).
+```console blocks: each ``python manage.py ...`` line must parse with that
+command's own parser; ``pip install`` lines are the one thing not run.
+On Django 5.2, ``django.tasks`` imports are read as the backport's.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import shlex
+import sys
+import types
+from pathlib import Path
+
+import django
+import pytest
+from django.core.checks import run_checks
+from django.core.management import get_commands, load_command_class
+from django.test import override_settings
+
+from django_workhorse.conf import DEFAULTS, problems
+from django_workhorse.testing import WorkhorseJobs
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+PAGES = ["getting-started.md", "django-tasks.md", "testing.md", "migrating.md"]
+BLOCK_RE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def blocks(page: str, language: str) -> list[str]:
+    text = (DOCS / page).read_text()
+    return [code for lang, code in BLOCK_RE.findall(text) if lang == language]
+
+
+def is_settings(code: str) -> bool:
+    body = ast.parse(code).body
+    return bool(body) and all(
+        isinstance(node, ast.Assign)
+        and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+        for node in body
+    )
+
+
+def check_settings(values: dict) -> None:
+    if "INSTALLED_APPS" in values:
+        assert "django_workhorse" in values["INSTALLED_APPS"]
+    if "DATABASES" in values:
+        assert values["DATABASES"]["default"]["ENGINE"] == "django.db.backends.postgresql"
+    if "WORKHORSE" in values:
+        assert problems({**DEFAULTS, **values["WORKHORSE"]}) == []
+    for plugin in values.get("pytest_plugins", []):
+        __import__(plugin)
+    if "TASKS" in values:
+        with override_settings(TASKS=values["TASKS"]):
+            found = [m for m in run_checks() if m.id.startswith("workhorse.")]
+        assert found == []
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_python_example_of_the_page_runs(page, db):
+    name = "docs_" + page.removesuffix(".md").replace("-", "_")
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    overrides = []
+    try:
+        for code in blocks(page, "python"):
+            if django.VERSION < (6, 0):
+                code = code.replace("from django.tasks import", "from django_tasks import")
+            if is_settings(code) or code.lstrip().startswith("pytest_plugins"):
+                values: dict = {}
+                exec(compile(code, f"{page} (settings)", "exec"), values)
+                check_settings(values)
+                if "TASKS" in values:
+                    override = override_settings(TASKS=values["TASKS"])
+                    override.enable()
+                    overrides.append(override)
+                continue
+            exec(compile(code, page, "exec"), module.__dict__)
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("test_") and inspect.isfunction(value):
+                params = inspect.signature(value).parameters
+                value(**({"workhorse_jobs": WorkhorseJobs()} if "workhorse_jobs" in params else {}))
+    finally:
+        for override in reversed(overrides):
+            override.disable()
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_command_of_the_page_parses(page):
+    commands = get_commands()
+    for code in blocks(page, "console"):
+        for line in code.strip().splitlines():
+            words = shlex.split(line)
+            if words[:2] == ["pip", "install"]:
+                continue
+            assert words[:2] == ["python", "manage.py"], line
+            command = load_command_class(commands[words[2]], words[2])
+            command.create_parser("manage.py", words[2]).parse_args(words[3:])

@@ -1,0 +1,182 @@
+"""The Django Tasks backend without a worker: results by id, the status table,
+enqueue options, system checks, and what the backend imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from django.core.checks import run_checks
+from django.test import override_settings
+from jobtests.tasks import add, always_fails, in_order
+
+from django_workhorse import Admin, enqueue
+from django_workhorse.tasks import WorkhorseBackend
+from django_workhorse.tasks.compat import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    default_task_backend,
+    task_backends,
+)
+from django_workhorse.tasks.results import STATUS_OF_STATE
+
+pytestmark = pytest.mark.django_db
+
+BACKEND = "django_workhorse.tasks.WorkhorseBackend"
+
+
+def test_the_backend_says_what_it_supports():
+    backend = task_backends["default"]
+    assert isinstance(backend, WorkhorseBackend)
+    assert backend.supports_defer and backend.supports_async_task
+    assert backend.supports_get_result and backend.supports_priority
+
+
+@pytest.mark.parametrize("result_id", ["not-an-id", "", "0", "-1", "1.5", "99999999999999999999"])
+def test_get_result_of_a_malformed_id_raises_does_not_exist(result_id):
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result(result_id)
+
+
+def test_get_result_of_an_unknown_id_raises_does_not_exist():
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result("987654321")
+
+
+def test_get_result_of_a_native_job_raises_does_not_exist():
+    handle = enqueue("jobtests.jobs.record", label="native")
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result(str(handle.id))
+
+
+def test_aget_result_of_an_unknown_id_raises_does_not_exist():
+    from asgiref.sync import async_to_sync
+
+    with pytest.raises(TaskResultDoesNotExist):
+        async_to_sync(default_task_backend.aget_result)("123456789")
+
+
+def test_enqueue_returns_a_ready_result_that_get_result_finds():
+    result = add.enqueue(1, b=2)
+    assert result.status == TaskResultStatus.READY
+    found = add.get_result(result.id)
+    assert (found.id, found.status, found.args, found.kwargs) == (result.id, "READY", [1], {"b": 2})
+    assert found.worker_ids == [] and found.attempts == 0 and found.errors == []
+    assert found.task.func is add.func
+    snapshot = Admin().get_job(int(result.id))
+    assert (snapshot.name, snapshot.queue) == ("jobtests.tasks.add", "jobtests.tasks")
+
+
+def test_priority_run_after_and_workhorse_options_reach_the_job():
+    from django.utils import timezone
+
+    later = timezone.now() + timedelta(hours=1)
+    result = in_order.using(
+        priority=7, run_after=later, max_attempts=9, timeout=30, idempotency_key="once"
+    ).enqueue("x")
+    snapshot = Admin().get_job(int(result.id))
+    assert (snapshot.state, snapshot.priority, snapshot.max_attempts) == ("scheduled", 7, 9)
+    assert snapshot.run_at == later
+    again = in_order.using(idempotency_key="once").enqueue("y")
+    assert again.id == result.id
+
+
+def test_the_decorator_and_options_give_defaults():
+    assert Admin().get_job(int(always_fails.enqueue("m").id)).max_attempts == 2
+    assert Admin().get_job(int(add.enqueue(1, 2).id)).max_attempts == 3  # OPTIONS
+
+
+def test_arguments_that_are_not_json_are_refused():
+    with pytest.raises(TypeError):
+        add.enqueue(object(), 1)
+
+
+def test_a_queue_the_backend_does_not_list_is_refused():
+    with pytest.raises(InvalidTask, match="not valid for backend"):
+        add.using(queue_name="elsewhere")
+
+
+def test_every_state_maps_onto_a_task_status():
+    assert STATUS_OF_STATE == {
+        "blocked": "READY",
+        "scheduled": "READY",
+        "ready": "READY",
+        "active": "RUNNING",
+        "succeeded": "SUCCESSFUL",
+        "failed": "FAILED",
+        "canceled": "FAILED",
+    }
+
+
+def errors_for(tasks: dict) -> list[str]:
+    with override_settings(TASKS=tasks):
+        return [f"{m.id}: {m.msg}" for m in run_checks() if m.id.startswith("workhorse.E1")]
+
+
+def test_checks_report_bad_options_and_queue_names():
+    messages = errors_for(
+        {
+            "default": {
+                "BACKEND": BACKEND,
+                "QUEUES": ["ok", "bad queue!"],
+                "OPTIONS": {
+                    "MAX_ATTEMPTS": 0,
+                    "TIMEOUT": "soon",
+                    "DATABASE": "nowhere",
+                    "BACKOFF": {"kind": "linear"},
+                    "RETRIES": 3,
+                },
+            }
+        }
+    )
+    assert any("workhorse.E101" in m and "'bad queue!'" in m for m in messages)
+    joined = "\n".join(messages)
+    for key in ("MAX_ATTEMPTS", "TIMEOUT", "DATABASE", "BACKOFF", "RETRIES"):
+        assert f"['OPTIONS']['{key}']" in joined, key
+
+
+def test_checks_are_quiet_for_good_options():
+    assert (
+        errors_for(
+            {
+                "default": {
+                    "BACKEND": BACKEND,
+                    "QUEUES": ["default"],
+                    "OPTIONS": {
+                        "MAX_ATTEMPTS": 4,
+                        "TIMEOUT": timedelta(seconds=30),
+                        "MAX_STALLED": 2,
+                        "BACKOFF": {"kind": "exponential", "base": 2, "max": 60},
+                        "DATABASE": "default",
+                    },
+                }
+            }
+        )
+        == []
+    )
+
+
+def test_importing_the_backend_imports_no_models():
+    code = (
+        "import sys, django.conf; django.conf.settings.configure();"
+        "import django_workhorse.tasks;"
+        "print(sorted(m for m in sys.modules if m.endswith('.models') and 'workhorse' in m))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_aenqueue_and_aget_result_from_async_code():
+    from asgiref.sync import async_to_sync
+
+    async def enqueue_and_read():
+        result = await add.aenqueue(3, 4)
+        return result, await add.aget_result(result.id)
+
+    result, found = async_to_sync(enqueue_and_read)()
+    assert (result.status, found.id, found.args) == ("READY", result.id, [3, 4])

@@ -1,0 +1,61 @@
+"""``django_workhorse.testing`` on its own: limits, filters, savepoints, and
+the real rows it leaves."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+import django_workhorse as workhorse
+from django_workhorse.testing import TooManyRuns, enqueued_jobs, run_jobs
+
+pytestmark = pytest.mark.django_db
+
+
+@workhorse.job(queue="tests.helpers.loop", name="tests.helpers.forever")
+def forever(n: int) -> None:
+    forever.enqueue(n=n + 1)
+
+
+@workhorse.job(queue="tests.helpers.sql", name="tests.helpers.bad_sql", max_attempts=1)
+def bad_sql() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 / 0")
+
+
+@workhorse.job(queue="tests.helpers.other", name="tests.helpers.other")
+def other() -> str:
+    return "other"
+
+
+def test_a_job_that_enqueues_itself_forever_stops_at_the_limit():
+    forever.enqueue(n=0)
+    with pytest.raises(TooManyRuns, match="ran 5 jobs"):
+        run_jobs(queues=["tests.helpers.loop"], limit=5)
+    # the job left over went back to ready, not stuck active
+    states = {h.refresh().status for h in enqueued_jobs(forever)}
+    assert states == {"succeeded", "ready"}
+
+
+def test_a_handlers_database_error_leaves_the_tests_transaction_usable():
+    handle = bad_sql.enqueue()
+    report = run_jobs(queues=["tests.helpers.sql"])
+    assert [r.ok for r in report] == [False]
+    assert "division by zero" in str(report.runs[0].error)
+    assert handle.refresh().status == "failed"  # the test's transaction still works
+
+
+def test_queues_narrow_what_runs():
+    ran = other.enqueue()
+    waits = bad_sql.enqueue()
+    assert run_jobs(queues=["tests.helpers.other"]).names() == ["tests.helpers.other"]
+    assert ran.refresh().status == "succeeded"
+    assert waits.refresh().status == "ready"
+
+
+def test_runs_are_recorded_as_a_worker_records_them(db_rows):
+    handle = other.enqueue()
+    run_jobs(names=[other])
+    attempts = db_rows.of_job(handle.id)["attempts"]
+    assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "succeeded")]
+    assert attempts[0]["worker_id"].startswith("testing:")
