@@ -18,12 +18,14 @@ from .definitions import BoundJob, JobDefinition, JobHandle, enqueue, job
 from .exceptions import (
     InvalidJobOptionError,
     InvalidPayloadError,
+    InvalidQueueLimitError,
     JobAlreadyRegistered,
     JobCancelled,
     NotInJobError,
     SchemaVersionError,
     StoreMismatchError,
     UnknownJobError,
+    UnknownQueueError,
     WorkhorseError,
 )
 
@@ -32,6 +34,7 @@ __all__ = [
     "BoundJob",
     "InvalidJobOptionError",
     "InvalidPayloadError",
+    "InvalidQueueLimitError",
     "JobAlreadyRegistered",
     "JobCancelled",
     "JobContext",
@@ -42,6 +45,7 @@ __all__ = [
     "SchemaVersionError",
     "StoreMismatchError",
     "UnknownJobError",
+    "UnknownQueueError",
     "WorkhorseError",
     "current_job",
     "enqueue",

@@ -42,3 +42,16 @@ class JobCancelled(WorkhorseError):
 class ReadOnlyModelError(WorkhorseError, TypeError):
     """Code tried to write a django-workhorse table through the ORM; the SQL
     functions (through a job's ``enqueue``, the worker or ``Admin``) own every write."""
+
+
+class UnknownQueueError(WorkhorseError, LookupError):
+    """A queue name that no registered job uses and ``WORKHORSE['QUEUES']`` does not name."""
+
+
+class InvalidQueueLimitError(WorkhorseError, ValueError):
+    """A queue limit (concurrency, rate, period) has a wrong type or value."""
+
+
+class StalledJobError(WorkhorseError):
+    """A job failed because its worker stopped renewing its lease more often
+    than the job's ``max_stalled`` allows (``ON_JOB_FAILURE`` receives it)."""

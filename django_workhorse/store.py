@@ -62,6 +62,10 @@ class Recovered:
     attempt: int
     stall_count: int
     failed: bool
+    """True when the job stalled past its max_stalled and ended failed."""
+    name: str
+    max_attempts: int
+    max_stalled: int
 
 
 def _loads(value: Any) -> Any:
@@ -254,3 +258,26 @@ def schema_problem(installed: int | None) -> str | None:
         f"the database has django-workhorse schema version {installed}, newer than the "
         f"{SCHEMA_VERSION} this code speaks: upgrade django-workhorse on this machine"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """What ``workhorse_set_queue_limits_v1`` did and the limits now in force."""
+
+    status: str
+    """'changed' or 'unchanged'."""
+    concurrency: int | None
+    rate: int | None
+    period: float | None
+    """Seconds of the rate's period; None with ``rate``."""
+
+
+def set_queue_limits(
+    cursor, queue: str, concurrency: int | None, rate: int | None, period: float | None
+) -> QueueLimits:
+    """Set (or, with None, remove) the concurrency and rate limits of ``queue``."""
+    cursor.execute(
+        "SELECT * FROM workhorse_set_queue_limits_v1(%s, %s, %s, %s::double precision)",
+        [queue, concurrency, rate, period],
+    )
+    return QueueLimits(*cursor.fetchone())

@@ -27,6 +27,9 @@ class Migration(migrations.Migration):
         ),
         RunSQLFile("workhorse_next_run_at_v1.sql", drops_function="workhorse_next_run_at_v1"),
         RunSQLFile("workhorse_get_job_v1.sql", drops_function="workhorse_get_job_v1"),
+        RunSQLFile(
+            "workhorse_set_queue_limits_v1.sql", drops_function="workhorse_set_queue_limits_v1"
+        ),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),

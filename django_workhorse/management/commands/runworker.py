@@ -38,7 +38,6 @@ def whole_number(low: int):
 
 
 positive_int = whole_number(1)
-whole_at_least_zero = whole_number(0)
 
 
 def positive_seconds(value: str) -> float:
@@ -55,7 +54,6 @@ SETTING_FLAGS = {
     "lock_duration": ("LOCK_DURATION", positive_seconds),
     "lock_renew_interval": ("LOCK_RENEW_INTERVAL", positive_seconds),
     "stalled_interval": ("STALLED_INTERVAL", positive_seconds),
-    "max_stalled_count": ("MAX_STALLED_COUNT", whole_at_least_zero),
     "poll_interval": ("POLL_INTERVAL", positive_seconds),
     "shutdown_grace": ("SHUTDOWN_GRACE", positive_seconds),
 }
