@@ -151,7 +151,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 507b54412444061f
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
---   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 65da1c41cddae9d3
+--   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 54da9e14e16a66b9
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer) LANGUAGE plpgsql -- body sha256 dcede878e4bcc707
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
