@@ -34,7 +34,7 @@ def test_setting_limits_says_whether_they_changed():
 
 
 def test_an_unknown_queue_is_a_clear_error():
-    with pytest.raises(UnknownQueueError, match="unknown queue 'nowhere'.*known: "):
+    with pytest.raises(UnknownQueueError, match=r"unknown queue 'nowhere'.*known: "):
         Admin().set_queue_limits("nowhere", concurrency=1)
 
 
