@@ -18,6 +18,7 @@ from .definitions import BoundJob, JobDefinition, aenqueue, enqueue, job
 from .exceptions import (
     InvalidJobOptionError,
     InvalidPayloadError,
+    InvalidQueueLimitError,
     JobAlreadyRegistered,
     JobCancelled,
     JobNotFoundError,
@@ -25,6 +26,7 @@ from .exceptions import (
     SchemaVersionError,
     StoreMismatchError,
     UnknownJobError,
+    UnknownQueueError,
     UnknownScheduleError,
     WorkhorseError,
 )
@@ -35,6 +37,7 @@ __all__ = [
     "BoundJob",
     "InvalidJobOptionError",
     "InvalidPayloadError",
+    "InvalidQueueLimitError",
     "JobAlreadyRegistered",
     "JobCancelled",
     "JobContext",
@@ -46,6 +49,7 @@ __all__ = [
     "SchemaVersionError",
     "StoreMismatchError",
     "UnknownJobError",
+    "UnknownQueueError",
     "UnknownScheduleError",
     "WorkhorseError",
     "aenqueue",

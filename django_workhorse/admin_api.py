@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections
@@ -11,6 +11,7 @@ from django.db import connections
 from . import store
 from .conf import get_settings
 from .exceptions import UnknownScheduleError
+from .limits import queue_name_problem
 from .states import JobState
 
 
@@ -82,3 +83,46 @@ class Admin:
                 "@workhorse.job(schedule=...) and WORKHORSE['SCHEDULES'] and are written when a "
                 "worker starts"
             )
+
+    def set_queue_limits(
+        self,
+        name: str,
+        *,
+        concurrency: int | None = None,
+        rate: int | None = None,
+        period: float | timedelta | None = None,
+    ) -> store.QueueLimits:
+        """Set the limits of queue ``name`` for every worker at once: at most
+        ``concurrency`` active jobs, and at most ``rate`` jobs started per
+        ``period`` (seconds or a timedelta). None removes that limit, so a
+        call states the whole policy. The claim enforces both; idle workers
+        are woken. Returns the limits in force and whether they ``changed``.
+
+        Raises UnknownQueueError for a queue no registered job uses that
+        ``WORKHORSE['QUEUES']`` does not name and that has no policy row,
+        and InvalidQueueLimitError for a bad value. A worker that starts
+        with limits in ``WORKHORSE['QUEUES'][name]`` sets those instead.
+        """
+        from django.db import transaction
+
+        from .conf import duration_seconds, queue_limit_problems
+        from .exceptions import InvalidQueueLimitError, UnknownQueueError
+        from .models import Queue
+        from .worker.options import known_queues
+
+        if problem := queue_name_problem(name):
+            raise UnknownQueueError(problem)
+        problems = queue_limit_problems(concurrency, rate, period)
+        if problems:
+            text = "; ".join(problems).replace("'global_concurrency'", "concurrency")
+            raise InvalidQueueLimitError(f"queue {name!r}: {text}")
+        known = known_queues(self.using, get_settings())
+        if name not in known and not Queue.objects.using(self.using).filter(name=name).exists():
+            raise UnknownQueueError(
+                f"unknown queue {name!r}: no job registered for database {self.using!r} uses it, "
+                f"WORKHORSE['QUEUES'] does not name it and it has no policy yet "
+                f"(known: {', '.join(known) or 'none'})"
+            )
+        seconds = duration_seconds(period) if period is not None else None
+        with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
+            return store.set_queue_limits(cursor, name, concurrency, rate, seconds)

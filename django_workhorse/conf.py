@@ -93,6 +93,45 @@ def duration_seconds(value: Any) -> float:
     return seconds_of(value)
 
 
+QUEUE_KEYS = frozenset({"concurrency", "global_concurrency", "rate", "period"})
+"""The keys of ``WORKHORSE['QUEUES'][name]``: slots per worker, then the
+queue's limits shared by every worker (see docs/settings.md)."""
+
+QUEUE_LIMIT_KEYS = ("global_concurrency", "rate", "period")
+
+
+def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
+    """What is wrong with a queue's limits, named by their ``QUEUES`` keys
+    (``Admin.set_queue_limits`` takes the same values); empty when all is well."""
+    found = []
+    if concurrency is not None and (
+        isinstance(concurrency, bool)
+        or not isinstance(concurrency, int)
+        or not 1 <= concurrency <= 100_000
+    ):
+        found.append(
+            f"'global_concurrency' must be a whole number from 1 to 100000, got {concurrency!r}"
+        )
+    if (rate is None) != (period is None):
+        found.append(
+            "'rate' and 'period' go together: at most 'rate' jobs started per 'period' "
+            "seconds, e.g. {'rate': 100, 'period': 60}"
+        )
+    if rate is not None and (
+        isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= 10_000
+    ):
+        found.append(f"'rate' must be a whole number from 1 to 10000, got {rate!r}")
+    if period is not None:
+        try:
+            seconds = duration_seconds(period)
+        except ValueError as exc:
+            found.append(f"'period' {exc}")
+        else:
+            if not 0 < seconds <= 366 * 86400:
+                found.append(f"'period' must be more than 0 and at most 366 days, got {period!r}")
+    return found
+
+
 def raw_settings() -> dict[str, Any]:
     """``settings.WORKHORSE`` merged over the defaults (unvalidated)."""
     configured = getattr(django_settings, "WORKHORSE", None) or {}
@@ -153,9 +192,19 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             problem = queue_name_problem(name)
             if problem:
                 found.append((f"QUEUES[{name!r}]", problem))
-            if not isinstance(options, Mapping) or set(options) - {"concurrency"}:
-                found.append((f"QUEUES[{name!r}]", "must be a dict with the key 'concurrency'"))
+            if not isinstance(options, Mapping) or set(options) - QUEUE_KEYS:
+                found.append(
+                    (
+                        f"QUEUES[{name!r}]",
+                        "must be a dict with the keys 'concurrency', 'global_concurrency', "
+                        "'rate' and 'period' (each optional)",
+                    )
+                )
                 continue
+            for problem in queue_limit_problems(
+                options.get("global_concurrency"), options.get("rate"), options.get("period")
+            ):
+                found.append((f"QUEUES[{name!r}]", problem))
             concurrency = options.get("concurrency", 1)
             if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
                 found.append(

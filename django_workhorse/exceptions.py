@@ -50,3 +50,16 @@ class UnknownScheduleError(WorkhorseError, LookupError):
 
 class JobNotFoundError(WorkhorseError, LookupError):
     """No job has the given id in the database (its enqueue rolled back, or it was pruned)."""
+
+
+class UnknownQueueError(WorkhorseError, LookupError):
+    """A queue name that no registered job uses and ``WORKHORSE['QUEUES']`` does not name."""
+
+
+class InvalidQueueLimitError(WorkhorseError, ValueError):
+    """A queue limit (concurrency, rate, period) has a wrong type or value."""
+
+
+class StalledJobError(WorkhorseError):
+    """A job failed because its worker stopped renewing its lease more often
+    than the job's ``max_stalled`` allows (``ON_JOB_FAILURE`` receives it)."""

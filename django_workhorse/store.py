@@ -71,6 +71,10 @@ class Recovered:
     attempt: int
     stall_count: int
     failed: bool
+    """True when the job stalled past its max_stalled and ended failed."""
+    name: str
+    max_attempts: int
+    max_stalled: int
 
 
 def _finite_float(text: str) -> float:
@@ -447,3 +451,26 @@ def delete_every_job(cursor) -> None:
     unmanaged tables alone. DELETE, not TRUNCATE: a test leaves few rows."""
     for table in JOB_TABLES:
         cursor.execute(f"DELETE FROM {table}")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """What ``workhorse_set_queue_limits_v1`` did and the limits now in force."""
+
+    status: str
+    """'changed' or 'unchanged'."""
+    concurrency: int | None
+    rate: int | None
+    period: float | None
+    """Seconds of the rate's period; None with ``rate``."""
+
+
+def set_queue_limits(
+    cursor, queue: str, concurrency: int | None, rate: int | None, period: float | None
+) -> QueueLimits:
+    """Set (or, with None, remove) the concurrency and rate limits of ``queue``."""
+    cursor.execute(
+        "SELECT * FROM workhorse_set_queue_limits_v1(%s, %s, %s, %s::double precision)",
+        [queue, concurrency, rate, period],
+    )
+    return QueueLimits(*cursor.fetchone())

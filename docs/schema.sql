@@ -98,7 +98,15 @@ CREATE TABLE workhorse_queue (
     name text NOT NULL,
     paused boolean NOT NULL DEFAULT false,
     updated_at timestamp with time zone NOT NULL DEFAULT now(),
-    CONSTRAINT workhorse_queue_pkey PRIMARY KEY (name)
+    concurrency_limit integer,
+    rate_limit integer,
+    rate_period interval,
+    rate_starts timestamp with time zone[] NOT NULL DEFAULT '{}'::timestamp with time zone[],
+    CONSTRAINT workhorse_queue_concurrency_limit_range CHECK (((concurrency_limit >= 1) AND (concurrency_limit <= 100000))),
+    CONSTRAINT workhorse_queue_pkey PRIMARY KEY (name),
+    CONSTRAINT workhorse_queue_rate_limit_range CHECK (((rate_limit >= 1) AND (rate_limit <= 10000))),
+    CONSTRAINT workhorse_queue_rate_pair CHECK (((rate_limit IS NULL) = (rate_period IS NULL))),
+    CONSTRAINT workhorse_queue_rate_period_positive CHECK ((rate_period > '00:00:00'::interval))
 );
 
 CREATE TABLE workhorse_schedule (
@@ -155,7 +163,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 199b0db4c79eae41
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 4224b6b8ad97f6a7
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 05964e1be39c0d3a
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
@@ -163,7 +171,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 32ce74f5765b30e8
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 f109a8e66dbd8504
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
@@ -173,11 +181,11 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
---   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 65da1c41cddae9d3
+--   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 54da9e14e16a66b9
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean) LANGUAGE plpgsql -- body sha256 a7bf993e5dc21899
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer) LANGUAGE plpgsql -- body sha256 dcede878e4bcc707
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8bb9a88fd40fc9e4
 -- FUNCTION workhorse_schedule_due_v1()
@@ -188,5 +196,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS boolean LANGUAGE sql -- body sha256 d58dbdf1d2c2de95
 -- FUNCTION workhorse_schedule_sync_v1(p_schedules jsonb)
 --   RETURNS TABLE(name text, action text) LANGUAGE plpgsql -- body sha256 83908a35edc3e83d
+-- FUNCTION workhorse_set_queue_limits_v1(p_queue text, p_concurrency integer, p_rate integer, p_period_seconds double precision)
+--   RETURNS TABLE(status text, concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 7609c965fd6a2e00
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8237c7d4807bdb00
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 34393f7bf73c07bb

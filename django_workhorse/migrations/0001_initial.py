@@ -42,6 +42,9 @@ class Migration(migrations.Migration):
         ),
         RunSQLFile("workhorse_get_attempts_v1.sql", drops_function="workhorse_get_attempts_v1"),
         RunSQLFile("workhorse_make_due_v1.sql", drops_function="workhorse_make_due_v1"),
+        RunSQLFile(
+            "workhorse_set_queue_limits_v1.sql", drops_function="workhorse_set_queue_limits_v1"
+        ),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),

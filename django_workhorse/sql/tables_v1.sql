@@ -156,7 +156,20 @@ CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_hi
 CREATE TABLE workhorse_queue (
     name       text PRIMARY KEY,
     paused     boolean NOT NULL DEFAULT false,
-    updated_at timestamptz NOT NULL DEFAULT now()
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    -- Queue limits, enforced by workhorse_claim_many_v1 for every worker:
+    -- at most concurrency_limit active jobs, and at most rate_limit claims in
+    -- any rate_period. NULL is no limit. rate_starts is the durable record of
+    -- the claims of the last rate_period (one entry per job, database clock),
+    -- pruned by each claim; it never holds more than rate_limit entries.
+    concurrency_limit integer
+        CONSTRAINT workhorse_queue_concurrency_limit_range CHECK (concurrency_limit BETWEEN 1 AND 100000),
+    rate_limit  integer
+        CONSTRAINT workhorse_queue_rate_limit_range CHECK (rate_limit BETWEEN 1 AND 10000),
+    rate_period interval
+        CONSTRAINT workhorse_queue_rate_period_positive CHECK (rate_period > interval '0'),
+    rate_starts timestamptz[] NOT NULL DEFAULT '{}',
+    CONSTRAINT workhorse_queue_rate_pair CHECK ((rate_limit IS NULL) = (rate_period IS NULL))
 );
 
 -- The installed schema version; the system check and the worker compare it

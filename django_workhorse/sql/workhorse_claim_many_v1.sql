@@ -1,7 +1,9 @@
 -- Hands ready jobs to a worker: up to p_limits[i] jobs of queue p_queues[i],
 -- best first (higher priority, then earlier run_at, then enqueue order).
--- Due scheduled jobs of those queues are promoted to ready in the same call,
--- so no separate sweep is needed for a job to become claimable. Paused queues
+-- Queue limits (concurrency, rate; see workhorse_set_queue_limits_v1) lower
+-- p_limits[i] further, for every worker alike. Due scheduled jobs of those
+-- queues are promoted to ready in the same call, so no separate sweep is
+-- needed for a job to become claimable. Paused queues
 -- hand out nothing. Each claimed job gets the worker as owner, a lease of
 -- p_lease_seconds on the database clock and a fence one higher than before:
 -- every later write of this run must present (worker, fence).
@@ -24,6 +26,11 @@ DECLARE
     v_queues text[];
     v_limits integer[];
     v_ids    bigint[];
+    v_q      record;
+    v_i      integer;
+    v_allowed integer;
+    v_room   integer;
+    v_rated  boolean := false;
 BEGIN
     IF p_worker IS NULL OR p_worker = '' THEN
         RAISE EXCEPTION 'workhorse_claim_many_v1 needs a worker id' USING ERRCODE = 'invalid_parameter_value';
@@ -39,6 +46,55 @@ BEGIN
       AND NOT EXISTS (SELECT 1 FROM workhorse_queue wq WHERE wq.name = u.q AND wq.paused);
     IF v_queues IS NULL THEN
         RETURN;
+    END IF;
+
+    -- Queue limits (the per-member queue-policy transition). A queue without
+    -- limits pays this one probe of the small workhorse_queue table and
+    -- nothing else: every statement below it is the unlimited path's.
+    IF EXISTS (
+        SELECT 1 FROM workhorse_queue wq
+        WHERE wq.name = ANY (v_queues)
+          AND (wq.concurrency_limit IS NOT NULL OR wq.rate_limit IS NOT NULL)
+    ) THEN
+        -- FOR UPDATE on the limited queues' rows, in name order (no two
+        -- claims deadlock): two workers claiming the same limited queue at
+        -- once take turns here, and the second one's count (a new snapshot
+        -- per statement under READ COMMITTED) sees the jobs the first one
+        -- claimed and committed. Without the lock both would count the same
+        -- active jobs and together exceed the limit. Claims of unlimited
+        -- queues never take this lock.
+        FOR v_q IN
+            SELECT wq.name, wq.concurrency_limit, wq.rate_limit, wq.rate_period, wq.rate_starts
+            FROM workhorse_queue wq
+            WHERE wq.name = ANY (v_queues)
+              AND (wq.concurrency_limit IS NOT NULL OR wq.rate_limit IS NOT NULL)
+            ORDER BY wq.name
+            FOR UPDATE
+        LOOP
+            v_i := array_position(v_queues, v_q.name);
+            v_allowed := v_limits[v_i];
+            IF v_q.concurrency_limit IS NOT NULL THEN
+                -- Active jobs come from the runtime rows, so a job taken
+                -- back by stall recovery frees its place by itself.
+                SELECT v_q.concurrency_limit - count(*) INTO v_room
+                FROM workhorse_job_runtime rt
+                WHERE rt.state = 'active' AND rt.queue = v_q.name;
+                v_allowed := least(v_allowed, v_room);
+            END IF;
+            IF v_q.rate_limit IS NOT NULL THEN
+                -- Every claim recorded with a time after now() - period
+                -- counts, later ones too (a claim that started before ours
+                -- but took the lock first): then any window of one period
+                -- holds at most rate_limit claims, as each claim in it
+                -- counted all the others committed before it.
+                SELECT v_q.rate_limit - count(*) INTO v_room
+                FROM unnest(v_q.rate_starts) AS t(at)
+                WHERE t.at > now() - v_q.rate_period;
+                v_allowed := least(v_allowed, v_room);
+                v_rated := true;
+            END IF;
+            v_limits[v_i] := greatest(v_allowed, 0);
+        END LOOP;
     END IF;
 
     -- Promotion is a write; most claims find nothing due, so probe the
@@ -84,6 +140,17 @@ BEGIN
     ) r;
     IF v_ids IS NULL THEN
         RETURN;
+    END IF;
+
+    IF v_rated THEN
+        -- The durable record of these starts, pruned to the current window.
+        UPDATE workhorse_queue wq
+        SET rate_starts = ARRAY(SELECT t.at FROM unnest(wq.rate_starts) AS t(at)
+                                WHERE t.at > now() - wq.rate_period)
+                          || array_fill(now(), ARRAY[c.n])
+        FROM (SELECT rt.queue, count(*)::integer AS n FROM workhorse_job_runtime rt
+              WHERE rt.job_id = ANY (v_ids) GROUP BY rt.queue) c
+        WHERE wq.name = c.queue AND wq.rate_limit IS NOT NULL;
     END IF;
 
     RETURN QUERY

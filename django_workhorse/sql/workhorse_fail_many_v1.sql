@@ -127,9 +127,14 @@ BEGIN
                        ELSE '{}'::jsonb END
         FROM cur c WHERE c.ok
     ),
+    -- Wake workers for a retry that is ready now, and for a place freed in
+    -- a queue with a concurrency limit (docs/worker.md, "Queue limits").
     woken AS (
         SELECT pg_notify('workhorse:' || c.queue, '') FROM cur c
-        WHERE c.ok AND c.will_retry AND c.next_run_at <= now() GROUP BY c.queue
+        WHERE c.ok AND (c.will_retry AND c.next_run_at <= now()
+                        OR EXISTS (SELECT 1 FROM workhorse_queue wq
+                                   WHERE wq.name = c.queue AND wq.concurrency_limit IS NOT NULL))
+        GROUP BY c.queue
     )
     SELECT c.job_id, c.ok, coalesce(c.ok AND c.will_retry, false),
            CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END,

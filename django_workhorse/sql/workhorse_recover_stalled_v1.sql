@@ -2,12 +2,14 @@
 -- hung or lost the database). Each closes its attempt as 'stalled' and counts
 -- a stall; stalls have their own budget and never consume an attempt. A job
 -- returns to ready while its stall count stays within max_stalled, and fails
--- outright past it (a job that keeps taking workers down should stop).
+-- outright past it (a job that keeps taking workers down should stop); the
+-- worker that recovered it logs that at ERROR and calls ON_JOB_FAILURE.
 -- SKIP LOCKED: any number of workers may sweep at once without waiting.
 -- Recovery is time-based, so a handler that was merely paused past its lease
 -- may run twice; its late writes are refused by the fence.
 CREATE OR REPLACE FUNCTION workhorse_recover_stalled_v1(p_limit integer DEFAULT 1000)
-RETURNS TABLE (job_id bigint, queue text, attempt integer, stall_count integer, failed boolean)
+RETURNS TABLE (job_id bigint, queue text, attempt integer, stall_count integer, failed boolean,
+               name text, max_attempts integer, max_stalled integer)
 LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
@@ -17,7 +19,8 @@ BEGIN
     WITH expired AS (
         SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count + 1 AS stall_count,
                rt.worker_id, rt.attempt_started_at, rt.lease_expires_at,
-               rt.stall_count + 1 > j.max_stalled AS give_up
+               rt.stall_count + 1 > j.max_stalled AS give_up,
+               j.name, j.max_attempts, j.max_stalled
         FROM workhorse_job_runtime rt
         JOIN workhorse_job j ON j.id = rt.job_id
         WHERE rt.state = 'active' AND rt.lease_expires_at < now()
@@ -44,9 +47,9 @@ BEGIN
                jsonb_build_object(
                    'type', 'StalledJobError',
                    'message', format('the job stalled %s times (max_stalled is %s): its worker '
-                                     'stopped renewing the lease', e.stall_count, e.stall_count - 1)),
+                                     'stopped renewing the lease', e.stall_count, e.max_stalled)),
                e.attempt, e.stall_count, now()
-        FROM ended e
+        FROM ended n JOIN expired e ON e.job_id = n.job_id
     ),
     history AS (
         INSERT INTO workhorse_attempt_history
@@ -64,11 +67,13 @@ BEGIN
                jsonb_build_object('stall_count', e.stall_count)
         FROM expired e
     ),
+    -- Every recovered job frees a place in its queue (a concurrency limit
+    -- counts active jobs) and most are ready again: wake the queue's workers.
     woken AS (
-        SELECT pg_notify('workhorse:' || e.queue, '') FROM expired e
-        WHERE NOT e.give_up GROUP BY e.queue
+        SELECT pg_notify('workhorse:' || e.queue, '') FROM expired e GROUP BY e.queue
     )
-    SELECT e.job_id, e.queue, e.attempt, e.stall_count, e.give_up
+    SELECT e.job_id, e.queue, e.attempt, e.stall_count, e.give_up, e.name, e.max_attempts,
+           e.max_stalled
     FROM expired e CROSS JOIN (SELECT count(*) FROM woken) w;
 END;
 $$;

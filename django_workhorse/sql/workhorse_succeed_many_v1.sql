@@ -48,10 +48,10 @@ BEGIN
     -- state = 'active' (the owner CHECK).
     owned AS (
         SELECT i.job_id, i.ord, i.result, r.job_id IS NOT NULL AS ok,
-               r.attempt, r.stall_count, r.attempt_started_at
+               r.queue, r.attempt, r.stall_count, r.attempt_started_at
         FROM input i
         LEFT JOIN LATERAL (
-            SELECT rt.job_id, rt.attempt, rt.stall_count, rt.attempt_started_at
+            SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at
             FROM workhorse_job_runtime rt
             WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
             FOR UPDATE
@@ -74,7 +74,16 @@ BEGIN
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id)
         SELECT o.job_id, 'succeeded', o.attempt, p_worker FROM owned o WHERE o.ok
+    ),
+    -- A finished job of a queue with a concurrency limit frees a place:
+    -- wake the workers waiting for it (docs/worker.md, "Queue limits").
+    woken AS (
+        SELECT pg_notify('workhorse:' || wq.name, '') FROM workhorse_queue wq
+        WHERE wq.concurrency_limit IS NOT NULL
+          AND wq.name IN (SELECT o.queue FROM owned o WHERE o.ok)
     )
-    SELECT o.job_id, o.ok FROM owned o ORDER BY o.ord;
+    SELECT o.job_id, o.ok FROM owned o
+    CROSS JOIN (SELECT count(*) FROM woken) w
+    ORDER BY o.ord;
 END;
 $$;

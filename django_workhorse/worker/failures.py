@@ -9,9 +9,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..exceptions import JobCancelled
+from ..exceptions import JobCancelled, StalledJobError
 from ..states import AttemptOutcome
-from ..store import FailResult
+from ..store import FailResult, Recovered
 from .execution import Finished, Running
 from .logs import job_extra
 
@@ -54,6 +54,9 @@ class JobFailure:
     """True when the job will run again; False when it ended failed."""
     exception: BaseException
     timed_out: bool = False
+    stalled: bool = False
+    """True when the job failed for stalling past its ``max_stalled``; then
+    ``exception`` is a ``StalledJobError`` saying how often it stalled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,4 +165,60 @@ def call_hook(
             "workhorse: on_job_failure hook raised for job %s; processing goes on",
             job.job_id,
             extra=job_extra(job.job_id, job.queue, job.attempt),
+        )
+
+
+def stall_failure(item: Recovered) -> JobFailure:
+    """What ``ON_JOB_FAILURE`` receives for a job failed by too many stalls."""
+    return JobFailure(
+        job_id=item.job_id,
+        name=item.name,
+        queue=item.queue,
+        attempt=item.attempt,
+        max_attempts=item.max_attempts,
+        will_retry=False,
+        exception=StalledJobError(
+            f"the job stalled {item.stall_count} times (max_stalled is {item.max_stalled}): "
+            "its worker stopped renewing the lease"
+        ),
+        stalled=True,
+    )
+
+
+def log_recovered(item: Recovered) -> None:
+    """A warning for a job taken back to run again; an error for one failed
+    by too many stalls (it will not run again)."""
+    extra = job_extra(item.job_id, item.queue, item.attempt)
+    if item.failed:
+        logger.error(
+            "job %s %s #%s failed: it stalled %s times (max_stalled is %s); "
+            "its worker stopped renewing the lease",
+            item.name,
+            item.queue,
+            item.job_id,
+            item.stall_count,
+            item.max_stalled,
+            extra=extra,
+        )
+    else:
+        logger.warning(
+            "job #%s recovered from an expired lease (stall %s)",
+            item.job_id,
+            item.stall_count,
+            extra=extra,
+        )
+
+
+def call_stall_hook(hook: Callable[[JobFailure], object] | None, item: Recovered) -> None:
+    """Tell ``ON_JOB_FAILURE`` about a job failed by too many stalls; a hook
+    that raises is logged and processing goes on."""
+    if hook is None:
+        return
+    try:
+        hook(stall_failure(item))
+    except Exception:
+        logger.exception(
+            "workhorse: on_job_failure hook raised for job %s; processing goes on",
+            item.job_id,
+            extra=job_extra(item.job_id, item.queue, item.attempt),
         )

@@ -14,21 +14,24 @@ one half-way.
 from __future__ import annotations
 
 import logging
+import queue
 import signal
 import threading
 import time
 
 import psycopg
+from django.db import close_old_connections
 
 from .. import registry, store
 from ..conf import import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
-from . import sidecars
+from . import limits, sidecars
 from .claims import ClaimSession
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
+from .failures import call_stall_hook, log_recovered
 from .heartbeat import Heartbeat
 from .ledger import Ledger
 from .linger import Linger
@@ -72,6 +75,7 @@ class Worker:
         self._signals = 0
         self._hook = import_callable(options.on_job_failure) if options.on_job_failure else None
         self._linger = Linger()
+        self._stall_failures: queue.SimpleQueue[store.Recovered] = queue.SimpleQueue()
         self._writer = Writer(
             alias=options.alias,
             hook=self._hook,
@@ -149,6 +153,7 @@ class Worker:
             if problem:
                 raise SchemaVersionError(f"database {self.options.alias!r}: {problem}")
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
+            limits.sync(cursor, self.settings, self.options.queues)
         self._sidecars = sidecars.start(self.options, conn)
         self._start_threads()
         registry.on_register(self._on_register)
@@ -242,6 +247,7 @@ class Worker:
         self._wake.clear()
         if self.ledger.error is not None:
             raise self.ledger.error
+        self._report_stall_failures()
         self._expire_timeouts()
         if self._forced.is_set():
             return True
@@ -434,14 +440,24 @@ class Worker:
 
     def _on_recovered(self, recovered: list[store.Recovered]) -> None:
         for item in recovered:
-            logger.warning(
-                "job #%s recovered from an expired lease (stall %s)%s",
-                item.job_id,
-                item.stall_count,
-                "; failed: too many stalls" if item.failed else "",
-                extra=job_extra(item.job_id, item.queue, item.attempt),
-            )
+            log_recovered(item)
+            if item.failed and self._hook is not None:
+                # The hook runs on the claim loop's thread, never on the
+                # heartbeat's: a slow hook must not let leases expire.
+                self._stall_failures.put(item)
         self._wake.set()
+
+    def _report_stall_failures(self) -> None:
+        called = False
+        while True:
+            try:
+                item = self._stall_failures.get_nowait()
+            except queue.Empty:
+                break
+            call_stall_hook(self._hook, item)
+            called = True
+        if called:
+            close_old_connections()  # a hook may have used the ORM on this thread
 
     # -- shutdown ----------------------------------------------------------
 

@@ -59,9 +59,6 @@ def port_number(value: str) -> int:
     return number
 
 
-whole_at_least_zero = whole_number(0)
-
-
 def positive_seconds(value: str) -> float:
     """An argparse type: finite seconds, more than 0 and at most MAX_DURATION_SECONDS."""
     try:
@@ -90,7 +87,6 @@ SETTING_FLAGS = {
     "lock_duration": ("LOCK_DURATION", positive_seconds),
     "lock_renew_interval": ("LOCK_RENEW_INTERVAL", positive_seconds),
     "stalled_interval": ("STALLED_INTERVAL", positive_seconds),
-    "max_stalled_count": ("MAX_STALLED_COUNT", whole_at_least_zero),
     "poll_interval": ("POLL_INTERVAL", positive_seconds),
     "shutdown_grace": ("SHUTDOWN_GRACE", positive_seconds),
 }
