@@ -11,13 +11,23 @@ Everything a user calls is importable from here::
     workhorse.Admin().get_job(handle.id)
 """
 
-from .admin_api import Admin, JobSnapshot
+from .admin_api import (
+    ActionResult,
+    Admin,
+    JobRow,
+    JobSnapshot,
+    Page,
+    QueueStats,
+    TimelineEntry,
+)
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
 from .definitions import BoundJob, JobDefinition, JobHandle, enqueue, job
 from .exceptions import (
+    InvalidCursorError,
     InvalidJobOptionError,
     InvalidPayloadError,
+    InvalidQueryError,
     JobAlreadyRegistered,
     JobCancelled,
     NotInJobError,
@@ -28,19 +38,26 @@ from .exceptions import (
 )
 
 __all__ = [
+    "ActionResult",
     "Admin",
     "BoundJob",
+    "InvalidCursorError",
     "InvalidJobOptionError",
     "InvalidPayloadError",
+    "InvalidQueryError",
     "JobAlreadyRegistered",
     "JobCancelled",
     "JobContext",
     "JobDefinition",
     "JobHandle",
+    "JobRow",
     "JobSnapshot",
     "NotInJobError",
+    "Page",
+    "QueueStats",
     "SchemaVersionError",
     "StoreMismatchError",
+    "TimelineEntry",
     "UnknownJobError",
     "WorkhorseError",
     "current_job",

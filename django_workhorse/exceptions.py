@@ -37,3 +37,11 @@ class SchemaVersionError(WorkhorseError, ImproperlyConfigured):
 
 class JobCancelled(WorkhorseError):
     """Raised inside a handler whose job an operator cancelled."""
+
+
+class InvalidQueryError(WorkhorseError, ValueError):
+    """A filter, limit or id given to an operator read or action is not valid."""
+
+
+class InvalidCursorError(InvalidQueryError):
+    """A page cursor was not issued by this server for this list."""

@@ -27,6 +27,18 @@ class Migration(migrations.Migration):
         ),
         RunSQLFile("workhorse_next_run_at_v1.sql", drops_function="workhorse_next_run_at_v1"),
         RunSQLFile("workhorse_get_job_v1.sql", drops_function="workhorse_get_job_v1"),
+        # The operator's view: reads, actions and retention.
+        RunSQLFile("admin_indexes_v1.sql", reverse_file="admin_indexes_v1.down.sql"),
+        RunSQLFile("workhorse_job_timeline_v1.sql", drops_function="workhorse_job_timeline_v1"),
+        RunSQLFile("workhorse_list_jobs_v1.sql", drops_function="workhorse_list_jobs_v1"),
+        RunSQLFile("workhorse_queue_stats_v1.sql", drops_function="workhorse_queue_stats_v1"),
+        RunSQLFile("workhorse_retry_v1.sql", drops_function="workhorse_retry_v1"),
+        RunSQLFile("workhorse_promote_v1.sql", drops_function="workhorse_promote_v1"),
+        RunSQLFile("workhorse_cancel_v1.sql", drops_function="workhorse_cancel_v1"),
+        RunSQLFile(
+            "workhorse_set_queue_paused_v1.sql", drops_function="workhorse_set_queue_paused_v1"
+        ),
+        RunSQLFile("workhorse_prune_v1.sql", drops_function="workhorse_prune_v1"),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),

@@ -41,6 +41,7 @@ from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
 from .heartbeat import Heartbeat
 from .logs import install_record_factory, job_extra
+from .retention import RetentionSweeper, start_retention
 from .wakeups import Listener
 from .writer import Writer
 
@@ -197,6 +198,7 @@ class Worker:
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
+        self._retention: RetentionSweeper | None = None
         self._writer: Writer | None = None
         self._hook = import_callable(options.on_job_failure) if options.on_job_failure else None
         self._definitions = registry.all_jobs()
@@ -312,6 +314,7 @@ class Worker:
             on_recovered=self._on_recovered,
         )
         self._heartbeat.start()
+        self._retention = start_retention(self.options.alias)
         self._listener.self_test_done.wait(3.0)
         if not self._listener.delivering.is_set():
             logger.warning(
@@ -700,6 +703,8 @@ class Worker:
         )
 
     def _close(self) -> None:
+        if self._retention:
+            self._retention.stop()
         if self._heartbeat:
             self._heartbeat.stop()
         if self._listener:
