@@ -11,6 +11,7 @@ filters get a message or a 404, never a server error.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -218,6 +219,8 @@ class JobAdmin(OperatorAdmin):
             timeline_first="?" if cursor else None,
             job_actions=actions,
             object_id=job.id,
+            payload_json=json.dumps(job.payload, indent=2, ensure_ascii=False),
+            result_json=json.dumps(job.result, indent=2, ensure_ascii=False),
         )
         return TemplateResponse(request, "admin/django_workhorse/job_page.html", context)
 

@@ -114,7 +114,7 @@ def test_the_job_page_shows_payload_error_traceback_and_timeline(operator_client
 
     body = response.content.decode()
     assert response.status_code == 200
-    assert "&#x27;a&#x27;: 40" in body
+    assert "&quot;a&quot;: 40" in body
     assert "ValueError: boom" in body
     assert "attempt 1 failed" in body
     # One test transaction: every row has the same now(), so only the set is checked here

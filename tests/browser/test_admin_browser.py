@@ -94,13 +94,13 @@ def test_an_operator_reads_a_failed_job_retries_it_and_pauses_its_queue(
     screenshot(page, tmp_path / "job-page.png")
 
     page.click("button[value=retry]")
-    assert "ready to run again" in page.locator(".messagelist .success").inner_text()
+    assert "ready to run again" in page.locator(".messagelist .success").text_content()
     assert page.locator("#wh-state").inner_text() == "ready"
     assert Admin().get_job(job_id).state == "ready"
 
     page.goto(f"{base}/admin/django_workhorse/queue/")
     page.locator("#wh-queue-mail button[value=pause]").click()
-    assert "queue 'mail' is paused" in page.locator(".messagelist .success").inner_text()
+    assert "Queue 'mail' is paused" in page.locator(".messagelist .success").text_content()
     assert page.locator("#wh-queue-mail button[value=resume]").count() == 1
     screenshot(page, tmp_path / "queues.png")
 
