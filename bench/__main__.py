@@ -1,12 +1,14 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [peers] [--history N]
+    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [peers] [admin]
+                    [--history N] [--admin-jobs N]
 
 With no section named it runs ``core``, ``worker`` and ``peers`` (``core``
 starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``peers`` runs pgqueuer side
 by side with ours, from a virtualenv of its own, and is skipped with a note
-when that cannot be set up (no network).
+when that cannot be set up (no network). ``admin`` (the operator's pages and
+retention at ``--admin-jobs`` jobs, see bench/admin.py) runs only when named.
 
 Runs against its own database (``workhorse_bench`` on the server of
 DATABASE_URL), which it empties as it goes.
@@ -25,13 +27,19 @@ def main() -> None:
         "sections",
         nargs="*",
         default=None,
-        choices=["calibrate", "core", "worker", "drain", "pickup", "ratio", "peers"],
+        choices=["calibrate", "core", "worker", "drain", "pickup", "ratio", "peers", "admin"],
     )
     parser.add_argument(
         "--history",
         type=int,
         default=1_000_000,
         help="terminal jobs to put in history for the ratio runs",
+    )
+    parser.add_argument(
+        "--admin-jobs",
+        type=int,
+        default=1_000_000,
+        help="jobs in the database for the admin section (then three times as many)",
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
@@ -71,6 +79,10 @@ def main() -> None:
         from . import worker
 
         worker.run(conn, url, args.history)
+    if "admin" in args.sections:
+        from . import admin
+
+        admin.run(conn, args.admin_jobs)
     if "peers" in args.sections:
         from . import peers
 

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_DB = "workhorse_bench"
+BENCH_DB = os.environ.get("WORKHORSE_BENCH_DB", "workhorse_bench")
+"""The benchmark database; set WORKHORSE_BENCH_DB to keep two runs apart."""
 
 
 def setup_django() -> str:

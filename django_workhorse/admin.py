@@ -154,7 +154,7 @@ class JobAdmin(OperatorAdmin):
             page = service.list_jobs(cursor=cursor, limit=PAGE_SIZE, **kwargs)
         except (InvalidQueryError, Http404) as exc:
             messages.error(request, str(exc))
-        queues = [q.name for q in service.queue_stats(buckets=1)]
+        queues = service.queue_names()
         base = request.GET.copy()
         base.pop("cursor", None)
 

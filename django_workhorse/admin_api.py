@@ -388,6 +388,11 @@ class Admin:
             for r in rows
         ]
 
+    def queue_names(self) -> list[str]:
+        """Every queue that has a job (live or kept) or a policy row, in name order."""
+        with connections[self.using].cursor() as db:
+            return store.queue_names(db)
+
     def workers(self) -> dict[str, Any]:
         """Workers seen now: heartbeat connections open, and who holds leases."""
         with connections[self.using].cursor() as db:
@@ -398,7 +403,7 @@ class Admin:
 
     # -- actions ------------------------------------------------------------
 
-    def _act(self, action: str, call, *args) -> tuple[str, Any]:
+    def _act(self, call, *args) -> tuple[str, Any]:
         with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
             return call(db, *args)
 
@@ -406,7 +411,7 @@ class Admin:
         """Run a failed or canceled job again with a fresh attempt budget; its
         history stays and a 'retried' event is recorded."""
         job_id = _check_job_id(job_id)
-        status, state = self._act("retry", store.retry_job, job_id, _check_reason(reason))
+        status, state = self._act(store.retry_job, job_id, _check_reason(reason))
         messages = {
             "changed": f"job #{job_id} is ready to run again with a fresh attempt budget",
             "unchanged": f"job #{job_id} is {state}: only failed or canceled jobs can be retried",
@@ -417,7 +422,7 @@ class Admin:
     def promote(self, job_id: int) -> ActionResult:
         """Make a scheduled job ready now."""
         job_id = _check_job_id(job_id)
-        status, state = self._act("promote", store.promote_job, job_id)
+        status, state = self._act(store.promote_job, job_id)
         messages = {
             "changed": f"job #{job_id} is ready to run now",
             "unchanged": f"job #{job_id} is {state}: only scheduled jobs can be promoted",
@@ -432,7 +437,7 @@ class Admin:
         stop a handler that is running, and does not pretend to.
         """
         job_id = _check_job_id(job_id)
-        status, state = self._act("cancel", store.cancel_job, job_id, _check_reason(reason))
+        status, state = self._act(store.cancel_job, job_id, _check_reason(reason))
         messages = {
             "changed": f"job #{job_id} is canceled",
             "unchanged": f"job #{job_id} had already finished ({state}): nothing to cancel",
@@ -454,7 +459,7 @@ class Admin:
 
     def _set_paused(self, name: str, paused: bool) -> ActionResult:
         name = check_queue_name(name)
-        status, now_paused = self._act("pause", store.set_queue_paused, name, paused)
+        status, now_paused = self._act(store.set_queue_paused, name, paused)
         word = "paused" if now_paused else "running"
         message = (
             f"queue {name!r} is {word}"

@@ -323,6 +323,12 @@ def queue_stats(cursor, window_seconds: float, buckets: int) -> list[dict[str, A
     return _dict_rows(cursor)
 
 
+def queue_names(cursor) -> list[str]:
+    """Every queue with a job or a policy row, in name order."""
+    cursor.execute("SELECT queue FROM workhorse_queue_names_v1()")
+    return [row[0] for row in cursor.fetchall()]
+
+
 def heartbeat_connections(cursor) -> int:
     """Worker heartbeat sessions connected to this database right now."""
     cursor.execute(

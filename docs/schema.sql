@@ -146,7 +146,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 aa345bd16cb3772b
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
---   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 551246dc0af8577b
+--   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 b8cd312841e000d8
 -- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
 --   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 ed2fef5f459e73e6
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
@@ -155,8 +155,10 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
 --   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 a670a692e2644d17
+-- FUNCTION workhorse_queue_names_v1()
+--   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 b4a32631f6afa333
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer)
---   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision) LANGUAGE sql -- body sha256 acdbf35bf8ebc9e3
+--   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision) LANGUAGE sql -- body sha256 65f66c074f945fa3
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean) LANGUAGE plpgsql -- body sha256 a7bf993e5dc21899
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])

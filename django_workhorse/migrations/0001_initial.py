@@ -32,6 +32,7 @@ class Migration(migrations.Migration):
         RunSQLFile("workhorse_job_timeline_v1.sql", drops_function="workhorse_job_timeline_v1"),
         RunSQLFile("workhorse_list_jobs_v1.sql", drops_function="workhorse_list_jobs_v1"),
         RunSQLFile("workhorse_queue_stats_v1.sql", drops_function="workhorse_queue_stats_v1"),
+        RunSQLFile("workhorse_queue_names_v1.sql", drops_function="workhorse_queue_names_v1"),
         RunSQLFile("workhorse_retry_v1.sql", drops_function="workhorse_retry_v1"),
         RunSQLFile("workhorse_promote_v1.sql", drops_function="workhorse_promote_v1"),
         RunSQLFile("workhorse_cancel_v1.sql", drops_function="workhorse_cancel_v1"),

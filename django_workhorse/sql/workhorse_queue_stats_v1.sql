@@ -31,7 +31,12 @@ LANGUAGE sql STABLE AS $$
                                              extract(epoch FROM now() - p_window),
                                              extract(epoch FROM now()), p_buckets)) AS bucket
         FROM workhorse_job_outcome o
-        JOIN workhorse_job_query q ON q.job_id = o.job_id
+        -- A primary-key probe per recent outcome: as a plain join the planner
+        -- hashed a sequential scan of the whole query projection (all of
+        -- history) to find the queues of a few hundred recent jobs.
+        CROSS JOIN LATERAL (
+            SELECT q.queue FROM workhorse_job_query q WHERE q.job_id = o.job_id OFFSET 0
+        ) q
         WHERE o.finished_at > now() - p_window
     ),
     done AS (

@@ -52,6 +52,10 @@ def fail_once_then_stall_then_succeed(queue: str) -> int:
             "UPDATE workhorse_job_event SET at = at - interval '1 day' WHERE job_id = %s", [job.id]
         )
         cursor.execute(
+            "UPDATE workhorse_job SET created_at = created_at - interval '1 day' WHERE id = %s",
+            [job.id],
+        )
+        cursor.execute(
             "UPDATE workhorse_attempt_history SET started_at = started_at - interval '1 day',"
             " finished_at = finished_at - interval '1 day' WHERE job_id = %s",
             [job.id],
