@@ -178,7 +178,7 @@ class ActionResult:
 def _check_job_id(job_id: object) -> int:
     if isinstance(job_id, bool) or not isinstance(job_id, int) or not 1 <= job_id <= MAX_JOB_ID:
         raise InvalidQueryError(
-            f"a job id is a whole number from 1 to {MAX_JOB_ID}, got {job_id!r}"
+            f"a job id is a whole number from 1 to {MAX_JOB_ID}, got {job_id!r:.40}"
         )
     return job_id
 
@@ -187,7 +187,7 @@ def check_queue_name(queue: object) -> str:
     """``queue`` if it is a valid queue name, else InvalidQueryError naming the rule."""
     if not isinstance(queue, str) or not _QUEUE_RE.fullmatch(queue):
         raise InvalidQueryError(
-            f"{queue!r} is not a queue name: use 1 to 53 letters, digits, '_', '.' and '-', "
+            f"{queue!r:.60} is not a queue name: use 1 to 53 letters, digits, '_', '.' and '-', "
             "not starting with '.' or '-'"
         )
     return queue
@@ -196,7 +196,7 @@ def check_queue_name(queue: object) -> str:
 def _check_job_name(name: object) -> str:
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidQueryError(
-            f"{name!r} is not a job name: use 1 to 200 letters, digits, '_', '.', ':' and '-', "
+            f"{name!r:.60} is not a job name: use 1 to 200 letters, digits, '_', '.', ':' and '-', "
             "starting with a letter or '_'"
         )
     return name
@@ -204,7 +204,9 @@ def _check_job_name(name: object) -> str:
 
 def _check_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
-        raise InvalidQueryError(f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r}")
+        raise InvalidQueryError(
+            f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r:.40}"
+        )
     return limit
 
 
@@ -212,7 +214,7 @@ def _check_time(key: str, value: object) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None:
-        raise InvalidQueryError(f"{key} must be a timezone-aware datetime, got {value!r}")
+        raise InvalidQueryError(f"{key} must be a timezone-aware datetime, got {value!r:.60}")
     return value
 
 
@@ -317,7 +319,7 @@ class Admin:
         if name is not None:
             _check_job_name(name)
         if state is not None and state not in STATES:
-            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {state!r}")
+            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {state!r:.60}")
         created_after = _check_time("created_after", created_after)
         created_before = _check_time("created_before", created_before)
         if idempotency_key is not None and (
@@ -471,7 +473,7 @@ class Admin:
     def bulk(self, action: str, job_ids: Sequence[int]) -> list[ActionResult]:
         """``retry`` or ``cancel`` each job; one result per job, in order."""
         if action not in ("retry", "cancel"):
-            raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r}")
+            raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r:.40}")
         method = self.retry if action == "retry" else self.cancel
         return [method(job_id) for job_id in job_ids]
 
