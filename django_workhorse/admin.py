@@ -19,6 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from . import admin_api
@@ -65,6 +66,10 @@ def _seconds(value: float | None) -> str:
         return f"{hours} h {minutes} min"
     days, hours = divmod(hours, 24)
     return f"{days} d {hours} h"
+
+
+def _when(value, pattern: str) -> str:
+    return "" if value is None else timezone.localtime(value).strftime(pattern)
 
 
 def _chart(counts: list[int], width: int = 120, height: int = 28) -> dict[str, Any]:
@@ -182,6 +187,14 @@ class JobAdmin(OperatorAdmin):
             request,
             title="Jobs",
             page=page,
+            rows=[
+                {
+                    "job": job,
+                    "created": _when(job.created_at, "%Y-%m-%d %H:%M:%S"),
+                    "when": _when(job.finished_at or job.run_at, "%Y-%m-%d %H:%M:%S"),
+                }
+                for job in page.items
+            ],
             filters=filters,
             search=search or "",
             queues=queues,
@@ -208,7 +221,17 @@ class JobAdmin(OperatorAdmin):
         except InvalidQueryError as exc:
             messages.error(request, str(exc))
             timeline = service.get_job_timeline(job_id, limit=TIMELINE_PAGE)
-        entries = [{"entry": e, "duration": _seconds(e.duration)} for e in timeline.items]
+        # Times are formatted here: the date filter costs ~0.2 ms a call, and a
+        # page of 100 entries has 200 of them.
+        entries = [
+            {
+                "entry": e,
+                "duration": _seconds(e.duration),
+                "at": _when(e.at, "%Y-%m-%d %H:%M:%S.%f"),
+                "started": _when(e.started_at, "%H:%M:%S.%f"),
+            }
+            for e in timeline.items
+        ]
         actions = [name for name, states in JOB_ACTIONS.items() if job.state in states.split()]
         context = self.context(
             request,
