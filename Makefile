@@ -35,7 +35,7 @@ LTS_TESTS ?= tests/unit tests/integration tests/migration tests/docs testproject
 	tests/acceptance/test_retries.py tests/acceptance/test_crashes.py \
 	tests/acceptance/test_shutdown.py tests/acceptance/test_async.py
 
-.PHONY: help test test-lts soak demo bench lint fmt schema clean
+.PHONY: help test test-lts soak demo bench lint fmt schema clean browser
 
 help:
 	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
@@ -46,6 +46,7 @@ help:
 	@echo "make soak    the chaos test at length (SOAK_ROUNDS=200 chaos actions)"
 	@echo "make bench   run the benchmarks (BENCH_ARGS=... passed on)"
 	@echo "make schema  rewrite docs/schema.sql from the migrations (review the diff)"
+	@echo "make browser install Debian's chromium for the admin's browser tests (as root)"
 	@echo "make .venv   (re)build the virtualenv; make clean removes it"
 
 # The directory is the target people type; the stamp records a finished
@@ -103,6 +104,12 @@ lint: $(VENV)
 # Fix first, then format what the fixes changed; still fail on what is left.
 fmt: $(VENV)
 	status=0; $(RUFF) check --fix . || status=$$?; $(RUFF) format .; exit $$status
+
+# tests/browser drive Debian's chromium through Playwright; Playwright's own
+# browser download is not used (and cannot reach its servers here).
+browser:
+	@if command -v chromium >/dev/null; then echo "chromium: $$(command -v chromium)"; \
+	else apt-get update && apt-get install -y --no-install-recommends chromium; fi
 
 clean:
 	rm -rf $(VENV) $(VENV_LTS)

@@ -1,14 +1,15 @@
 """``make bench``: print the figures the issues ask for.
 
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [peers]
-                    [claimcommit] [--history N]
+                    [claimcommit] [admin] [--history N] [--admin-jobs N]
 
 With no section named it runs ``core``, ``worker``, ``observed`` and ``peers`` (``core``
 starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``observed`` compares the
 drain with tracing and metrics on to the plain drain, in turns; ``peers`` runs pgqueuer side
 by side with ours, from a virtualenv of its own, and is skipped with a note
-when that cannot be set up (no network).
+when that cannot be set up (no network). ``admin`` (the operator's pages and
+retention at ``--admin-jobs`` jobs, see bench/admin.py) runs only when named.
 
 Runs against its own database (``workhorse_bench``, or ``WORKHORSE_BENCH_DB``,
 on the server of DATABASE_URL), which it drops and creates afresh.
@@ -39,6 +40,7 @@ def main() -> None:
             "observed",
             "peers",
             "claimcommit",
+            "admin",
         ],
     )
     parser.add_argument(
@@ -46,6 +48,12 @@ def main() -> None:
         type=int,
         default=1_000_000,
         help="terminal jobs to put in history for the ratio runs",
+    )
+    parser.add_argument(
+        "--admin-jobs",
+        type=int,
+        default=1_000_000,
+        help="jobs in the database for the admin section (then three times as many)",
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
@@ -94,6 +102,10 @@ def main() -> None:
         from . import worker
 
         worker.run(conn, url, args.history)
+    if "admin" in args.sections:
+        from . import admin
+
+        admin.run(conn, args.admin_jobs)
     if "peers" in args.sections:
         from . import peers
 

@@ -11,13 +11,23 @@ Everything a user calls is importable from here::
     handle.refresh().status                 # 'ready', ..., 'succeeded'
 """
 
-from .admin_api import Admin, JobSnapshot
+from .admin_api import (
+    ActionResult,
+    Admin,
+    JobRow,
+    JobSnapshot,
+    Page,
+    QueueStats,
+    TimelineEntry,
+)
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
 from .definitions import BoundJob, JobDefinition, aenqueue, enqueue, job
 from .exceptions import (
+    InvalidCursorError,
     InvalidJobOptionError,
     InvalidPayloadError,
+    InvalidQueryError,
     InvalidQueueLimitError,
     JobAlreadyRegistered,
     JobCancelled,
@@ -33,10 +43,13 @@ from .exceptions import (
 from .handles import JobHandle
 
 __all__ = [
+    "ActionResult",
     "Admin",
     "BoundJob",
+    "InvalidCursorError",
     "InvalidJobOptionError",
     "InvalidPayloadError",
+    "InvalidQueryError",
     "InvalidQueueLimitError",
     "JobAlreadyRegistered",
     "JobCancelled",
@@ -44,10 +57,14 @@ __all__ = [
     "JobDefinition",
     "JobHandle",
     "JobNotFoundError",
+    "JobRow",
     "JobSnapshot",
     "NotInJobError",
+    "Page",
+    "QueueStats",
     "SchemaVersionError",
     "StoreMismatchError",
+    "TimelineEntry",
     "UnknownJobError",
     "UnknownQueueError",
     "UnknownScheduleError",

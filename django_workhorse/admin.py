@@ -1,45 +1,355 @@
-"""The Django admin over jobs: read-only; operator actions go through ``Admin``."""
+"""The Django admin over jobs: the operator's view, built on ``Admin``.
 
-from django.contrib import admin
+Three pages under the app's section: the job list (keyset-paged, never a
+COUNT(*)), a job page with its timeline, and the queue dashboard. Rows are
+written by the SQL functions only, so nothing here edits a model; operator
+actions (retry, promote, cancel, pause, resume) are POSTs with CSRF that call
+``Admin`` and report through Django messages. Seeing needs the view
+permission; acting needs the change permission. Malformed ids, cursors and
+filters get a message or a 404, never a server error.
+"""
 
-from .models import AttemptHistory, Job, JobEvent, Queue
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from . import admin_api
+from .admin_api import STATES, Admin, InvalidQueryError
+from .models import Job, Queue
+
+PAGE_SIZE = 50
+TIMELINE_PAGE = 100
+JOB_ACTIONS = {
+    "retry": "failed canceled",
+    "cancel": "blocked scheduled ready",
+    "promote": "scheduled",
+}
+"""Which states each job button is offered in."""
+
+_LEVEL = {"changed": messages.SUCCESS, "unchanged": messages.WARNING}
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows are written by the SQL functions only."""
+def _report(request: HttpRequest, result: admin_api.ActionResult) -> None:
+    messages.add_message(request, _LEVEL.get(result.status, messages.ERROR), result.message)
 
-    def has_add_permission(self, request) -> bool:
+
+def _job_id(raw: str) -> int:
+    """A job id from a URL or form, or Http404: a malformed id names no job."""
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 19:
+        raise Http404(f"{raw[:40]!r} is not a job id")
+    value = int(raw)
+    if not 1 <= value <= admin_api.MAX_JOB_ID:
+        raise Http404(f"{raw[:40]!r} is not a job id")
+    return value
+
+
+def _seconds(value: float | None) -> str:
+    """A short human duration: 0.35 s, 4 min 2 s, 3 h 5 min, 2 d 4 h."""
+    if value is None:
+        return ""
+    if value < 60:
+        return f"{value:.2f} s" if value < 10 else f"{value:.0f} s"
+    minutes, secs = divmod(int(value), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def _when(value, pattern: str) -> str:
+    return "" if value is None else timezone.localtime(value).strftime(pattern)
+
+
+def _chart(counts: list[int], width: int = 120, height: int = 28) -> dict[str, Any]:
+    """Bars of a throughput chart, as SVG coordinates the template draws."""
+    peak = max(counts, default=0) or 1
+    step = width / max(len(counts), 1)
+    bars = []
+    for i, n in enumerate(counts):
+        h = 0 if n == 0 else max(1.0, height * n / peak)
+        bars.append(
+            {
+                "x": round(i * step + 1, 1),
+                "y": round(height - h, 1),
+                "w": round(step - 2, 1),
+                "h": round(h, 1),
+                "n": n,
+            }
+        )
+    return {"width": width, "height": height, "bars": bars}
+
+
+class OperatorAdmin(admin.ModelAdmin):
+    """Rows are written by the SQL functions only: nothing is added, edited or
+    deleted here. The change permission means "may act on jobs and queues"."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+    def service(self) -> Admin:
+        return Admin()
+
+    def context(self, request: HttpRequest, **extra: Any) -> dict[str, Any]:
+        return {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "app_label": self.model._meta.app_label,
+            "can_act": self.has_change_permission(request),
+            "queues_url": reverse("admin:django_workhorse_queue_changelist"),
+            "jobs_url": reverse("admin:django_workhorse_job_changelist"),
+            **extra,
+        }
 
 
 @admin.register(Job)
-class JobAdmin(ReadOnlyAdmin):
-    list_display = ("id", "name", "queue", "priority", "max_attempts", "created_at")
-    list_filter = ("queue",)
-    search_fields = ("=id", "name")
-    show_full_result_count = False  # no COUNT(*) over a big table
+class JobAdmin(OperatorAdmin):
+    """The job list and the job page."""
 
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("", wrap(self.changelist_view), name="django_workhorse_job_changelist"),
+            path("act/", wrap(self.bulk_action_view), name="django_workhorse_job_bulk"),
+            path("<str:object_id>/act/", wrap(self.action_view), name="django_workhorse_job_act"),
+            path(
+                "<str:object_id>/change/",
+                wrap(self.change_view),
+                name="django_workhorse_job_change",
+            ),
+            path("<str:object_id>/", wrap(self.change_view), name="django_workhorse_job_page"),
+        ]
 
-@admin.register(JobEvent)
-class JobEventAdmin(ReadOnlyAdmin):
-    list_display = ("id", "job_id", "at", "kind", "attempt", "worker_id")
-    search_fields = ("=job_id",)
-    show_full_result_count = False
+    def changelist_view(self, request: HttpRequest, extra_context=None) -> HttpResponse:
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        params = request.GET
+        filters = {
+            key: params.get(key) or None for key in ("queue", "name", "state", "q", "cursor")
+        }
+        search = filters.pop("q")
+        cursor = filters.pop("cursor")
+        page = admin_api.Page([], None)
+        service = self.service()
+        try:
+            kwargs = {k: v for k, v in filters.items() if v is not None}
+            if search:
+                search = search.strip()
+                if search.isascii() and search.isdigit() and len(search) <= 19:
+                    snapshot = service.get_job(_job_id(search)) if int(search) else None
+                    if snapshot is not None:
+                        return HttpResponseRedirect(
+                            reverse("admin:django_workhorse_job_page", args=[snapshot.id])
+                        )
+                kwargs["idempotency_key"] = search
+            page = service.list_jobs(cursor=cursor, limit=PAGE_SIZE, **kwargs)
+        except (InvalidQueryError, Http404) as exc:
+            messages.error(request, str(exc))
+        queues = service.queue_names()
+        base = request.GET.copy()
+        base.pop("cursor", None)
 
+        def link(page_cursor: str | None) -> str | None:
+            if page_cursor is None:
+                return None
+            query = base.copy()
+            query["cursor"] = page_cursor
+            return "?" + query.urlencode()
 
-@admin.register(AttemptHistory)
-class AttemptHistoryAdmin(ReadOnlyAdmin):
-    list_display = ("id", "job_id", "attempt", "outcome", "worker_id", "started_at", "finished_at")
-    search_fields = ("=job_id",)
-    show_full_result_count = False
+        state_links = []
+        for state in (None, *STATES):
+            query = base.copy()
+            query.pop("state", None)
+            if state:
+                query["state"] = state
+            state_links.append(
+                {
+                    "state": state or "all",
+                    "url": "?" + query.urlencode(),
+                    "selected": filters["state"] == state,
+                }
+            )
+        context = self.context(
+            request,
+            title="Jobs",
+            page=page,
+            rows=[
+                {
+                    "job": job,
+                    "created": _when(job.created_at, "%Y-%m-%d %H:%M:%S"),
+                    "when": _when(job.finished_at or job.run_at, "%Y-%m-%d %H:%M:%S"),
+                }
+                for job in page.items
+            ],
+            filters=filters,
+            search=search or "",
+            queues=queues,
+            states=STATES,
+            state_links=state_links,
+            older_url=link(page.next_cursor),
+            newer_url=link(page.previous_cursor),
+            first_url="?" + base.urlencode() if cursor else None,
+            bulk_actions=["retry", "cancel"],
+        )
+        return TemplateResponse(request, "admin/django_workhorse/job_list.html", context)
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url="", extra_context=None):
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        job_id = _job_id(object_id)
+        service = self.service()
+        job = service.get_job(job_id)
+        if job is None:
+            raise Http404(f"there is no job #{job_id}")
+        cursor = request.GET.get("timeline") or None
+        try:
+            timeline = service.get_job_timeline(job_id, cursor=cursor, limit=TIMELINE_PAGE)
+        except InvalidQueryError as exc:
+            messages.error(request, str(exc))
+            timeline = service.get_job_timeline(job_id, limit=TIMELINE_PAGE)
+        # Times are formatted here: the date filter costs ~0.2 ms a call, and a
+        # page of 100 entries has 200 of them.
+        entries = [
+            {
+                "entry": e,
+                "duration": _seconds(e.duration),
+                "at": _when(e.at, "%Y-%m-%d %H:%M:%S.%f"),
+                "started": _when(e.started_at, "%H:%M:%S.%f"),
+            }
+            for e in timeline.items
+        ]
+        actions = [name for name, states in JOB_ACTIONS.items() if job.state in states.split()]
+        context = self.context(
+            request,
+            title=f"Job #{job.id}: {job.name}",
+            job=job,
+            entries=entries,
+            timeline_next=f"?timeline={timeline.next_cursor}" if timeline.next_cursor else None,
+            timeline_first="?" if cursor else None,
+            job_actions=actions,
+            object_id=job.id,
+            payload_json=json.dumps(job.payload, indent=2, ensure_ascii=False),
+            result_json=json.dumps(job.result, indent=2, ensure_ascii=False),
+        )
+        return TemplateResponse(request, "admin/django_workhorse/job_page.html", context)
+
+    def action_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return require_POST(self._act)(request, object_id)
+
+    def _act(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        job_id = _job_id(object_id)
+        action = request.POST.get("action")
+        service = self.service()
+        if action == "retry":
+            _report(request, service.retry(job_id))
+        elif action == "promote":
+            _report(request, service.promote(job_id))
+        elif action == "cancel":
+            _report(request, service.cancel(job_id))
+        else:
+            messages.error(request, f"unknown action {action!r:.40}: use retry, promote or cancel")
+        return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
+
+    def bulk_action_view(self, request: HttpRequest) -> HttpResponse:
+        return require_POST(self._bulk)(request)
+
+    def _bulk(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        back = request.POST.get("next") or ""
+        target = reverse("admin:django_workhorse_job_changelist")
+        if back.startswith("?"):
+            target += back
+        action = request.POST.get("action")
+        if action not in ("retry", "cancel"):
+            messages.error(request, f"unknown action {action!r:.40}: use retry or cancel")
+            return HttpResponseRedirect(target)
+        try:
+            ids = [_job_id(raw) for raw in request.POST.getlist("job")]
+        except Http404 as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(target)
+        if not ids:
+            messages.warning(request, "select at least one job")
+            return HttpResponseRedirect(target)
+        results = self.service().bulk(action, ids[:PAGE_SIZE])
+        done = [r for r in results if r.changed]
+        if done:
+            verb = "retried" if action == "retry" else "canceled"
+            messages.success(
+                request, f"{len(done)} job(s) {verb}: " + ", ".join(f"#{r.target}" for r in done)
+            )
+        for result in results:
+            if not result.changed:
+                _report(request, result)
+        return HttpResponseRedirect(target)
 
 
 @admin.register(Queue)
-class QueueAdmin(ReadOnlyAdmin):
-    list_display = ("name", "paused", "updated_at")
+class QueueAdmin(OperatorAdmin):
+    """The queue dashboard, with pause and resume."""
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("", wrap(self.changelist_view), name="django_workhorse_queue_changelist"),
+            path("act/", wrap(self.action_view), name="django_workhorse_queue_act"),
+        ]
+
+    def changelist_view(self, request: HttpRequest, extra_context=None) -> HttpResponse:
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        rows = []
+        for stats in self.service().queue_stats():
+            rows.append(
+                {
+                    "stats": stats,
+                    "counts": [stats.counts[s] for s in STATES],
+                    "oldest": _seconds(stats.oldest_ready_age),
+                    "chart": _chart(stats.finished_per_bucket),
+                }
+            )
+        from .conf import raw_settings
+
+        configured = raw_settings().get("QUEUES") or {}
+        for row in rows:
+            options = configured.get(row["stats"].name) if isinstance(configured, dict) else None
+            row["concurrency"] = options.get("concurrency") if isinstance(options, dict) else None
+        context = self.context(request, title="Queues", rows=rows, states=STATES)
+        return TemplateResponse(request, "admin/django_workhorse/queues.html", context)
+
+    def action_view(self, request: HttpRequest) -> HttpResponse:
+        return require_POST(self._act)(request)
+
+    def _act(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        action = request.POST.get("action")
+        name = request.POST.get("queue", "")
+        service = self.service()
+        try:
+            if action == "pause":
+                _report(request, service.pause_queue(name))
+            elif action == "resume":
+                _report(request, service.resume_queue(name))
+            else:
+                messages.error(request, f"unknown action {action!r:.40}: use pause or resume")
+        except InvalidQueryError as exc:
+            messages.error(request, str(exc))
+        return HttpResponseRedirect(reverse("admin:django_workhorse_queue_changelist"))

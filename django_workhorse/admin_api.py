@@ -1,18 +1,37 @@
-"""``workhorse.Admin``: the operator's view of jobs, from Python."""
+"""``workhorse.Admin``: the operator's view of jobs, from Python.
+
+Reads (a job's snapshot, its timeline, pages of jobs, queue statistics) and
+operator actions (retry, promote, cancel, pause and resume a queue) over the
+jobs of one database alias. Every read is one SQL function built to stay fast
+with millions of jobs; every action is one SQL function that says what it did.
+The Django admin pages are built on this class and nothing else.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
 
-from django.db import connections
+from django.core import signing
+from django.db import connections, transaction
 
 from . import store
 from .conf import get_settings
-from .exceptions import UnknownScheduleError
-from .limits import queue_name_problem
+from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
+from .limits import JOB_NAME_RE, QUEUE_NAME_RE, queue_name_problem
 from .states import JobState
+
+LIVE_STATES = tuple(s.value for s in JobState.live())
+TERMINAL_STATES = tuple(s.value for s in JobState.terminal())
+STATES = LIVE_STATES + TERMINAL_STATES
+"""Every state a job can be in, live first."""
+
+MAX_PAGE = 1000
+MAX_JOB_ID = 2**63 - 1
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,7 +65,169 @@ class JobSnapshot:
 
     @property
     def is_terminal(self) -> bool:
-        return self.state in JobState.terminal()
+        return self.state in TERMINAL_STATES
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One row of a job's timeline: a closed attempt or a lifecycle event."""
+
+    at: datetime
+    """When it happened (an attempt is placed at its finish)."""
+    source: Literal["attempt", "event"]
+    kind: str
+    """For an attempt its outcome (succeeded, failed, timed_out, stalled, canceled);
+    for an event its kind (enqueued, claimed, retry_scheduled, retried, ...)."""
+    attempt: int | None
+    worker_id: str | None
+    started_at: datetime | None
+    """Attempts only: when the attempt was claimed."""
+    finished_at: datetime | None
+    error: dict[str, Any] | None
+    """Attempts only: the error envelope (type, message, traceback) if it failed."""
+    data: dict[str, Any] | None
+    """Events only: the event's details."""
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds an attempt ran; None for events."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """A job as the job list shows it."""
+
+    id: int
+    name: str
+    queue: str
+    state: str
+    priority: int
+    attempt: int
+    max_attempts: int
+    stall_count: int
+    idempotency_key: str | None
+    created_at: datetime
+    run_at: datetime | None
+    """Live jobs: when the job is (or was) due."""
+    finished_at: datetime | None
+    """Terminal jobs: when the job finished."""
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """A page of a keyset-paged list. Cursors are opaque strings; pass one back
+    as ``cursor=`` to get the page it points to. None means there is none."""
+
+    items: list[T]
+    next_cursor: str | None
+    """The following page: later timeline rows, or older jobs."""
+    previous_cursor: str | None = None
+    """Job lists only: the page of newer jobs, when this page is not the first."""
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """One queue on the dashboard."""
+
+    name: str
+    paused: bool
+    counts: dict[str, int]
+    """Every state: live states as they stand, terminal ones over the window."""
+    oldest_ready_at: datetime | None
+    oldest_ready_age: float | None
+    """Seconds the longest-waiting ready job has been due; None when none is ready."""
+    finished_per_bucket: list[int] = field(default_factory=list)
+    """Jobs finished in each equal slice of the window, oldest first."""
+    window_seconds: float = 3600.0
+
+    @property
+    def finished_in_window(self) -> int:
+        return sum(self.finished_per_bucket)
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What an operator action did."""
+
+    action: str
+    target: int | str
+    """The job id, or the queue name."""
+    status: Literal["changed", "unchanged", "refused", "unknown"]
+    """changed: done; unchanged: it already was so (or the state does not allow
+    it); refused: not possible for this job yet; unknown: no such job."""
+    state: str | None
+    """The job's state (or 'paused'/'running' for a queue) after the call."""
+    message: str
+    """One sentence for the operator."""
+
+    @property
+    def changed(self) -> bool:
+        return self.status == "changed"
+
+
+def _check_job_id(job_id: object) -> int:
+    if isinstance(job_id, bool) or not isinstance(job_id, int) or not 1 <= job_id <= MAX_JOB_ID:
+        raise InvalidQueryError(
+            f"a job id is a whole number from 1 to {MAX_JOB_ID}, got {job_id!r:.40}"
+        )
+    return job_id
+
+
+def check_queue_name(queue: object) -> str:
+    """``queue`` if it is a valid queue name, else InvalidQueryError naming the rule."""
+    if not isinstance(queue, str) or not QUEUE_NAME_RE.fullmatch(queue):
+        raise InvalidQueryError(
+            f"{queue!r:.60} is not a queue name: use 1 to 53 letters, digits, '_', '.' and '-', "
+            "not starting with '.' or '-'"
+        )
+    return queue
+
+
+def _check_job_name(name: object) -> str:
+    if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):
+        raise InvalidQueryError(
+            f"{name!r:.60} is not a job name: use 1 to 200 letters, digits, '_', '.', ':' and '-', "
+            "starting with a letter or '_'"
+        )
+    return name
+
+
+def _check_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidQueryError(
+            f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r:.40}"
+        )
+    return limit
+
+
+def _check_time(key: str, value: object) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise InvalidQueryError(f"{key} must be a timezone-aware datetime, got {value!r:.60}")
+    return value
+
+
+_BAD_CURSOR = (
+    "the cursor {cursor!r:.40} was not issued by this server for this list (changed, cut "
+    "short, or from another list): start again from the first page"
+)
+
+
+def _load_cursor(cursor: str, salt: str) -> Any:
+    if not isinstance(cursor, str) or len(cursor) > 500:
+        raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
+    try:
+        return signing.loads(cursor, salt=salt)
+    except (signing.BadSignature, ValueError, TypeError) as exc:
+        raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor)) from exc
 
 
 class Admin:
@@ -55,8 +236,11 @@ class Admin:
     def __init__(self, using: str | None = None) -> None:
         self.using = using or get_settings().database
 
+    # -- reads --------------------------------------------------------------
+
     def get_job(self, job_id: int) -> JobSnapshot | None:
         """The job's snapshot, or None when no job has this id."""
+        job_id = _check_job_id(job_id)
         with connections[self.using].cursor() as cursor:
             row = store.get_job(cursor, job_id)
         if row is None:
@@ -126,3 +310,237 @@ class Admin:
         seconds = duration_seconds(period) if period is not None else None
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
             return store.set_queue_limits(cursor, name, concurrency, rate, seconds)
+
+    def get_job_timeline(
+        self, job_id: int, cursor: str | None = None, limit: int = 100
+    ) -> Page[TimelineEntry]:
+        """Up to ``limit`` entries of the job's history in time order (events and
+        closed attempts merged, across day partitions), and the cursor of the
+        next page. An unknown job has an empty timeline."""
+        job_id = _check_job_id(job_id)
+        limit = _check_limit(limit)
+        after = None
+        if cursor is not None:
+            key = _load_cursor(cursor, "workhorse.timeline")
+            try:
+                cursor_job, at, rank, row_id = key
+                after = (datetime.fromisoformat(at), int(rank), int(row_id))
+            except (TypeError, ValueError) as exc:
+                raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor)) from exc
+            if cursor_job != job_id:
+                raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
+        with connections[self.using].cursor() as db:
+            rows = store.job_timeline(db, job_id, after, limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = None
+        if more:
+            last = rows[-1]
+            next_cursor = signing.dumps(
+                [job_id, last["at"].isoformat(), last["rank"], last["id"]],
+                salt="workhorse.timeline",
+            )
+        entries = [
+            TimelineEntry(
+                at=r["at"],
+                source=r["source"],
+                kind=r["kind"],
+                attempt=r["attempt"],
+                worker_id=r["worker_id"],
+                started_at=r["started_at"],
+                finished_at=r["finished_at"],
+                error=r["error"],
+                data=r["data"],
+            )
+            for r in rows
+        ]
+        return Page(entries, next_cursor)
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        name: str | None = None,
+        state: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        idempotency_key: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Page[JobRow]:
+        """A page of jobs, newest first, keyset-paged through ``job_query``.
+
+        ``next_cursor`` leads to older jobs, ``previous_cursor`` to newer ones.
+        Every filter is validated first: a bad value raises InvalidQueryError
+        (InvalidCursorError for a cursor) naming it.
+        """
+        if queue is not None:
+            check_queue_name(queue)
+        if name is not None:
+            _check_job_name(name)
+        if state is not None and state not in STATES:
+            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {state!r:.60}")
+        created_after = _check_time("created_after", created_after)
+        created_before = _check_time("created_before", created_before)
+        if idempotency_key is not None and (
+            not isinstance(idempotency_key, str)
+            or not 1 <= len(idempotency_key) <= 255
+            or "\x00" in idempotency_key
+        ):
+            raise InvalidQueryError(
+                "an idempotency key is 1 to 255 characters without NUL, "
+                f"got {idempotency_key!r:.60}"
+            )
+        limit = _check_limit(limit)
+        direction, from_id = "older", None
+        if cursor is not None:
+            key = _load_cursor(cursor, "workhorse.jobs")
+            if (
+                not isinstance(key, list)
+                or len(key) != 2
+                or key[0] not in ("older", "newer")
+                or not isinstance(key[1], int)
+                or isinstance(key[1], bool)
+            ):
+                raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
+            direction, from_id = key
+        with connections[self.using].cursor() as db:
+            rows = store.list_jobs(
+                db,
+                queue=queue,
+                name=name,
+                state=state,
+                created_after=created_after,
+                created_before=created_before,
+                before_id=from_id if direction == "older" else None,
+                after_id=from_id if direction == "newer" else None,
+                limit=limit + 1,
+                idempotency_key=idempotency_key,
+            )
+        more = len(rows) > limit
+        if direction == "older":
+            rows = rows[:limit]
+            has_older, has_newer = more, from_id is not None
+        else:
+            rows = rows[-limit:] if more else rows
+            has_older, has_newer = True, more
+        items = [JobRow(id=r.pop("job_id"), **r) for r in rows]
+        older = newer = None
+        if items and has_older:
+            older = signing.dumps(["older", items[-1].id], salt="workhorse.jobs")
+        if items and has_newer:
+            newer = signing.dumps(["newer", items[0].id], salt="workhorse.jobs")
+        return Page(items, older, newer)
+
+    def queue_stats(self, window_seconds: float = 3600.0, buckets: int = 12) -> list[QueueStats]:
+        """Every queue with live jobs, jobs finished within the window, or a policy
+        row: counts by state, oldest ready age, paused flag, throughput buckets."""
+        with connections[self.using].cursor() as db:
+            rows = store.queue_stats(db, window_seconds, buckets)
+        return [
+            QueueStats(
+                name=r["queue"],
+                paused=r["paused"],
+                counts={s: r[s] for s in STATES},
+                oldest_ready_at=r["oldest_ready_at"],
+                oldest_ready_age=r["oldest_ready_seconds"],
+                finished_per_bucket=list(r["finished_per_bucket"]),
+                window_seconds=r["window_seconds"],
+            )
+            for r in rows
+        ]
+
+    def queue_names(self) -> list[str]:
+        """Every queue that has a job (live or kept) or a policy row, in name order."""
+        with connections[self.using].cursor() as db:
+            return store.queue_names(db)
+
+    def workers(self) -> dict[str, Any]:
+        """Workers seen now: heartbeat connections open, and who holds leases."""
+        with connections[self.using].cursor() as db:
+            return {
+                "connected": store.heartbeat_connections(db),
+                "holding_jobs": store.workers_holding_jobs(db),
+            }
+
+    # -- actions ------------------------------------------------------------
+
+    def _act(self, call, *args) -> tuple[str, Any]:
+        with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
+            return call(db, *args)
+
+    def retry(self, job_id: int, reason: str | None = None) -> ActionResult:
+        """Run a failed or canceled job again with a fresh attempt budget; its
+        history stays and a 'retried' event is recorded."""
+        job_id = _check_job_id(job_id)
+        status, state = self._act(store.retry_job, job_id, _check_reason(reason))
+        messages = {
+            "changed": f"job #{job_id} is ready to run again with a fresh attempt budget",
+            "unchanged": f"job #{job_id} is {state}: only failed or canceled jobs can be retried",
+            "unknown": f"there is no job #{job_id}",
+        }
+        return ActionResult("retry", job_id, status, state, messages[status])
+
+    def promote(self, job_id: int) -> ActionResult:
+        """Make a scheduled job ready now."""
+        job_id = _check_job_id(job_id)
+        status, state = self._act(store.promote_job, job_id)
+        messages = {
+            "changed": f"job #{job_id} is ready to run now",
+            "unchanged": f"job #{job_id} is {state}: only scheduled jobs can be promoted",
+            "unknown": f"there is no job #{job_id}",
+        }
+        return ActionResult("promote", job_id, status, state, messages[status])
+
+    def cancel(self, job_id: int, reason: str | None = None) -> ActionResult:
+        """Cancel a blocked, scheduled or ready job at once (a 'canceled' outcome).
+
+        A running job is refused (status 'refused'): this version cannot yet
+        stop a handler that is running, and does not pretend to.
+        """
+        job_id = _check_job_id(job_id)
+        status, state = self._act(store.cancel_job, job_id, _check_reason(reason))
+        messages = {
+            "changed": f"job #{job_id} is canceled",
+            "unchanged": f"job #{job_id} had already finished ({state}): nothing to cancel",
+            "refused": (
+                f"job #{job_id} is running: running jobs cannot be cancelled yet "
+                "(blocked, scheduled and ready jobs can)"
+            ),
+            "unknown": f"there is no job #{job_id}",
+        }
+        return ActionResult("cancel", job_id, status, state, messages[status])
+
+    def pause_queue(self, name: str) -> ActionResult:
+        """Stop workers claiming from ``name``; running jobs finish."""
+        return self._set_paused(name, True)
+
+    def resume_queue(self, name: str) -> ActionResult:
+        """Let workers claim from ``name`` again, waking idle ones at once."""
+        return self._set_paused(name, False)
+
+    def _set_paused(self, name: str, paused: bool) -> ActionResult:
+        name = check_queue_name(name)
+        status, now_paused = self._act(store.set_queue_paused, name, paused)
+        word = "paused" if now_paused else "running"
+        message = (
+            f"queue {name!r} is {word}"
+            if status == "changed"
+            else f"queue {name!r} was already {word}"
+        )
+        return ActionResult("pause" if paused else "resume", name, status, word, message)
+
+    def bulk(self, action: str, job_ids: Sequence[int]) -> list[ActionResult]:
+        """``retry`` or ``cancel`` each job; one result per job, in order."""
+        if action not in ("retry", "cancel"):
+            raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r:.40}")
+        method = self.retry if action == "retry" else self.cancel
+        return [method(job_id) for job_id in job_ids]
+
+
+def _check_reason(reason: object) -> str | None:
+    if reason is None:
+        return None
+    if not isinstance(reason, str) or len(reason) > 1000 or "\x00" in reason:
+        raise InvalidQueryError("a reason is a string of at most 1,000 characters without NUL")
+    return reason

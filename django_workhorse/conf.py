@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -46,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
     "PARTITION_DAYS_AHEAD": 7,
     "SCHEDULES": {},
     "LOG_FORMAT": "text",
+    "RETENTION": {},
 }
 """Every key of ``WORKHORSE`` with its default; docs/settings.md explains each."""
 
@@ -232,6 +234,7 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
         elif value is not None and (problem := text_problem(value, "the value")):
             found.append((key, problem))
     found.extend(observability_problems(raw))
+    found.extend(retention_problems(raw["RETENTION"]))
     return found
 
 
@@ -350,3 +353,79 @@ def import_callable(path: str) -> Callable[..., Any]:
     if not callable(target):
         raise ImproperlyConfigured(f"{path!r} is not callable")
     return target
+
+
+# -- RETENTION: how long history and finished jobs are kept (docs/retention.md)
+
+RETENTION_DEFAULTS: dict[str, Any] = {
+    "HISTORY": timedelta(days=7),
+    "FINISHED_JOBS": timedelta(days=7),
+    "INTERVAL": 3600.0,
+    "BATCH_SIZE": 10_000,
+}
+"""Every key of ``WORKHORSE["RETENTION"]`` with its default."""
+
+
+@dataclass(frozen=True)
+class RetentionSettings:
+    """Validated ``WORKHORSE["RETENTION"]``; durations in seconds, None = keep forever."""
+
+    history: float | None
+    finished_jobs: float | None
+    interval: float | None
+    """How often each worker tries a prune; None: workers never prune."""
+    batch_size: int
+
+
+def retention_problems(value: Any) -> list[tuple[str, str]]:
+    """Every invalid value of ``WORKHORSE["RETENTION"]`` as ``(key, message)``."""
+    if not isinstance(value, Mapping):
+        return [("RETENTION", "must be a dict such as {'HISTORY': timedelta(days=7)}")]
+    found = [
+        (
+            f"RETENTION[{key!r}]",
+            f"is not a retention setting; known keys: {', '.join(RETENTION_DEFAULTS)}",
+        )
+        for key in value
+        if key not in RETENTION_DEFAULTS
+    ]
+    merged = {**RETENTION_DEFAULTS, **value}
+    for key in ("HISTORY", "FINISHED_JOBS", "INTERVAL"):
+        if merged[key] is None:
+            continue
+        try:
+            seconds = duration_seconds(merged[key])
+        except ValueError as exc:
+            found.append((f"RETENTION[{key!r}]", f"{exc}, or None"))
+            continue
+        if not 0 < seconds < 1e10:
+            found.append(
+                (f"RETENTION[{key!r}]", f"must be a positive duration, got {merged[key]!r}")
+            )
+    batch = merged["BATCH_SIZE"]
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 1_000_000:
+        found.append(
+            ("RETENTION['BATCH_SIZE']", f"must be a whole number from 1 to 1000000, got {batch!r}")
+        )
+    return found
+
+
+def get_retention() -> RetentionSettings:
+    """The current retention settings, validated (ImproperlyConfigured names a bad key)."""
+    value = raw_settings().get("RETENTION", {})
+    bad = retention_problems(value)
+    if bad:
+        raise ImproperlyConfigured(
+            "; ".join(f"WORKHORSE[{key!r}] {message}" for key, message in bad)
+        )
+    merged = {**RETENTION_DEFAULTS, **value}
+
+    def seconds(key: str) -> float | None:
+        return None if merged[key] is None else duration_seconds(merged[key])
+
+    return RetentionSettings(
+        history=seconds("HISTORY"),
+        finished_jobs=seconds("FINISHED_JOBS"),
+        interval=seconds("INTERVAL"),
+        batch_size=merged["BATCH_SIZE"],
+    )

@@ -63,3 +63,11 @@ class InvalidQueueLimitError(WorkhorseError, ValueError):
 class StalledJobError(WorkhorseError):
     """A job failed because its worker stopped renewing its lease more often
     than the job's ``max_stalled`` allows (``ON_JOB_FAILURE`` receives it)."""
+
+
+class InvalidQueryError(WorkhorseError, ValueError):
+    """A filter, limit or id given to an operator read or action is not valid."""
+
+
+class InvalidCursorError(InvalidQueryError):
+    """A page cursor was not issued by this server for this list."""

@@ -59,6 +59,10 @@ class EventKind(models.TextChoices):
     STALLED = "stalled"
     MADE_DUE = "made_due"
     """A scheduled job made due at once by ``django_workhorse.testing``."""
+    RETRIED = "retried"
+    """An operator sent a failed or canceled job back to ready (``Admin.retry``)."""
+    CANCELED = "canceled"
+    """An operator canceled a job that was not running (``Admin.cancel``)."""
 
 
 class AttemptOutcome(models.TextChoices):

@@ -474,3 +474,140 @@ def set_queue_limits(
         [queue, concurrency, rate, period],
     )
     return QueueLimits(*cursor.fetchone())
+
+
+# The operator's view: reads, actions and retention (see admin_api.py).
+
+
+def _dict_rows(cursor) -> list[dict[str, Any]]:
+    names = [col[0] for col in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def job_timeline(
+    cursor,
+    job_id: int,
+    after: tuple[datetime, int, int] | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Up to ``limit`` timeline rows of one job after the (at, rank, id) key ``after``."""
+    at, rank, row_id = after if after is not None else (None, None, None)
+    cursor.execute(
+        "SELECT * FROM workhorse_job_timeline_v1(%s, %s, %s, %s, %s)",
+        [job_id, at, rank, row_id, limit],
+    )
+    rows = _dict_rows(cursor)
+    for row in rows:
+        row["error"] = _loads(row["error"])
+        row["data"] = _loads(row["data"])
+    return rows
+
+
+def list_jobs(
+    cursor,
+    *,
+    queue: str | None,
+    name: str | None,
+    state: str | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    before_id: int | None,
+    after_id: int | None,
+    limit: int,
+    idempotency_key: str | None = None,
+) -> list[dict[str, Any]]:
+    """A page of job rows, newest first (see ``workhorse_list_jobs_v1``)."""
+    cursor.execute(
+        "SELECT * FROM workhorse_list_jobs_v1(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        [
+            queue,
+            name,
+            state,
+            created_after,
+            created_before,
+            before_id,
+            after_id,
+            limit,
+            idempotency_key,
+        ],
+    )
+    return _dict_rows(cursor)
+
+
+def queue_stats(cursor, window_seconds: float, buckets: int) -> list[dict[str, Any]]:
+    """One row per queue: live counts, recent terminal counts, throughput buckets."""
+    cursor.execute(
+        "SELECT * FROM workhorse_queue_stats_v1(make_interval(secs => %s), %s)",
+        [window_seconds, buckets],
+    )
+    return _dict_rows(cursor)
+
+
+def queue_names(cursor) -> list[str]:
+    """Every queue with a job or a policy row, in name order."""
+    cursor.execute("SELECT queue FROM workhorse_queue_names_v1()")
+    return [row[0] for row in cursor.fetchall()]
+
+
+def heartbeat_connections(cursor) -> int:
+    """Worker heartbeat sessions connected to this database right now."""
+    cursor.execute(
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND application_name = 'workhorse-heartbeat'"
+    )
+    return cursor.fetchone()[0]
+
+
+def workers_holding_jobs(cursor) -> list[dict[str, Any]]:
+    """Workers with a live lease: (worker_id, jobs, lease_expires_at of the latest)."""
+    cursor.execute(
+        "SELECT worker_id, count(*) AS jobs, max(lease_expires_at) AS lease_expires_at"
+        " FROM workhorse_job_runtime WHERE state = 'active'"
+        " GROUP BY worker_id ORDER BY worker_id"
+    )
+    return _dict_rows(cursor)
+
+
+def retry_job(cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
+    """``(status, state)`` from ``workhorse_retry_v1``."""
+    cursor.execute("SELECT * FROM workhorse_retry_v1(%s, %s)", [job_id, reason])
+    return cursor.fetchone()
+
+
+def promote_job(cursor, job_id: int) -> tuple[str, str | None]:
+    """``(status, state)`` from ``workhorse_promote_v1``."""
+    cursor.execute("SELECT * FROM workhorse_promote_v1(%s)", [job_id])
+    return cursor.fetchone()
+
+
+def cancel_job(cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
+    """``(status, state)`` from ``workhorse_cancel_v1``."""
+    cursor.execute("SELECT * FROM workhorse_cancel_v1(%s, %s)", [job_id, reason])
+    return cursor.fetchone()
+
+
+def set_queue_paused(cursor, queue: str, paused: bool) -> tuple[str, bool]:
+    """``(status, paused)`` from ``workhorse_set_queue_paused_v1``."""
+    cursor.execute("SELECT * FROM workhorse_set_queue_paused_v1(%s, %s)", [queue, paused])
+    return cursor.fetchone()
+
+
+def prune_step(
+    cursor,
+    history_before: datetime,
+    jobs_before: datetime,
+    limit: int,
+    dry_run: bool,
+) -> list[tuple[str, str | None, int | None]]:
+    """One bounded retention step: ``(action, target, rows)`` rows."""
+    cursor.execute(
+        "SELECT * FROM workhorse_prune_v1(%s, %s, %s, %s)",
+        [history_before, jobs_before, limit, dry_run],
+    )
+    return [tuple(row) for row in cursor.fetchall()]
+
+
+def database_now(cursor) -> datetime:
+    """The database clock, which retention windows are measured on."""
+    cursor.execute("SELECT now()")
+    return cursor.fetchone()[0]

@@ -46,7 +46,7 @@ CREATE TABLE workhorse_job_event (
     attempt integer,
     worker_id text,
     data jsonb,
-    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text])))
+    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text])))
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
@@ -146,6 +146,8 @@ CREATE INDEX workhorse_job_query_name ON public.workhorse_job_query USING btree 
 CREATE UNIQUE INDEX workhorse_job_query_pkey ON public.workhorse_job_query USING btree (job_id);
 CREATE INDEX workhorse_job_query_queue ON public.workhorse_job_query USING btree (queue, job_id);
 CREATE UNIQUE INDEX workhorse_job_runtime_pkey ON public.workhorse_job_runtime USING btree (job_id);
+CREATE INDEX workhorse_outcome_finished_brin ON public.workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range='16');
+CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE (state <> 'succeeded'::text);
 CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (name);
 CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE (state = 'active'::text);
 CREATE INDEX workhorse_runtime_ready ON public.workhorse_job_runtime USING btree (queue, priority DESC, run_at, job_id) WHERE (state = 'ready'::text);
@@ -160,6 +162,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
+-- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 f2edbb00dd2c47e3
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
@@ -178,16 +182,30 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE sql -- body sha256 d7e691b0618a534b
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 507b54412444061f
+-- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
+--   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 b8cd312841e000d8
+-- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
+--   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 ed2fef5f459e73e6
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
 --   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 54da9e14e16a66b9
+-- FUNCTION workhorse_promote_v1(p_job_id bigint)
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
+-- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 a670a692e2644d17
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
+-- FUNCTION workhorse_queue_names_v1()
+--   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 b4a32631f6afa333
+-- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer)
+--   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision) LANGUAGE sql -- body sha256 65f66c074f945fa3
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer) LANGUAGE plpgsql -- body sha256 dcede878e4bcc707
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8bb9a88fd40fc9e4
+-- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 40104d7630798223
 -- FUNCTION workhorse_schedule_due_v1()
 --   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone) LANGUAGE sql -- body sha256 31d2abf4ac74b30e
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)
@@ -198,5 +216,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(name text, action text) LANGUAGE plpgsql -- body sha256 83908a35edc3e83d
 -- FUNCTION workhorse_set_queue_limits_v1(p_queue text, p_concurrency integer, p_rate integer, p_period_seconds double precision)
 --   RETURNS TABLE(status text, concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 7609c965fd6a2e00
+-- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
+--   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 34393f7bf73c07bb

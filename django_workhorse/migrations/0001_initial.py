@@ -45,6 +45,19 @@ class Migration(migrations.Migration):
         RunSQLFile(
             "workhorse_set_queue_limits_v1.sql", drops_function="workhorse_set_queue_limits_v1"
         ),
+        # The operator's view: reads, actions and retention.
+        RunSQLFile("admin_indexes_v1.sql", reverse_file="admin_indexes_v1.down.sql"),
+        RunSQLFile("workhorse_job_timeline_v1.sql", drops_function="workhorse_job_timeline_v1"),
+        RunSQLFile("workhorse_list_jobs_v1.sql", drops_function="workhorse_list_jobs_v1"),
+        RunSQLFile("workhorse_queue_stats_v1.sql", drops_function="workhorse_queue_stats_v1"),
+        RunSQLFile("workhorse_queue_names_v1.sql", drops_function="workhorse_queue_names_v1"),
+        RunSQLFile("workhorse_retry_v1.sql", drops_function="workhorse_retry_v1"),
+        RunSQLFile("workhorse_promote_v1.sql", drops_function="workhorse_promote_v1"),
+        RunSQLFile("workhorse_cancel_v1.sql", drops_function="workhorse_cancel_v1"),
+        RunSQLFile(
+            "workhorse_set_queue_paused_v1.sql", drops_function="workhorse_set_queue_paused_v1"
+        ),
+        RunSQLFile("workhorse_prune_v1.sql", drops_function="workhorse_prune_v1"),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),
@@ -92,7 +105,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
                 ("job_id", models.BigIntegerField()),
                 ("at", models.DateTimeField()),
-                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due")])),
+                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due"), ("retried", "Retried"), ("canceled", "Canceled")])),
                 ("attempt", models.IntegerField(null=True)),
                 ("worker_id", models.TextField(null=True)),
                 ("data", models.JSONField(null=True)),

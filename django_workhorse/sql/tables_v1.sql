@@ -128,7 +128,7 @@ CREATE TABLE workhorse_job_event (
     kind      text NOT NULL
         CONSTRAINT workhorse_event_kind CHECK (kind IN (
             'enqueued', 'promoted', 'claimed', 'succeeded', 'retry_scheduled',
-            'failed', 'released', 'stalled', 'made_due')),
+            'failed', 'released', 'stalled', 'made_due', 'retried', 'canceled')),
     attempt   integer,
     worker_id text,
     data      jsonb

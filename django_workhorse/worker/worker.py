@@ -43,6 +43,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     make_worker_id,
     resolve_options,
 )
+from .retention import RetentionSweeper, start_retention
 from .wakeups import Listener
 from .writer import Writer
 
@@ -91,6 +92,7 @@ class Worker:
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
         self._sidecars: sidecars.Sidecars | None = None
+        self._retention: RetentionSweeper | None = None
 
     @property
     def owner(self) -> str:
@@ -198,6 +200,7 @@ class Worker:
             on_recovered=self._on_recovered,
         )
         self._heartbeat.start()
+        self._retention = start_retention(self.options.alias)
         self._listener.self_test_done.wait(3.0)
         if not self._listener.delivering.is_set():
             logger.warning(
@@ -519,6 +522,8 @@ class Worker:
     def _close(self) -> None:
         if self._sidecars:
             self._sidecars.stop()
+        if self._retention:
+            self._retention.stop()
         if self._heartbeat:
             self._heartbeat.stop()
         if self._listener:

@@ -45,6 +45,7 @@ CONFINED = {
         "_listener": "run(), before the listener thread exists",
         "_heartbeat": "run(), before the heartbeat thread exists",
         "_sidecars": "run(), before the sweeper and sampler threads exist",
+        "_retention": "run() (through _start_threads), before the retention thread exists",
     },
     "ClaimSession": {
         "owner": "the claim loop",
@@ -55,6 +56,7 @@ CONFINED = {
     "Heartbeat": {"_conn": "the heartbeat thread"},
     "Listener": {"_conn": "the listener thread"},
     "ScheduleSweeper": {"_conn": "the sweeper thread (run and the _close it calls)"},
+    "RetentionSweeper": {"_conn": "the retention thread (turn and _close, called by its run)"},
     "DepthSampler": {
         "_conn": "the sampler thread (run and the _close it calls)",
         "holder": "the sampler thread (run and the _close it calls)",

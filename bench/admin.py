@@ -1,0 +1,292 @@
+"""``make bench BENCH_ARGS="admin [--admin-jobs N]"``: the operator's view at scale.
+
+Fills the benchmark database with N jobs (default 1,000,000; 10% live,
+created over 10 days of history partitions, each finished job with an
+enqueued/claimed/succeeded-or-failed history and one attempt), then times,
+on the server side (Django's test client in this process, so no network;
+median of 20), the job list's first page, a page 1,000 pages deep, the list
+filtered by ``failed``, a job page with 50 timeline entries and the queues
+page. Then it triples the jobs and times the same pages again (the target:
+under 100 ms each, growing by at most 20%). Last, ``workhorse_prune`` is
+timed retiring one day holding N/10 finished jobs (100,000 at the default).
+
+Rows are made with set-based INSERTs rather than through enqueue: the point
+is the size of the tables the pages read, and a million enqueues would take
+the run's whole budget.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from datetime import timedelta
+
+from .common import report, section
+
+PAGES = {
+    "reference: the admin's index page": "/admin/",
+    "job list, first page": "/admin/django_workhorse/job/",
+    "job list, deep page": None,
+    "job list, state=failed": "/admin/django_workhorse/job/?state=failed",
+    "job page, 50 timeline entries": None,
+    "queues page": "/admin/django_workhorse/queue/",
+}
+
+
+def fill(conn, jobs: int, days: int = 10, live_share: float = 0.1) -> None:
+    """Add ``jobs`` jobs created over the last ``days`` days."""
+    conn.execute(
+        "SELECT workhorse_ensure_partitions_v1((now() AT TIME ZONE 'UTC')::date - %s, %s)",
+        [days + 1, days + 3],
+    )
+    with conn.transaction():
+        conn.execute(
+            """
+            CREATE TEMP TABLE bench_new ON COMMIT DROP AS
+            SELECT nextval('workhorse_job_id_seq') AS id,
+                   'q' || (g %% 8) AS queue,
+                   'bench.job_' || (g %% 5) AS name,
+                   now() - make_interval(secs => %s * (1 - g::float8 / %s)) AS created_at,
+                   (g %% 100) < %s AS live,
+                   g
+            FROM generate_series(1, %s) g
+            """,
+            [days * 86400 - 60, jobs, int(live_share * 100), jobs],
+        )
+        conn.execute(
+            """
+            INSERT INTO workhorse_job (id, name, queue, payload, max_attempts, created_at)
+            SELECT id, name, queue, jsonb_build_object('n', g), 3, created_at FROM bench_new
+            """
+        )
+        conn.execute(
+            "INSERT INTO workhorse_job_query (job_id, queue, name, created_at)"
+            " SELECT id, queue, name, created_at FROM bench_new"
+        )
+        conn.execute(
+            """
+            INSERT INTO workhorse_job_runtime (job_id, queue, priority, state, run_at)
+            SELECT id, queue, 0, CASE WHEN g % 3 = 0 THEN 'scheduled' ELSE 'ready' END,
+                   CASE WHEN g % 3 = 0 THEN now() + interval '1 day' ELSE created_at END
+            FROM bench_new WHERE live
+            """
+        )
+        conn.execute(
+            """
+            INSERT INTO workhorse_job_outcome (job_id, state, result, error, attempts, finished_at)
+            SELECT id, CASE WHEN g % 50 = 1 THEN 'failed' ELSE 'succeeded' END,
+                   CASE WHEN g % 50 = 1 THEN NULL ELSE '{"ok": true}'::jsonb END,
+                   CASE WHEN g % 50 = 1 THEN '{"type": "ValueError", "message": "boom"}'::jsonb END,
+                   1, created_at + interval '2 seconds'
+            FROM bench_new WHERE NOT live ORDER BY created_at
+            """
+        )
+        conn.execute(
+            """
+            INSERT INTO workhorse_job_event (job_id, at, kind, attempt, worker_id)
+            SELECT id, created_at, 'enqueued', 0, NULL FROM bench_new
+            UNION ALL
+            SELECT id, created_at + interval '1 second', 'claimed', 1, 'bench-worker'
+            FROM bench_new WHERE NOT live
+            UNION ALL
+            SELECT id, created_at + interval '2 seconds',
+                   CASE WHEN g % 50 = 1 THEN 'failed' ELSE 'succeeded' END, 1, 'bench-worker'
+            FROM bench_new WHERE NOT live
+            """
+        )
+        conn.execute(
+            """
+            INSERT INTO workhorse_attempt_history
+                (job_id, attempt, outcome, worker_id, started_at, finished_at)
+            SELECT id, 1, CASE WHEN g % 50 = 1 THEN 'failed' ELSE 'succeeded' END,
+                   'bench-worker', created_at + interval '1 second',
+                   created_at + interval '2 seconds'
+            FROM bench_new WHERE NOT live
+            """
+        )
+    conn.execute("VACUUM ANALYZE")
+
+
+def long_history_job(conn) -> int:
+    """A job with 50 timeline entries (25 events, 25 attempts)."""
+    row = conn.execute(
+        "INSERT INTO workhorse_job (name, queue, payload, max_attempts, created_at)"
+        " VALUES ('bench.long', 'q0', '{}', 1000, now() - interval '1 hour')"
+        " RETURNING id, created_at"
+    ).fetchone()
+    job_id = row[0]
+    conn.execute(
+        "INSERT INTO workhorse_job_query (job_id, queue, name, created_at)"
+        " VALUES (%s, 'q0', 'bench.long', %s)",
+        [job_id, row[1]],
+    )
+    conn.execute(
+        "INSERT INTO workhorse_job_runtime (job_id, queue, priority, state, run_at, attempt)"
+        " VALUES (%s, 'q0', 0, 'scheduled', now() + interval '1 hour', 25)",
+        [job_id],
+    )
+    conn.execute(
+        """
+        INSERT INTO workhorse_job_event (job_id, at, kind, attempt, worker_id, data)
+        SELECT %s, now() - make_interval(secs => 100 - 2 * g), 'retry_scheduled', g, 'w',
+               '{"attempt_outcome": "failed"}'
+        FROM generate_series(1, 25) g
+        """,
+        [job_id],
+    )
+    conn.execute(
+        """
+        INSERT INTO workhorse_attempt_history
+            (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
+        SELECT %s, g, 'failed', 'w', now() - make_interval(secs => 101 - 2 * g),
+               now() - make_interval(secs => 100 - 2 * g),
+               '{"type": "ValueError", "message": "boom", "traceback": "Traceback ..."}'
+        FROM generate_series(1, 25) g
+        """,
+        [job_id],
+    )
+    return job_id
+
+
+def time_pages(client, deep_url: str, job_url: str, runs: int = 20) -> dict[str, float]:
+    medians = {}
+    for name, url in PAGES.items():
+        url = url or (deep_url if "deep" in name else job_url)
+        client.get(url)  # warm the plan caches and templates
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            response = client.get(url)
+            times.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200, (url, response.status_code)
+        medians[name] = statistics.median(times)
+    return medians
+
+
+def time_calls(job_id: int, deep: str, runs: int = 20) -> dict[str, float]:
+    """The same reads through ``Admin`` alone (the SQL, without the page)."""
+    from django_workhorse import Admin
+
+    admin = Admin()
+    calls = {
+        "Admin.list_jobs(), first page": lambda: admin.list_jobs(),
+        "Admin.list_jobs(), deep page": lambda: admin.list_jobs(cursor=deep),
+        "Admin.list_jobs(state='failed')": lambda: admin.list_jobs(state="failed"),
+        "Admin.get_job_timeline(), 50 entries": lambda: admin.get_job_timeline(job_id),
+        "Admin.queue_stats()": admin.queue_stats,
+    }
+    medians = {}
+    for name, call in calls.items():
+        call()
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - start) * 1000)
+        medians[name] = statistics.median(times)
+    return medians
+
+
+def deep_cursor(conn, pages: int, page_size: int = 50) -> str:
+    from django.core import signing
+
+    top = conn.execute("SELECT max(job_id) FROM workhorse_job_query").fetchone()[0]
+    return signing.dumps(["older", top - pages * page_size], salt="workhorse.jobs")
+
+
+def run(conn, jobs: int) -> None:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from . import common
+
+    section(f"operator's view: pages at {jobs:,} and {3 * jobs:,} jobs (server time, median of 20)")
+    common.reset(conn)
+    user = get_user_model().objects.create_superuser("bench", "bench@example.com", "pw")
+    client = Client()
+    client.force_login(user)
+    started = time.perf_counter()
+    fill(conn, jobs)
+    print(f"  (filled {jobs:,} jobs in {time.perf_counter() - started:.0f} s)", flush=True)
+    long_job = long_history_job(conn)
+    job_url = f"/admin/django_workhorse/job/{long_job}/"
+    # 1,000 pages deep at 1M jobs; proportionally less at a smaller scale.
+    depth = min(1000, jobs // 100)
+
+    def measure() -> dict[str, float]:
+        deep = deep_cursor(conn, depth)
+        found = time_pages(client, "/admin/django_workhorse/job/?cursor=" + deep, job_url)
+        found.update(time_calls(long_job, deep))
+        return found
+
+    print(f"  (the deep page is {depth:,} pages deep)")
+    first = measure()
+    for name, value in first.items():
+        report(f"{name} ({jobs:,} jobs)", value, "ms")
+    started = time.perf_counter()
+    fill(conn, 2 * jobs)
+    print(f"  (filled {2 * jobs:,} more in {time.perf_counter() - started:.0f} s)", flush=True)
+    second = measure()
+    for name, value in second.items():
+        growth = (value / first[name] - 1) * 100
+        report(f"{name} ({3 * jobs:,} jobs)", value, "ms", f"{growth:+.0f}% vs {jobs:,}")
+
+    section(f"retention: one day of {jobs // 10:,} finished jobs")
+    prune_day(conn, jobs // 10)
+
+
+def prune_day(conn, jobs: int) -> None:
+    """Put ``jobs`` finished jobs with their history on a day 30 days back, then
+    time ``workhorse_prune`` retiring them (the rest of the database is recent)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.test import override_settings
+
+    conn.execute("SELECT workhorse_ensure_partitions_v1((now() AT TIME ZONE 'UTC')::date - 30, 1)")
+    with conn.transaction():
+        conn.execute(
+            """
+            CREATE TEMP TABLE bench_old ON COMMIT DROP AS
+            SELECT nextval('workhorse_job_id_seq') AS id,
+                   ((now() AT TIME ZONE 'UTC')::date - 30)::timestamp AT TIME ZONE 'UTC'
+                     + make_interval(secs => 80000 * g::float8 / %s) AS at
+            FROM generate_series(1, %s) g
+            """,
+            [jobs, jobs],
+        )
+        conn.execute(
+            "INSERT INTO workhorse_job (id, name, queue, payload, max_attempts, created_at)"
+            " SELECT id, 'bench.old', 'old', '{}', 1, at FROM bench_old"
+        )
+        conn.execute(
+            "INSERT INTO workhorse_job_query SELECT id, 'old', 'bench.old', at FROM bench_old"
+        )
+        conn.execute(
+            "INSERT INTO workhorse_job_outcome (job_id, state, attempts, finished_at)"
+            " SELECT id, 'succeeded', 1, at + interval '1 second' FROM bench_old ORDER BY at"
+        )
+        conn.execute(
+            "INSERT INTO workhorse_job_event (job_id, at, kind, attempt)"
+            " SELECT id, at, k, 1 FROM bench_old, unnest(ARRAY['enqueued', 'claimed',"
+            " 'succeeded']) k"
+        )
+        conn.execute(
+            "INSERT INTO workhorse_attempt_history (job_id, attempt, outcome, worker_id,"
+            " started_at, finished_at) SELECT id, 1, 'succeeded', 'w', at, at FROM bench_old"
+        )
+    conn.execute("VACUUM ANALYZE workhorse_job_outcome")
+    out = StringIO()
+    # The rest of the database spans 10 days: a 20-day window retires the old day only.
+    window = {"HISTORY": timedelta(days=20), "FINISHED_JOBS": timedelta(days=20)}
+    with override_settings(WORKHORSE={"RETENTION": window}):
+        start = time.perf_counter()
+        call_command("workhorse_prune", stdout=out)
+        elapsed = time.perf_counter() - start
+    left = conn.execute("SELECT count(*) FROM workhorse_job WHERE queue = 'old'").fetchone()[0]
+    report(
+        "workhorse_prune, one old day",
+        elapsed,
+        "s",
+        f"{jobs:,} jobs, {left} left; " + out.getvalue().strip().replace("\n", "; "),
+    )

@@ -1,0 +1,22 @@
+"""What the operator commands share: the database alias they act on."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import CommandError
+from django.db import connections
+
+from ...conf import get_settings
+
+
+def database_alias(given: str | None) -> str:
+    """``--database`` or the DATABASE setting, checked to be an alias."""
+    try:
+        alias = given or get_settings().database
+    except ImproperlyConfigured as exc:
+        raise CommandError(str(exc)) from exc
+    if alias not in connections:
+        raise CommandError(
+            f"{alias!r} is not an alias of settings.DATABASES ({', '.join(connections)})"
+        )
+    return alias

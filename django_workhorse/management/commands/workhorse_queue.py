@@ -1,0 +1,26 @@
+"""``manage.py workhorse_queue pause|resume NAME``: stop or restart claiming from a queue."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ...admin_api import Admin
+from ...exceptions import WorkhorseError
+from ._operator import database_alias
+
+
+class Command(BaseCommand):
+    help = "Pause or resume a queue: a paused queue hands out no jobs; running jobs finish."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("action", choices=["pause", "resume"])
+        parser.add_argument("queue", help="the queue's name")
+        parser.add_argument("--database", default=None, help="database alias (default: DATABASE)")
+
+    def handle(self, *args, action: str, queue: str, database: str | None, **options) -> None:
+        try:
+            admin = Admin(using=database_alias(database))
+            result = admin.pause_queue(queue) if action == "pause" else admin.resume_queue(queue)
+        except WorkhorseError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(result.message)

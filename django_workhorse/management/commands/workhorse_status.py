@@ -1,0 +1,141 @@
+"""``manage.py workhorse_status [--json] [--watch SECONDS]``: the queue table
+for terminals and scripts."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
+
+from ...admin_api import STATES, Admin
+from ._operator import database_alias
+
+
+def positive_seconds(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 0.1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"must be from 0.1 to 86400 seconds, got {text!r}")
+    return value
+
+
+def snapshot(admin: Admin) -> dict[str, Any]:
+    """Queues and workers as plain JSON-ready data."""
+    workers = admin.workers()
+    return {
+        "queues": [
+            {
+                "queue": q.name,
+                "paused": q.paused,
+                **q.counts,
+                "oldest_ready_seconds": q.oldest_ready_age,
+                "finished_last_hour": q.finished_in_window,
+            }
+            for q in admin.queue_stats()
+        ],
+        "workers": {
+            "connected": workers["connected"],
+            "holding_jobs": [
+                {
+                    "worker_id": w["worker_id"],
+                    "jobs": w["jobs"],
+                    "lease_expires_at": w["lease_expires_at"].isoformat(),
+                }
+                for w in workers["holding_jobs"]
+            ],
+        },
+    }
+
+
+def table(data: dict[str, Any]) -> str:
+    """The snapshot as an aligned text table."""
+    head = ["queue", "paused", *STATES, "oldest ready", "done/1h"]
+    rows = [
+        [
+            q["queue"],
+            "yes" if q["paused"] else "no",
+            *(str(q[s]) for s in STATES),
+            "-" if q["oldest_ready_seconds"] is None else f"{q['oldest_ready_seconds']:.1f}s",
+            str(q["finished_last_hour"]),
+        ]
+        for q in data["queues"]
+    ]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [head, *rows]
+    ]
+    if not rows:
+        lines.append("(no queue has live jobs or recent history)")
+    workers = data["workers"]
+    lines.append("")
+    lines.append(f"workers connected: {workers['connected']}")
+    for w in workers["holding_jobs"]:
+        lines.append(f"  {w['worker_id']}: {w['jobs']} job(s) running")
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = (
+        "Show every queue: counts by state (terminal ones over the last hour), oldest ready "
+        "age, paused flag, and the workers seen now."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="print JSON for machines")
+        parser.add_argument(
+            "--watch",
+            type=positive_seconds,
+            default=None,
+            metavar="SECONDS",
+            help="print again every SECONDS until interrupted",
+        )
+        parser.add_argument(
+            "--count",
+            type=int,
+            default=None,
+            help="with --watch: stop after this many refreshes",
+        )
+        parser.add_argument("--database", default=None, help="database alias (default: DATABASE)")
+
+    def handle(
+        self,
+        *args,
+        json: bool,
+        watch: float | None,
+        count: int | None,
+        database: str | None,
+        **options,
+    ) -> None:
+        as_json = json
+        admin = Admin(using=database_alias(database))
+        shown = 0
+        try:
+            while True:
+                data = snapshot(admin)
+                if as_json:
+                    self.stdout.write(_dumps(data))
+                else:
+                    if watch is not None and shown:
+                        self.stdout.write("")
+                    self.stdout.write(table(data))
+                shown += 1
+                if watch is None or (count is not None and shown >= count):
+                    return
+                time.sleep(watch)
+        except DatabaseError as exc:
+            raise CommandError(f"cannot read the queues: {exc}") from exc
+        except KeyboardInterrupt:
+            return
+
+
+def _dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True)

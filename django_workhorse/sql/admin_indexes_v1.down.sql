@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS workhorse_outcome_finished_brin;
+DROP INDEX IF EXISTS workhorse_outcome_unsuccessful;

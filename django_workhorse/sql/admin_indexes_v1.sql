@@ -1,0 +1,14 @@
+-- Indexes for the operator's reads and for retention, off the claim path.
+--
+-- Failed and canceled outcomes are few next to succeeded ones, so a list of
+-- failed jobs found them by scanning every outcome. A partial index keeps
+-- them at hand and costs a successful finish nothing (its row is not in it).
+CREATE INDEX workhorse_outcome_unsuccessful
+    ON workhorse_job_outcome (state, job_id) WHERE state <> 'succeeded';
+
+-- Outcome rows are appended in finished_at order, so a BRIN index (a few
+-- pages for millions of rows, nearly free to maintain) finds the recent
+-- window for the queue dashboard and the old rows for retention without a
+-- B-tree insert on every finish.
+CREATE INDEX workhorse_outcome_finished_brin
+    ON workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range = 16);

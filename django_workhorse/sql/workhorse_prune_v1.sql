@@ -1,0 +1,113 @@
+-- One bounded step of retention. Returns what it did (or, with p_dry_run,
+-- what it would do) as rows (action, target, rows):
+--   * 'drop_partition': a day partition of job_event or attempt_history
+--     whose whole day ends before p_history_before is dropped. Dropping is
+--     O(1) whatever the partition holds; rows is NULL (not counted).
+--   * 'delete_default': up to p_limit rows older than p_history_before are
+--     deleted from each default partition (rows that arrived when their
+--     day's partition was missing).
+--   * 'delete_jobs': up to p_limit finished jobs whose outcome is older than
+--     p_jobs_before lose their job, outcome and query rows.
+--   * 'busy': another session is pruning; nothing was done.
+-- Live jobs (those with a runtime row) are never touched. Callers repeat
+-- the step while a delete returns p_limit rows; every step is its own
+-- transaction, so locks are short and a stop loses nothing.
+--
+-- One pruner at a time across the fleet: a transaction advisory lock,
+-- taken without waiting, so a second worker skips its turn instead of
+-- queueing behind the first.
+CREATE OR REPLACE FUNCTION workhorse_prune_v1(
+    p_history_before timestamptz,
+    p_jobs_before timestamptz,
+    p_limit integer DEFAULT 10000,
+    p_dry_run boolean DEFAULT false
+) RETURNS TABLE (action text, target text, rows bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_part   record;
+    v_count  bigint;
+    v_parent text;
+BEGIN
+    IF p_history_before IS NULL OR p_jobs_before IS NULL
+       OR p_limit IS NULL OR p_limit < 1 THEN
+        RAISE EXCEPTION 'workhorse_prune_v1: both cut-offs and a positive p_limit are needed'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(hashtext('workhorse_prune')) THEN
+        RETURN QUERY SELECT 'busy'::text, NULL::text, NULL::bigint;
+        RETURN;
+    END IF;
+
+    -- Day partitions are named <parent>_pYYYYMMDD by ensure_partitions; the
+    -- day is read from the name, and the partition goes once the whole day
+    -- is past the cut-off.
+    FOR v_part IN
+        SELECT c.relname::text AS child, p.relname::text AS parent
+        FROM pg_inherits i
+        JOIN pg_class c ON c.oid = i.inhrelid
+        JOIN pg_class p ON p.oid = i.inhparent
+        WHERE p.relname IN ('workhorse_job_event', 'workhorse_attempt_history')
+          AND c.relname ~ '_p[0-9]{8}$'
+          AND p.relnamespace = c.relnamespace
+          AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+          AND (to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC'
+              <= p_history_before
+        ORDER BY c.relname
+    LOOP
+        IF NOT p_dry_run THEN
+            EXECUTE format('DROP TABLE %I', v_part.child);
+        END IF;
+        RETURN QUERY SELECT 'drop_partition'::text, v_part.child, NULL::bigint;
+    END LOOP;
+
+    FOREACH v_parent IN ARRAY ARRAY['workhorse_job_event', 'workhorse_attempt_history'] LOOP
+        IF p_dry_run THEN
+            EXECUTE format(
+                'SELECT count(*) FROM (SELECT 1 FROM %I WHERE %I < $1 LIMIT $2) t',
+                v_parent || '_default',
+                CASE v_parent WHEN 'workhorse_job_event' THEN 'at' ELSE 'finished_at' END)
+            INTO v_count USING p_history_before, p_limit;
+        ELSE
+            EXECUTE format(
+                'WITH gone AS (DELETE FROM %1$I WHERE ctid = ANY (ARRAY('
+                '    SELECT ctid FROM %1$I WHERE %2$I < $1 LIMIT $2)) RETURNING 1)'
+                ' SELECT count(*) FROM gone',
+                v_parent || '_default',
+                CASE v_parent WHEN 'workhorse_job_event' THEN 'at' ELSE 'finished_at' END)
+            INTO v_count USING p_history_before, p_limit;
+        END IF;
+        IF v_count > 0 THEN
+            RETURN QUERY SELECT 'delete_default'::text, v_parent || '_default', v_count;
+        END IF;
+    END LOOP;
+
+    IF p_dry_run THEN
+        SELECT count(*) INTO v_count FROM (
+            SELECT 1 FROM workhorse_job_outcome o WHERE o.finished_at < p_jobs_before LIMIT p_limit
+        ) t;
+    ELSE
+        -- Outcome rows exist only for finished jobs, so a job picked here has
+        -- no runtime row: live jobs cannot be reached from this side.
+        WITH picked AS (
+            SELECT o.job_id FROM workhorse_job_outcome o
+            WHERE o.finished_at < p_jobs_before
+            LIMIT p_limit
+            FOR UPDATE SKIP LOCKED
+        ),
+        outcome AS (
+            DELETE FROM workhorse_job_outcome o USING picked p WHERE o.job_id = p.job_id
+            RETURNING o.job_id
+        ),
+        query AS (
+            DELETE FROM workhorse_job_query q USING outcome d WHERE q.job_id = d.job_id
+        ),
+        job AS (
+            DELETE FROM workhorse_job j USING outcome d WHERE j.id = d.job_id
+        )
+        SELECT count(*) INTO v_count FROM outcome;
+    END IF;
+    IF v_count > 0 THEN
+        RETURN QUERY SELECT 'delete_jobs'::text, 'workhorse_job'::text, v_count;
+    END IF;
+END;
+$$;

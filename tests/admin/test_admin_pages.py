@@ -1,0 +1,257 @@
+"""The Django admin pages: job list, job page with its timeline, queues
+dashboard, and the actions, through Django's test client."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.messages import get_messages
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from django_workhorse import Admin
+from tests.factories import (
+    ActiveJobFactory,
+    FailedJobFactory,
+    ReadyJobFactory,
+    ScheduledJobFactory,
+    SucceededJobFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+JOBS = "/admin/django_workhorse/job/"
+QUEUES = "/admin/django_workhorse/queue/"
+
+
+def texts(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def test_the_job_list_shows_state_attempt_and_no_count_query(operator_client):
+    failed = FailedJobFactory(queue="page-list")  # before the ready one: its claim takes any
+    ready = ReadyJobFactory(queue="page-list")
+
+    with CaptureQueriesContext(connection) as queries:
+        response = operator_client.get(JOBS, {"queue": "page-list"})
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert f">{failed.id}</a>" in body and f">{ready.id}</a>" in body
+    assert 'class="wh-badge wh-failed"' in body and "1 / 3" in body
+    assert not any("count(" in q["sql"].lower() for q in queries.captured_queries)
+
+
+def test_the_job_list_filters_by_state_and_pages_older_and_newer(operator_client):
+    FailedJobFactory(queue="page-pages")
+    ids = [ReadyJobFactory(queue="page-pages").id for _ in range(55)]
+
+    first = operator_client.get(JOBS, {"queue": "page-pages", "state": "ready"})
+    assert first.context["page"].items[0].id == ids[-1]
+    assert len(first.context["page"].items) == 50
+    older = operator_client.get(JOBS + first.context["older_url"])
+    assert [j.id for j in older.context["page"].items] == ids[:5][::-1]
+    newer = operator_client.get(JOBS + older.context["newer_url"])
+    assert newer.context["page"].items[0].id == ids[-1]
+
+
+def test_a_search_that_is_no_job_id_looks_for_an_idempotency_key(operator_client):
+    keyed = ReadyJobFactory(idempotency_key="99999999999999999999")
+    response = operator_client.get(JOBS, {"q": "99999999999999999999"})
+    assert [j.id for j in response.context["page"].items] == [keyed.id]
+
+
+def test_searching_a_job_id_opens_its_page(operator_client):
+    job = ReadyJobFactory()
+    response = operator_client.get(JOBS, {"q": str(job.id)})
+    assert response.status_code == 302 and response.url.endswith(f"/job/{job.id}/")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"cursor": "garbage"}, "first page"),
+        ({"state": "bogus"}, "state must be one of"),
+        ({"queue": "\x00"}, "is not a queue name"),
+        ({"name": "a b"}, "is not a job name"),
+        ({"q": "\x00"}, "idempotency key"),
+    ],
+)
+def test_bad_list_input_gets_a_message_not_a_server_error(operator_client, query, message):
+    response = operator_client.get(JOBS, query)
+    assert response.status_code == 200
+    assert any(message in text for text in texts(response)), texts(response)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "abc/",
+        "abc/change/",
+        "0/",
+        "-1/",
+        "99999999999999999999/",
+        "123456789/",
+        "%00/",
+        "1.5/change/",
+        "\uff11\uff12/",  # full-width digits: isdigit() but not an id
+    ],
+)
+def test_a_malformed_or_unknown_job_id_is_a_404(operator_client, path):
+    assert operator_client.get(JOBS + path).status_code == 404
+
+
+def test_the_job_page_shows_payload_error_traceback_and_timeline(operator_client):
+    job = FailedJobFactory(
+        payload={"a": 40, "b": 2},
+        error={
+            "type": "ValueError",
+            "message": "boom",
+            "traceback": "Traceback...\nValueError: boom",
+        },
+    )
+
+    response = operator_client.get(f"{JOBS}{job.id}/")
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "&quot;a&quot;: 40" in body
+    assert "ValueError: boom" in body
+    assert "attempt 1 failed" in body
+    # One test transaction: every row has the same now(), so only the set is checked here
+    # (tests/integration/test_admin_api.py checks the order with real transactions).
+    assert sorted(e["entry"].kind for e in response.context["entries"]) == [
+        "claimed",
+        "enqueued",
+        "failed",
+        "failed",
+    ]
+    assert 'value="retry"' in body and 'value="cancel"' not in body
+
+
+def test_a_bad_timeline_cursor_gets_a_message_and_the_first_page(operator_client):
+    job = SucceededJobFactory()
+    response = operator_client.get(f"{JOBS}{job.id}/", {"timeline": "garbage"})
+    assert response.status_code == 200
+    assert any("first page" in t for t in texts(response))
+    assert response.context["entries"]
+
+
+@pytest.mark.parametrize(
+    ("factory", "buttons"),
+    [
+        (ReadyJobFactory, ["cancel"]),
+        (ScheduledJobFactory, ["cancel", "promote"]),
+        (ActiveJobFactory, []),
+        (SucceededJobFactory, []),
+        (FailedJobFactory, ["retry"]),
+    ],
+)
+def test_the_job_page_offers_the_buttons_its_state_allows(operator_client, factory, buttons):
+    job = factory()
+    response = operator_client.get(f"{JOBS}{job.id}/")
+    assert sorted(response.context["job_actions"]) == buttons
+
+
+def test_retry_from_the_job_page_reports_success_and_the_new_state(operator_client):
+    job = FailedJobFactory()
+
+    response = operator_client.post(f"{JOBS}{job.id}/act/", {"action": "retry"}, follow=True)
+
+    assert response.status_code == 200
+    assert any("ready to run again" in t for t in texts(response))
+    assert response.context["job"].state == "ready"
+
+
+def test_cancel_of_a_running_job_from_the_admin_says_it_cannot_yet(operator_client):
+    job = ActiveJobFactory()
+    response = operator_client.post(f"{JOBS}{job.id}/act/", {"action": "cancel"}, follow=True)
+    assert any("running jobs cannot be cancelled yet" in t for t in texts(response))
+    assert Admin().get_job(job.id).state == "active"
+
+
+def test_bulk_retry_and_cancel_act_where_the_state_allows(operator_client):
+    failed, ready, done = FailedJobFactory(), ReadyJobFactory(), SucceededJobFactory()
+
+    response = operator_client.post(
+        f"{JOBS}act/", {"action": "cancel", "job": [ready.id, done.id]}, follow=True
+    )
+    messages = texts(response)
+    assert any(f"1 job(s) canceled: #{ready.id}" in t for t in messages)
+    assert any("already finished" in t for t in messages)
+    operator_client.post(f"{JOBS}act/", {"action": "retry", "job": [failed.id, ready.id]})
+    assert Admin().get_job(failed.id).state == "ready"
+    assert Admin().get_job(ready.id).state == "ready"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{"action": "explode", "job": ["1"]}, {"action": "retry", "job": ["abc"]}, {"action": "retry"}],
+)
+def test_bad_bulk_input_gets_a_message(operator_client, data):
+    response = operator_client.post(f"{JOBS}act/", data, follow=True)
+    assert response.status_code == 200 and texts(response)
+
+
+def test_actions_need_post(operator_client):
+    job = FailedJobFactory()
+    assert operator_client.get(f"{JOBS}{job.id}/act/").status_code == 405
+    assert operator_client.get(f"{QUEUES}act/").status_code == 405
+
+
+def test_a_view_only_user_sees_no_buttons_and_a_forged_post_is_forbidden(viewer_client):
+    job = FailedJobFactory(queue="viewonly")
+
+    page = viewer_client.get(f"{JOBS}{job.id}/")
+    queues = viewer_client.get(QUEUES)
+
+    assert page.status_code == 200 and 'value="retry"' not in page.content.decode()
+    assert queues.status_code == 200 and 'value="pause"' not in queues.content.decode()
+    assert viewer_client.post(f"{JOBS}{job.id}/act/", {"action": "retry"}).status_code == 403
+    assert (
+        viewer_client.post(f"{JOBS}act/", {"action": "retry", "job": [job.id]}).status_code == 403
+    )
+    assert (
+        viewer_client.post(f"{QUEUES}act/", {"action": "pause", "queue": "viewonly"}).status_code
+        == 403
+    )
+    assert Admin().get_job(job.id).state == "failed"
+
+
+def test_actions_without_a_csrf_token_are_refused(operator):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(operator)
+    job = FailedJobFactory()
+    assert client.post(f"{JOBS}{job.id}/act/", {"action": "retry"}).status_code == 403
+    assert Admin().get_job(job.id).state == "failed"
+
+
+def test_the_queues_page_shows_counts_chart_and_pauses_a_queue(operator_client):
+    SucceededJobFactory(queue="dash")
+    ReadyJobFactory(queue="dash")
+
+    page = operator_client.get(QUEUES)
+    body = page.content.decode()
+    assert page.status_code == 200 and 'id="wh-queue-dash"' in body and "<svg" in body
+    response = operator_client.post(
+        f"{QUEUES}act/", {"action": "pause", "queue": "dash"}, follow=True
+    )
+    assert any("queue 'dash' is paused" in t for t in texts(response))
+    row = next(r for r in response.context["rows"] if r["stats"].name == "dash")
+    assert row["stats"].paused
+    operator_client.post(f"{QUEUES}act/", {"action": "resume", "queue": "dash"})
+    assert not next(q for q in Admin().queue_stats() if q.name == "dash").paused
+
+
+@pytest.mark.parametrize(
+    "data", [{"action": "pause", "queue": "\x00"}, {"action": "nap", "queue": "dash"}, {}]
+)
+def test_bad_queue_actions_get_a_message(operator_client, data):
+    response = operator_client.post(f"{QUEUES}act/", data, follow=True)
+    assert response.status_code == 200 and texts(response)
+
+
+def test_the_admin_index_lists_jobs_and_queues_only(operator_client):
+    body = operator_client.get("/admin/").content.decode()
+    assert "Jobs" in body and "Queues" in body and "historys" not in body

@@ -1,0 +1,154 @@
+"""The operator's walk through the admin in a real browser: list, filter,
+a failed job's timeline, retry, the queues page, pause; and a view-only user
+who sees no buttons and whose forged POST is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.db import connection
+
+from django_workhorse import Admin, store
+from tests.factories import ActiveJobFactory, SucceededJobFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def staff(django_user_model, username: str, codenames: list[str]):
+    user = django_user_model.objects.create_user(username=username, password="pw", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="django_workhorse", codename__in=codenames
+        )
+    )
+    return user
+
+
+def failed_twice(queue: str) -> int:
+    """A job whose two attempts both raised, the second one for good."""
+    job = ActiveJobFactory(queue=queue, worker="worker-a", max_attempts=2)
+    with connection.cursor() as cursor:
+        for attempt, (worker, fence) in enumerate([("worker-a", job.fence), ("worker-b", None)], 1):
+            if fence is None:
+                (claimed,) = store.claim_many(cursor, worker, [queue], [1], 30)
+                fence = claimed.fence
+            error = {
+                "type": "builtins.ConnectionError",
+                "message": f"mail server refused (attempt {attempt})",
+                "traceback": 'Traceback (most recent call last):\n  File "jobs.py", line 9, '
+                f"in send\nConnectionError: mail server refused (attempt {attempt})\n",
+            }
+            store.fail_many(
+                cursor, worker, [job.id], [fence], [json.dumps(error)], ["failed"], [True], [0.0]
+            )
+    return job.id
+
+
+def screenshot(page, path: Path) -> Path:
+    page.screenshot(path=str(path), full_page=True)
+    data = path.read_bytes()
+    assert data.startswith(PNG) and len(data) > 2000, f"{path} is not a real screenshot"
+    return path
+
+
+def log_in(context, base: str, username: str):
+    page = context.new_page()
+    page.goto(f"{base}/admin/login/?next=/admin/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", "pw")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+    return page
+
+
+def test_an_operator_reads_a_failed_job_retries_it_and_pauses_its_queue(
+    browser, live_server, django_user_model, tmp_path
+):
+    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    job_id = failed_twice("mail")
+    SucceededJobFactory(queue="mail")
+    base = live_server.url
+    page = log_in(browser.new_context(viewport={"width": 1280, "height": 900}), base, "operator")
+
+    page.goto(f"{base}/admin/django_workhorse/job/")
+    page.click(".wh-states a:text-is('failed')")
+    page.wait_for_url("**state=failed**")
+    rows = page.locator("#result_list tbody tr")
+    assert rows.count() == 1 and rows.first.locator(".wh-badge").inner_text() == "failed"
+    screenshot(page, tmp_path / "job-list.png")
+
+    page.click(f"#result_list a:text-is('{job_id}')")
+    timeline = page.locator("#wh-timeline")
+    assert timeline.locator("text=attempt 1 failed").count() == 1
+    assert timeline.locator("text=attempt 2 failed").count() == 1
+    assert timeline.locator("text=worker-b").count() >= 1
+    timeline.locator("details summary").nth(1).click()
+    assert timeline.locator(
+        "pre", has_text="ConnectionError: mail server refused (attempt 2)"
+    ).is_visible()
+    screenshot(page, tmp_path / "job-page.png")
+
+    page.click("button[value=retry]")
+    assert "ready to run again" in page.locator(".messagelist .success").text_content()
+    assert page.locator("#wh-state").inner_text() == "ready"
+    assert Admin().get_job(job_id).state == "ready"
+
+    page.goto(f"{base}/admin/django_workhorse/queue/")
+    page.locator("#wh-queue-mail button[value=pause]").click()
+    assert "Queue 'mail' is paused" in page.locator(".messagelist .success").text_content()
+    assert page.locator("#wh-queue-mail button[value=resume]").count() == 1
+    screenshot(page, tmp_path / "queues.png")
+
+
+def test_the_pages_render_in_dark_mode_and_on_a_narrow_screen(
+    browser, live_server, django_user_model, tmp_path
+):
+    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    job_id = failed_twice("dark")
+    base = live_server.url
+    dark = log_in(browser.new_context(color_scheme="dark"), base, "operator")
+    narrow = log_in(
+        browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True),
+        base,
+        "operator",
+    )
+    for name, page in (("dark", dark), ("narrow", narrow)):
+        for path in ("job/", f"job/{job_id}/", "queue/"):
+            page.goto(f"{base}/admin/django_workhorse/{path}")
+            shot = path.replace("/", "-").strip("-")
+            screenshot(page, tmp_path / f"{name}-{shot}.png")
+    background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background != "rgb(255, 255, 255)"
+    width = narrow.evaluate("document.documentElement.scrollWidth")
+    assert width <= 380, f"the queues page is {width}px wide on a 375px screen"
+
+
+def test_a_view_only_user_sees_no_buttons_and_a_forged_post_is_forbidden(
+    browser, live_server, django_user_model, tmp_path
+):
+    staff(django_user_model, "viewer", ["view_job", "view_queue"])
+    job_id = failed_twice("viewonly")
+    base = live_server.url
+    context = browser.new_context()
+    page = log_in(context, base, "viewer")
+
+    page.goto(f"{base}/admin/django_workhorse/job/{job_id}/")
+    assert page.locator("#wh-timeline").count() == 1
+    assert page.locator("button[value=retry]").count() == 0
+    page.goto(f"{base}/admin/django_workhorse/queue/")
+    assert page.locator("button[value=pause]").count() == 0
+    screenshot(page, tmp_path / "viewer-queues.png")
+
+    token = next(c["value"] for c in context.cookies() if c["name"] == "csrftoken")
+    forged = context.request.post(
+        f"{base}/admin/django_workhorse/job/{job_id}/act/",
+        form={"action": "retry", "csrfmiddlewaretoken": token},
+        headers={"Referer": f"{base}/admin/"},
+    )
+    assert forged.status == 403
+    assert Admin().get_job(job_id).state == "failed"

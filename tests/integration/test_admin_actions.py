@@ -1,0 +1,160 @@
+"""Operator actions through ``workhorse.Admin``: each does what it says, says
+what it did, keeps one runtime row xor one outcome row, and records an event."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+
+from django_workhorse import Admin, InvalidQueryError, store
+from tests.factories import (
+    ActiveJobFactory,
+    FailedJobFactory,
+    ReadyJobFactory,
+    ScheduledJobFactory,
+    SucceededJobFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def kinds(db_rows, job_id):
+    return [e["kind"] for e in db_rows.of_job(job_id)["events"]]
+
+
+def test_retry_runs_a_failed_job_again_with_a_fresh_budget_and_keeps_its_history(db_rows):
+    job = FailedJobFactory(max_attempts=1)
+    attempts_before = len(db_rows.of_job(job.id)["attempts"])
+
+    result = Admin().retry(job.id, reason="fixed the bug")
+
+    assert (result.status, result.state, result.changed) == ("changed", "ready", True)
+    rows = db_rows.of_job(job.id)
+    assert rows["outcome"] == [] and len(rows["runtime"]) == 1
+    assert (rows["runtime"][0]["state"], rows["runtime"][0]["attempt"]) == ("ready", 0)
+    assert len(rows["attempts"]) == attempts_before
+    retried = rows["events"][-1]
+    assert retried["kind"] == "retried"
+    assert json.loads(retried["data"]) == {
+        "previous_state": "failed",
+        "previous_attempts": 1,
+        "reason": "fixed the bug",
+    }
+
+
+def test_a_retried_job_is_claimed_with_a_fence_past_every_earlier_claim(db_rows):
+    job = FailedJobFactory(max_attempts=1, worker="w-old")
+    Admin().retry(job.id)
+    with connection.cursor() as cursor:
+        (claimed,) = store.claim_many(cursor, "w-new", [job.queue], [1], 30)
+        assert claimed.fence > job.fence and claimed.attempt == 1
+        assert store.succeed_many(cursor, "w-old", [job.id], [job.fence], ["{}"]) == [
+            (job.id, False)
+        ]
+
+
+def test_retry_of_a_live_or_succeeded_job_changes_nothing_and_says_why(db_rows):
+    live, done = ReadyJobFactory(), SucceededJobFactory()
+    before = db_rows.fingerprint(live.id), db_rows.fingerprint(done.id)
+
+    on_live, on_done = Admin().retry(live.id), Admin().retry(done.id)
+
+    assert (on_live.status, on_live.state) == ("unchanged", "ready")
+    assert (on_done.status, on_done.state) == ("unchanged", "succeeded")
+    assert "only failed or canceled jobs" in on_live.message
+    assert (db_rows.fingerprint(live.id), db_rows.fingerprint(done.id)) == before
+
+
+def test_an_action_on_a_job_that_does_not_exist_says_so():
+    admin = Admin()
+    for result in (admin.retry(987654321), admin.promote(987654321), admin.cancel(987654321)):
+        assert (result.status, result.state) == ("unknown", None)
+        assert "no job #987654321" in result.message
+
+
+def test_promote_makes_a_scheduled_job_ready_now(db_rows):
+    job = ScheduledJobFactory(delay=3600)
+
+    result = Admin().promote(job.id)
+
+    assert (result.status, result.state) == ("changed", "ready")
+    runtime = db_rows.runtime(job.id)
+    assert runtime["state"] == "ready" and runtime["run_at"] <= db_rows.now()
+    assert kinds(db_rows, job.id)[-1] == "promoted"
+    assert Admin().promote(job.id).status == "unchanged"
+
+
+@pytest.mark.parametrize("factory", [ReadyJobFactory, ScheduledJobFactory])
+def test_cancel_of_a_waiting_job_ends_it_canceled_with_an_envelope_and_an_event(db_rows, factory):
+    job = factory()
+
+    result = Admin().cancel(job.id, reason="customer left")
+
+    assert (result.status, result.state) == ("changed", "canceled")
+    rows = db_rows.of_job(job.id)
+    assert rows["runtime"] == []
+    (outcome,) = rows["outcome"]
+    assert outcome["state"] == "canceled"
+    error = json.loads(outcome["error"])
+    assert (error["type"], error["reason"]) == ("JobCancelled", "customer left")
+    assert rows["events"][-1]["kind"] == "canceled"
+
+
+def test_cancel_of_a_running_job_is_refused_and_leaves_it_running(db_rows):
+    job = ActiveJobFactory()
+    before = db_rows.fingerprint(job.id)
+
+    result = Admin().cancel(job.id)
+
+    assert (result.status, result.state, result.changed) == ("refused", "active", False)
+    assert "running jobs cannot be cancelled yet" in result.message
+    assert db_rows.fingerprint(job.id) == before
+
+
+def test_cancel_of_a_finished_job_reports_how_it_finished(db_rows):
+    job = SucceededJobFactory()
+    result = Admin().cancel(job.id)
+    assert (result.status, result.state) == ("unchanged", "succeeded")
+    assert "already finished" in result.message
+
+
+def test_a_canceled_job_can_be_retried(db_rows):
+    job = ReadyJobFactory()
+    Admin().cancel(job.id)
+    assert Admin().retry(job.id).status == "changed"
+    assert db_rows.runtime(job.id)["state"] == "ready"
+
+
+def test_a_paused_queue_hands_out_nothing_until_resumed():
+    job = ReadyJobFactory(queue="pausable")
+    admin = Admin()
+
+    assert admin.pause_queue("pausable").status == "changed"
+    assert admin.pause_queue("pausable").status == "unchanged"
+    with connection.cursor() as cursor:
+        assert store.claim_many(cursor, "w", ["pausable"], [1], 30) == []
+        assert admin.resume_queue("pausable").status == "changed"
+        assert [c.job_id for c in store.claim_many(cursor, "w", ["pausable"], [1], 30)] == [job.id]
+    assert admin.resume_queue("pausable").message == "queue 'pausable' was already running"
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_resume_wakes_listening_workers_at_once(pg_connect):
+    listener = pg_connect()
+    listener.execute('LISTEN "workhorse:wake-me"')
+    Admin().pause_queue("wake-me")
+    list(listener.notifies(timeout=0.2))  # nothing is sent on pause
+
+    Admin().resume_queue("wake-me")
+
+    notes = list(listener.notifies(timeout=5, stop_after=1))
+    assert [n.channel for n in notes] == ["workhorse:wake-me"]
+
+
+def test_a_bad_queue_name_or_job_id_is_a_clear_error():
+    with pytest.raises(InvalidQueryError, match="not a queue name"):
+        Admin().pause_queue("bad name\n")
+    with pytest.raises(InvalidQueryError, match="whole number"):
+        Admin().retry(-1)

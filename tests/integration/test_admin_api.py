@@ -1,0 +1,245 @@
+"""``workhorse.Admin``'s reads: the timeline, the job list over job_query, and
+the queue statistics, against real rows made by the real SQL functions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+
+from django_workhorse import Admin, InvalidCursorError, InvalidQueryError, store
+from tests.factories import (
+    ActiveJobFactory,
+    FailedJobFactory,
+    ReadyJobFactory,
+    ScheduledJobFactory,
+    SucceededJobFactory,
+)
+from tests.helpers import poll_until
+
+transactional = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+
+
+def fail_once_then_stall_then_succeed(queue: str) -> int:
+    """A job whose first attempt fails, second stalls and third succeeds, each
+    step its own transaction (as a worker makes them). The first attempt's
+    rows are then moved a day back, into yesterday's partitions."""
+    job = ActiveJobFactory(queue=queue, worker="w-fail", max_attempts=3)
+    with connection.cursor() as cursor:
+        (failed,) = store.fail_many(
+            cursor,
+            "w-fail",
+            [job.id],
+            [job.fence],
+            [
+                json.dumps(
+                    {
+                        "type": "ValueError",
+                        "message": "boom",
+                        "traceback": "Traceback (most recent call last):\nValueError: boom",
+                    }
+                )
+            ],
+            ["failed"],
+            [True],
+            [0.0],
+        )
+        assert failed.will_retry
+        # Yesterday's partitions exist (ensure_partitions starts a day back);
+        # updating the partition key moves each row into its day's partition.
+        cursor.execute(
+            "UPDATE workhorse_job_event SET at = at - interval '1 day' WHERE job_id = %s", [job.id]
+        )
+        cursor.execute(
+            "UPDATE workhorse_job SET created_at = created_at - interval '1 day' WHERE id = %s",
+            [job.id],
+        )
+        cursor.execute(
+            "UPDATE workhorse_attempt_history SET started_at = started_at - interval '1 day',"
+            " finished_at = finished_at - interval '1 day' WHERE job_id = %s",
+            [job.id],
+        )
+        (claimed,) = store.claim_many(cursor, "w-stall", [queue], [1], 0.01)
+        poll_until(
+            lambda: [r.job_id for r in store.recover_stalled(cursor)] == [job.id],
+            timeout=10,
+            interval=0.02,
+            what="the stalled claim to be recovered",
+        )
+        (claimed,) = store.claim_many(cursor, "w-ok", [queue], [1], 30)
+        assert store.succeed_many(cursor, "w-ok", [job.id], [claimed.fence], ['{"ok": 1}']) == [
+            (job.id, True)
+        ]
+    return job.id
+
+
+@transactional
+def test_a_job_that_failed_stalled_and_succeeded_shows_every_step_in_order_across_partitions():
+    job_id = fail_once_then_stall_then_succeed("timeline")
+
+    entries = Admin().get_job_timeline(job_id).items
+
+    assert [(e.source, e.kind, e.attempt) for e in entries] == [
+        ("event", "enqueued", 0),
+        ("event", "claimed", 1),
+        ("attempt", "failed", 1),
+        ("event", "retry_scheduled", 1),
+        ("event", "claimed", 2),
+        ("attempt", "stalled", 2),
+        ("event", "stalled", 2),
+        ("event", "claimed", 2),
+        ("attempt", "succeeded", 2),
+        ("event", "succeeded", 2),
+    ]
+    assert [e.at for e in entries] == sorted(e.at for e in entries)
+    failed = entries[2]
+    assert failed.worker_id == "w-fail" and failed.duration is not None and failed.duration >= 0
+    assert failed.error["traceback"].endswith("ValueError: boom")
+    assert entries[5].worker_id == "w-stall" and entries[5].error["type"] == "LeaseExpired"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(DISTINCT tableoid) FROM workhorse_job_event WHERE job_id = %s"
+            " AND tableoid::regclass::text ~ '_p[0-9]{8}$'",
+            [job_id],
+        )
+        assert cursor.fetchone()[0] == 2
+
+
+@transactional
+def test_the_timeline_pages_by_cursor_without_gaps_or_repeats():
+    job_id = fail_once_then_stall_then_succeed("timeline-pages")
+    admin = Admin()
+    whole = admin.get_job_timeline(job_id).items
+
+    paged, cursor = [], None
+    while True:
+        page = admin.get_job_timeline(job_id, cursor=cursor, limit=3)
+        paged.extend(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+
+    assert paged == whole
+
+
+@pytest.mark.django_db
+def test_a_timeline_cursor_that_was_tampered_with_or_is_for_another_job_is_refused():
+    first, second = SucceededJobFactory(), SucceededJobFactory()
+    admin = Admin()
+    cursor = admin.get_job_timeline(first.id, limit=1).next_cursor
+    assert cursor is not None
+
+    with pytest.raises(InvalidCursorError, match="first page"):
+        admin.get_job_timeline(first.id, cursor="garbage")
+    with pytest.raises(InvalidCursorError):
+        admin.get_job_timeline(first.id, cursor=cursor[:-2] + "xx")
+    with pytest.raises(InvalidCursorError):
+        admin.get_job_timeline(second.id, cursor=cursor)
+
+
+@pytest.mark.django_db
+def test_the_job_list_is_newest_first_and_pages_older_and_back_newer():
+    ids = [ReadyJobFactory(queue="listing").id for _ in range(7)]
+    admin = Admin()
+
+    first = admin.list_jobs(queue="listing", limit=3)
+    second = admin.list_jobs(queue="listing", limit=3, cursor=first.next_cursor)
+    third = admin.list_jobs(queue="listing", limit=3, cursor=second.next_cursor)
+    back = admin.list_jobs(queue="listing", limit=3, cursor=second.previous_cursor)
+
+    newest_first = ids[::-1]
+    assert [j.id for j in first.items] == newest_first[0:3]
+    assert first.previous_cursor is None
+    assert [j.id for j in second.items] == newest_first[3:6]
+    assert [j.id for j in third.items] == newest_first[6:7] and third.next_cursor is None
+    assert [j.id for j in back.items] == newest_first[0:3] and back.previous_cursor is None
+
+
+@pytest.mark.django_db
+def test_the_job_list_filters_by_state_from_runtime_or_outcome():
+    failed = FailedJobFactory(queue="states")  # claimed first: a claim takes any ready job
+    succeeded = SucceededJobFactory(queue="states")
+    ready = ReadyJobFactory(queue="states")
+    scheduled = ScheduledJobFactory(queue="states")
+    admin = Admin()
+
+    def ids(state):
+        return [j.id for j in admin.list_jobs(queue="states", state=state).items]
+
+    assert ids("ready") == [ready.id]
+    assert ids("scheduled") == [scheduled.id]
+    assert ids("failed") == [failed.id]
+    assert ids("succeeded") == [succeeded.id]
+    assert ids("active") == []
+    row = admin.list_jobs(state="failed", queue="states").items[0]
+    assert (row.state, row.attempt, row.max_attempts, row.finished_at is not None) == (
+        "failed",
+        1,
+        3,
+        True,
+    )
+
+
+@pytest.mark.django_db
+def test_the_job_list_filters_by_name_and_finds_an_idempotency_key():
+    keyed = ReadyJobFactory(queue="keys", idempotency_key="invoice-42")
+    ReadyJobFactory(queue="keys")
+    admin = Admin()
+
+    assert [j.id for j in admin.list_jobs(idempotency_key="invoice-42").items] == [keyed.id]
+    assert len(admin.list_jobs(name="demo.jobs.add", queue="keys").items) == 2
+    assert admin.list_jobs(name="no.such.job").items == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"state": "bogus"}, "state must be one of"),
+        ({"queue": "q\x00"}, "is not a queue name"),
+        ({"queue": "email\n"}, "is not a queue name"),
+        ({"name": "x y"}, "is not a job name"),
+        ({"limit": 0}, "limit must be"),
+        ({"idempotency_key": "a\x00b"}, "idempotency key"),
+        ({"cursor": "garbage"}, "not issued by this server"),
+    ],
+)
+def test_a_bad_filter_is_refused_with_a_clear_error(kwargs, match):
+    with pytest.raises(InvalidQueryError, match=match):
+        Admin().list_jobs(**kwargs)
+
+
+@pytest.mark.django_db
+def test_a_malformed_job_id_is_a_clear_error_not_a_driver_error():
+    with pytest.raises(InvalidQueryError, match="whole number"):
+        Admin().get_job(2**64)
+    with pytest.raises(InvalidQueryError):
+        Admin().get_job_timeline("1")
+
+
+@pytest.mark.django_db
+def test_queue_stats_count_live_states_and_recent_finishes():
+    ReadyJobFactory(queue="stats")
+    ReadyJobFactory(queue="stats")
+    ScheduledJobFactory(queue="stats")
+    ActiveJobFactory(queue="stats-busy")
+    FailedJobFactory(queue="stats-busy")
+    SucceededJobFactory(queue="stats-busy")
+
+    stats = {q.name: q for q in Admin().queue_stats()}
+
+    assert stats["stats"].counts == {
+        "blocked": 0,
+        "scheduled": 1,
+        "ready": 2,
+        "active": 0,
+        "succeeded": 0,
+        "failed": 0,
+        "canceled": 0,
+    }
+    assert stats["stats"].oldest_ready_age is not None and not stats["stats"].paused
+    busy = stats["stats-busy"]
+    assert (busy.counts["active"], busy.counts["failed"], busy.counts["succeeded"]) == (1, 1, 1)
+    assert busy.finished_in_window == 2 and len(busy.finished_per_bucket) == 12
+    assert busy.oldest_ready_age is None

@@ -1,0 +1,43 @@
+"""The job list's state filters read the index built for them. The statement
+is built inside ``workhorse_list_jobs_v1``, so its plan is read with
+auto_explain from the real call; sequential scans are disabled because a
+test's tables are too small for the planner to prefer any index on its own:
+what is checked is that the index matches the statement at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import FailedJobFactory, ReadyJobFactory
+
+pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+
+
+def plans_of(conn, sql: str, params: list) -> str:
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    for setting in (
+        "auto_explain.log_min_duration = 0",
+        "auto_explain.log_nested_statements = on",
+        "client_min_messages = log",
+        "enable_seqscan = off",
+    ):
+        conn.execute(f"SET {setting}")
+    conn.execute(sql, params).fetchall()
+    return "\n".join(notices)
+
+
+def test_the_failed_filter_reads_the_partial_index_of_unsuccessful_outcomes(pg_connect):
+    FailedJobFactory(queue="plans")
+    plans = plans_of(
+        pg_connect(), "SELECT * FROM workhorse_list_jobs_v1(p_state => %s)", ["failed"]
+    )
+    assert "workhorse_outcome_unsuccessful" in plans, plans
+
+
+def test_a_live_state_filter_walks_the_runtime_table_not_history(pg_connect):
+    ReadyJobFactory(queue="plans")
+    plans = plans_of(pg_connect(), "SELECT * FROM workhorse_list_jobs_v1(p_state => %s)", ["ready"])
+    assert "workhorse_job_runtime" in plans and "workhorse_job_outcome_pkey" in plans, plans
+    assert "Seq Scan on workhorse_job_outcome" not in plans
