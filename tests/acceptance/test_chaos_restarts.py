@@ -190,7 +190,9 @@ def test_jobs_survive_postgresql_restarts_and_killed_sessions(own_server, start_
         # The claim loop says so once per outage, and once when it is over.
         lost = worker.stderr.count("workhorse: cannot reconnect")
         assert lost <= restarts, worker.stderr
-        assert worker.stderr.count("workhorse: reconnected after") == lost, worker.stderr
+        # (the stop at the end may interrupt a wait that outlasted the outage)
+        back = worker.stderr.count("workhorse: reconnected after")
+        assert back in (lost, lost - 1), worker.stderr
     reconnects = sum(w.stderr.count("workhorse: cannot reconnect") for w in workers)
     print(
         f"hard faults: jobs {JOBS}, restarts fast {counts['restart fast']}, "
