@@ -233,6 +233,9 @@ class Worker:
 
     def _reconnect(self) -> None:
         self._session.close()
+        # One warning per outage, one line when it ends; the tries between
+        # (with a growing delay) are logged at DEBUG.
+        started, tries = time.monotonic(), 0
         for delay in retry_delays():
             # The first SIGTERM ends the wait too: a stopping worker has no
             # more claims to make, and _pass ends the loop.
@@ -240,9 +243,17 @@ class Worker:
                 return
             try:
                 self._session.open()
+                if tries:
+                    logger.warning(
+                        "workhorse: reconnected after %.1f s (%s tries)",
+                        time.monotonic() - started,
+                        tries + 1,
+                    )
                 return
             except psycopg.OperationalError as exc:
-                logger.warning("workhorse: cannot reconnect (%s); retrying in %.1f s", exc, delay)
+                tries += 1
+                log = logger.warning if tries == 1 else logger.debug
+                log("workhorse: cannot reconnect (%s); retrying with backoff", str(exc).strip())
                 self._stopping.wait(delay)
 
     def _pass(self) -> bool:
