@@ -17,6 +17,7 @@ from .. import metrics, store, tracing
 from ..conf import WorkhorseSettings
 from ..exceptions import JobCancelled
 
+
 class Instruments:
     """The switched-on parts, and what the claim told about each job."""
 
