@@ -45,9 +45,7 @@ def use_log_format(log_format: str, worker_id: str) -> None:
         use_json(worker_id)
 
 
-def job_extra(
-    job_id: int, queue: str, attempt: int, name: str | None = None
-) -> dict[str, object]:
+def job_extra(job_id: int, queue: str, attempt: int, name: str | None = None) -> dict[str, object]:
     """``extra=`` for the worker's own records about a job; ``name`` is given
     wherever the job's name is known, so JSON lines carry ``job_name``."""
     extra: dict[str, object] = {
