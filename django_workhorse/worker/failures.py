@@ -96,7 +96,7 @@ def classify(item: Finished) -> Failure:
 def log_failure(running: Running, result: FailResult, kind: str, exc: BaseException) -> None:
     """A warning while retries remain (with the delay), an error when terminal."""
     job = running.job
-    extra = job_extra(job.job_id, job.queue, job.attempt)
+    extra = job_extra(job.job_id, job.queue, job.attempt, job.name)
     if result.will_retry:
         logger.warning(
             "job %s %s #%s attempt %s/%s %s: %s: %s; retrying in %.1f s",
@@ -135,7 +135,7 @@ def report_lost(running: Running, what: str) -> None:
         job.job_id,
         job.fence,
         what,
-        extra=job_extra(job.job_id, job.queue, job.attempt),
+        extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
     )
 
 
@@ -164,7 +164,7 @@ def call_hook(
         logger.exception(
             "workhorse: on_job_failure hook raised for job %s; processing goes on",
             job.job_id,
-            extra=job_extra(job.job_id, job.queue, job.attempt),
+            extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
         )
 
 

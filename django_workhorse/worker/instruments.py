@@ -17,8 +17,6 @@ from .. import metrics, store, tracing
 from ..conf import WorkhorseSettings
 from ..exceptions import JobCancelled
 
-"""Claimed-job details kept for runs not started yet; a bound for safety only."""
-
 
 class Instruments:
     """The switched-on parts, and what the claim told about each job."""

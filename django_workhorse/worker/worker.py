@@ -375,7 +375,7 @@ class Worker:
                 "not be written",
                 job.name,
                 job.job_id,
-                extra=job_extra(job.job_id, job.queue, job.attempt),
+                extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
             )
         if job.cancel_requested:
             context._request_cancel()
@@ -440,7 +440,7 @@ class Worker:
             "job %s #%s: lease lost while running (heartbeat refused); the job may run twice",
             job.name,
             job.job_id,
-            extra=job_extra(job.job_id, job.queue, job.attempt),
+            extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
         )
 
     def _on_cancel(self, job_id: int) -> None:

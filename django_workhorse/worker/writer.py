@@ -258,7 +258,7 @@ class Writer(threading.Thread):
             job.name,
             job.job_id,
             str(refusal).strip(),
-            extra=job_extra(job.job_id, job.queue, job.attempt),
+            extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
         )
         self.on_written([running])
 

@@ -39,12 +39,19 @@ def test_json_log_lines_parse_and_carry_the_job_annotations(start_worker, wait_u
     [terminal] = [
         line for line in lines if line["level"] == "ERROR" and "failed at" in line["message"]
     ]
-    assert (terminal["job_id"], terminal["queue"], terminal["attempt"]) == (
-        failing.id,
-        "jobtests.doomed",
-        2,
-    )
+    assert (
+        terminal["job_id"],
+        terminal["job_name"],
+        terminal["queue"],
+        terminal["attempt"],
+    ) == (failing.id, "jobtests.jobs.doomed", "jobtests.doomed", 2)
     assert "PlannedFailure" in terminal["exception"]
+    [retrying] = [line for line in lines if "retrying in" in line["message"]]
+    assert (retrying["job_id"], retrying["job_name"], retrying["attempt"]) == (
+        failing.id,
+        "jobtests.jobs.doomed",
+        1,
+    )
 
 
 def test_text_logs_stay_plain_lines_by_default(start_worker, wait_until):

@@ -7,6 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
+from jobtests.jobs import sleep
+
+from django_workhorse.models import JobOutcome
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -102,3 +105,20 @@ def test_a_long_sweep_interval_leaves_due_slots_alone_until_the_next_sweep(
 
     assert slots() == []
     assert worker.stop() == 0
+
+
+def test_a_burst_worker_syncs_schedules_but_does_not_sweep(start_worker):
+    # Two seconds of work keep the burst worker up far longer than the
+    # 0.3 s sweep interval an ordinary worker sweeps at (its first sweep is
+    # at start, and plans the schedule's first slot).
+    busy = sleep.enqueue(seconds=2)
+    worker = start_worker(
+        "--burst", "--queues", "jobtests.sleep", settings=tick_settings(), ready=False
+    )
+    assert worker.wait_exit(60) == 0, worker.stderr
+
+    assert JobOutcome.objects.get(job_id=busy.id).state == "succeeded"
+    next_run_at, row_exists = schedule_state()
+    assert row_exists is not None, "the burst worker synced the schedule"
+    assert next_run_at is None, "no sweep planned a slot"
+    assert slots() == []
