@@ -16,13 +16,17 @@
 -- One pruner at a time across the fleet: a transaction advisory lock,
 -- taken without waiting, so a second worker skips its turn instead of
 -- queueing behind the first.
+--
+-- SECURITY DEFINER: only the owner of the partitioned tables may drop a
+-- partition, and workers run this under a role without that right
+-- (docs/security.md); its search_path is fixed at installation.
 CREATE OR REPLACE FUNCTION workhorse_prune_v1(
     p_history_before timestamptz,
     p_jobs_before timestamptz,
     p_limit integer DEFAULT 10000,
     p_dry_run boolean DEFAULT false
 ) RETURNS TABLE (action text, target text, rows bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     v_part   record;
     v_count  bigint;

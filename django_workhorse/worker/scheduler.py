@@ -68,11 +68,11 @@ class ScheduleSweeper(threading.Thread):
         super().__init__(name="workhorse-schedules", daemon=True)
         self.alias = alias
         self.interval = interval
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._conn: psycopg.Connection | None = None
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             try:
                 if self._conn is None or self._conn.closed:
                     self._conn = connect(self.alias, application_name="workhorse-schedules")
@@ -81,7 +81,7 @@ class ScheduleSweeper(threading.Thread):
             except psycopg.Error as exc:
                 logger.warning("workhorse: schedule sweep failed (%s); retrying", exc)
                 self._close()
-            self._stop.wait(self.interval)
+            self._stopping.wait(self.interval)
         self._close()
 
     def _close(self) -> None:
@@ -91,6 +91,6 @@ class ScheduleSweeper(threading.Thread):
             self._conn = None
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         if self.is_alive():
             self.join(5.0)

@@ -33,11 +33,11 @@ class DepthSampler(threading.Thread):
         self.alias = alias
         self.interval = interval
         self.holder = False
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._conn: psycopg.Connection | None = None
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             try:
                 if self._conn is None:
                     self._conn = connect(self.alias, application_name="workhorse-metrics")
@@ -49,7 +49,7 @@ class DepthSampler(threading.Thread):
             except psycopg.Error as exc:
                 logger.warning("workhorse: queue depth sampling failed (%s); retrying", exc)
                 self._close()
-            self._stop.wait(self.interval)
+            self._stopping.wait(self.interval)
         self._close()
 
     def _close(self) -> None:
@@ -60,7 +60,7 @@ class DepthSampler(threading.Thread):
             self._conn = None
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         if self.is_alive():
             self.join(5.0)
 

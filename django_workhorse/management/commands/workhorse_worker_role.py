@@ -21,6 +21,7 @@ READ_WRITE = (
     "workhorse_job_event",
     "workhorse_attempt_history",
     "workhorse_queue",
+    "workhorse_schedule",
 )
 """Tables the SQL functions (which run with the caller's rights) read and write."""
 READ_ONLY = ("workhorse_schema",)
