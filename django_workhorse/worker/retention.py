@@ -10,16 +10,12 @@ tries again: retention is never urgent.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
-import threading
-
-import psycopg
 
 from .. import retention
 from ..conf import RetentionSettings, get_retention
-from .connection import connect
+from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -27,45 +23,22 @@ MAX_STEPS_PER_TURN = 100
 """Batches one turn may delete; the rest waits for the next turn."""
 
 
-class RetentionSweeper(threading.Thread):
+class RetentionSweeper(PeriodicThread):
     """Prunes every ``settings.interval`` seconds until stopped."""
 
+    what = "retention"
+
     def __init__(self, *, alias: str, settings: RetentionSettings) -> None:
-        super().__init__(name="workhorse-retention", daemon=True)
-        self.alias = alias
+        super().__init__(alias, settings.interval or 0.0, name="workhorse-retention")
         self.settings = settings
-        self.stop_event = threading.Event()
-        self._conn: psycopg.Connection | None = None
 
-    def stop(self) -> None:
-        self.stop_event.set()
+    def first_wait(self) -> float:
+        return random.uniform(0.0, self.interval)
 
-    def run(self) -> None:
-        interval = self.settings.interval or 0.0
-        wait = random.uniform(0.0, interval)
-        while not self.stop_event.wait(wait):
-            wait = interval
-            try:
-                self.turn()
-            except psycopg.Error as exc:
-                logger.warning("workhorse retention: database error (%s); next turn retries", exc)
-                self._close()
-        self._close()
-
-    def turn(self) -> retention.PruneReport:
-        if self._conn is None or self._conn.closed:
-            self._conn = connect(self.alias, application_name="workhorse-retention")
-        with self._conn.cursor() as cursor:
-            report = retention.prune(cursor, settings=self.settings, max_steps=MAX_STEPS_PER_TURN)
+    def tick(self, cursor) -> None:
+        report = retention.prune(cursor, settings=self.settings, max_steps=MAX_STEPS_PER_TURN)
         if report.did_anything:
             logger.info("workhorse retention: %s", "; ".join(report.lines()))
-        return report
-
-    def _close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
 
 
 def start_retention(alias: str) -> RetentionSweeper | None:

@@ -8,14 +8,12 @@ number of workers may sweep at once: the losers simply get no rows.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 
 import psycopg
 
 from .. import schedules, store
-from .connection import connect
+from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -60,37 +58,14 @@ def sweep(cursor) -> int:
     return inserted
 
 
-class ScheduleSweeper(threading.Thread):
+class ScheduleSweeper(PeriodicThread):
     """Sweeps every ``interval`` seconds until ``stop()``; a database error
     is logged and the next sweep reconnects."""
 
+    what = "schedule sweep"
+
     def __init__(self, alias: str, interval: float) -> None:
-        super().__init__(name="workhorse-schedules", daemon=True)
-        self.alias = alias
-        self.interval = interval
-        self._stopping = threading.Event()
-        self._conn: psycopg.Connection | None = None
+        super().__init__(alias, interval, name="workhorse-schedules")
 
-    def run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                if self._conn is None or self._conn.closed:
-                    self._conn = connect(self.alias, application_name="workhorse-schedules")
-                with self._conn.cursor() as cursor:
-                    sweep(cursor)
-            except psycopg.Error as exc:
-                logger.warning("workhorse: schedule sweep failed (%s); retrying", exc)
-                self._close()
-            self._stopping.wait(self.interval)
-        self._close()
-
-    def _close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self.is_alive():
-            self.join(5.0)
+    def tick(self, cursor) -> None:
+        sweep(cursor)

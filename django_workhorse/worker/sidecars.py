@@ -8,61 +8,38 @@ queue-depth sampler. ``Sidecars.stop`` ends both threads.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 
 import psycopg
 
 from .. import metrics, store
 from . import instruments
-from .connection import connect
+from .periodic import PeriodicThread
 from .scheduler import ScheduleSweeper, sync_at_start
 
 logger = logging.getLogger("django_workhorse.worker")
 
 
-class DepthSampler(threading.Thread):
+class DepthSampler(PeriodicThread):
     """Every ``interval`` seconds, if this worker holds the sampler's advisory
     lock (taken when free, kept for the life of the connection), sets the
     queue-depth gauge. The other workers of the fleet retry the lock at each
     interval, so one takes over when the holder stops or dies."""
 
+    what = "queue depth sampling"
+
     def __init__(self, alias: str, interval: float) -> None:
-        super().__init__(name="workhorse-queue-depth", daemon=True)
-        self.alias = alias
-        self.interval = interval
+        super().__init__(alias, interval, name="workhorse-metrics")
         self.holder = False
-        self._stopping = threading.Event()
-        self._conn: psycopg.Connection | None = None
 
-    def run(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                if self._conn is None:
-                    self._conn = connect(self.alias, application_name="workhorse-metrics")
-                with self._conn.cursor() as cursor:
-                    if not self.holder:
-                        self.holder = store.try_depth_sampler_lock(cursor)
-                    if self.holder:
-                        metrics.set_depth(store.queue_depth(cursor))
-            except psycopg.Error as exc:
-                logger.warning("workhorse: queue depth sampling failed (%s); retrying", exc)
-                self._close()
-            self._stopping.wait(self.interval)
-        self._close()
+    def tick(self, cursor) -> None:
+        if not self.holder:
+            self.holder = store.try_depth_sampler_lock(cursor)
+        if self.holder:
+            metrics.set_depth(store.queue_depth(cursor))
 
-    def _close(self) -> None:
-        self.holder = False
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self.is_alive():
-            self.join(5.0)
+    def closed(self) -> None:
+        self.holder = False  # the lock goes with the connection
 
 
 class Sidecars:

@@ -55,12 +55,8 @@ CONFINED = {
     "Writer": {"_conn": "the writer thread"},
     "Heartbeat": {"_conn": "the heartbeat thread"},
     "Listener": {"_conn": "the listener thread"},
-    "ScheduleSweeper": {"_conn": "the sweeper thread (run and the _close it calls)"},
-    "RetentionSweeper": {"_conn": "the retention thread (turn and _close, called by its run)"},
-    "DepthSampler": {
-        "_conn": "the sampler thread (run and the _close it calls)",
-        "holder": "the sampler thread (run and the _close it calls)",
-    },
+    "PeriodicThread": {"_conn": "its own thread (run, and tick_now and _close, which run calls)"},
+    "DepthSampler": {"holder": "the sampler thread (tick and closed, called by run)"},
     "AsyncSlots": {
         "_closing": "the asyncio thread (set through call_soon_threadsafe)",
         "_tasks": "the asyncio thread",

@@ -1,0 +1,73 @@
+"""A thread that does one job every few seconds on a connection of its own.
+
+The schedule sweeper, the queue-depth sampler and the retention run share
+this loop: connect when needed, call ``tick`` with a cursor, log a database
+error and drop the connection (the next tick reconnects), wait, until
+``stop()``. Only this thread touches ``_conn``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+
+import psycopg
+
+from .connection import connect
+
+logger = logging.getLogger("django_workhorse.worker")
+
+
+class PeriodicThread(threading.Thread):
+    """Calls ``tick(cursor)`` every ``interval`` seconds until ``stop()``."""
+
+    what = "periodic work"
+    """Named in the warning logged when a tick meets a database error."""
+
+    def __init__(self, alias: str, interval: float, *, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.alias = alias
+        self.interval = interval
+        self._stopping = threading.Event()
+        self._conn: psycopg.Connection | None = None
+
+    def tick(self, cursor) -> None:
+        raise NotImplementedError
+
+    def first_wait(self) -> float:
+        """Seconds before the first tick: none by default."""
+        return 0.0
+
+    def run(self) -> None:
+        wait = self.first_wait()
+        while not self._stopping.wait(wait):
+            wait = self.interval
+            try:
+                self.tick_now()
+            except psycopg.Error as exc:
+                logger.warning("workhorse: %s failed (%s); the next turn retries", self.what, exc)
+                self._close()
+        self._close()
+
+    def tick_now(self) -> None:
+        """One tick on this thread's connection, connecting first if needed."""
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.alias, application_name=self.name)
+        with self._conn.cursor() as cursor:
+            self.tick(cursor)
+
+    def _close(self) -> None:
+        self.closed()
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = None
+
+    def closed(self) -> None:
+        """Called (on this thread) when its connection is dropped."""
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(5.0)
