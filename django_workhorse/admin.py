@@ -301,6 +301,22 @@ class JobAdmin(OperatorAdmin):
         return HttpResponseRedirect(target)
 
 
+QUEUE_PAGE_COUNT_LIMIT = 1000
+"""The queues page counts each live state of a queue up to this many jobs and
+shows "1,000+" beyond, so that it reads a bounded number of index entries
+however deep the queues are."""
+
+
+def _limits(stats) -> str:
+    """The queue's global limits as one short phrase, or '' when it has none."""
+    parts = []
+    if stats.concurrency_limit is not None:
+        parts.append(f"{stats.concurrency_limit} at once")
+    if stats.rate_limit is not None:
+        parts.append(f"{stats.rate_limit} per {_seconds(stats.rate_period)}")
+    return ", ".join(parts)
+
+
 @admin.register(Queue)
 class QueueAdmin(OperatorAdmin):
     """The queue dashboard, with pause and resume."""
@@ -316,11 +332,15 @@ class QueueAdmin(OperatorAdmin):
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         rows = []
-        for stats in self.service().queue_stats():
+        for stats in self.service().queue_stats(count_limit=QUEUE_PAGE_COUNT_LIMIT):
             rows.append(
                 {
                     "stats": stats,
-                    "counts": [stats.counts[s] for s in STATES],
+                    "counts": [
+                        f"{stats.counts[s]:,}+" if s in stats.capped else f"{stats.counts[s]:,}"
+                        for s in STATES
+                    ],
+                    "limits": _limits(stats),
                     "oldest": _seconds(stats.oldest_ready_age),
                     "chart": _chart(stats.finished_per_bucket),
                 }

@@ -146,6 +146,14 @@ class QueueStats:
     finished_per_bucket: list[int] = field(default_factory=list)
     """Jobs finished in each equal slice of the window, oldest first."""
     window_seconds: float = 3600.0
+    capped: frozenset[str] = frozenset()
+    """Live states whose count reached ``count_limit``: there are at least
+    that many (the dashboard shows "1,000+")."""
+    concurrency_limit: int | None = None
+    """The queue's global concurrency limit (``Admin.set_queue_limits``), if any."""
+    rate_limit: int | None = None
+    """At most this many jobs started per ``rate_period`` seconds, if set."""
+    rate_period: float | None = None
 
     @property
     def finished_in_window(self) -> int:
@@ -432,11 +440,30 @@ class Admin:
             newer = signing.dumps(["newer", items[0].id], salt="workhorse.jobs")
         return Page(items, older, newer)
 
-    def queue_stats(self, window_seconds: float = 3600.0, buckets: int = 12) -> list[QueueStats]:
+    def queue_stats(
+        self,
+        window_seconds: float = 3600.0,
+        buckets: int = 12,
+        count_limit: int | None = None,
+    ) -> list[QueueStats]:
         """Every queue with live jobs, jobs finished within the window, or a policy
-        row: counts by state, oldest ready age, paused flag, throughput buckets."""
+        row: counts by state, oldest ready age, paused flag, limits, throughput
+        buckets.
+
+        Live counts are exact by default, at a cost that grows with the number
+        of live jobs. With ``count_limit`` each live state is counted up to that
+        many per queue and the states that reached it are in ``capped``: the
+        call then reads a bounded number of index entries however deep the
+        queues are (the admin's queues page uses 1,000)."""
+        if count_limit is not None and (
+            not isinstance(count_limit, int) or isinstance(count_limit, bool) or count_limit < 1
+        ):
+            raise InvalidQueryError(
+                f"count_limit must be a whole number of at least 1, or None to count"
+                f" exactly; got {count_limit!r:.40}"
+            )
         with connections[self.using].cursor() as db:
-            rows = store.queue_stats(db, window_seconds, buckets)
+            rows = store.queue_stats(db, window_seconds, buckets, count_limit)
         return [
             QueueStats(
                 name=r["queue"],
@@ -446,6 +473,10 @@ class Admin:
                 oldest_ready_age=r["oldest_ready_seconds"],
                 finished_per_bucket=list(r["finished_per_bucket"]),
                 window_seconds=r["window_seconds"],
+                capped=frozenset(r["capped"]),
+                concurrency_limit=r["concurrency_limit"],
+                rate_limit=r["rate_limit"],
+                rate_period=r["rate_period_seconds"],
             )
             for r in rows
         ]

@@ -534,11 +534,14 @@ def list_jobs(
     return _dict_rows(cursor)
 
 
-def queue_stats(cursor, window_seconds: float, buckets: int) -> list[dict[str, Any]]:
-    """One row per queue: live counts, recent terminal counts, throughput buckets."""
+def queue_stats(
+    cursor, window_seconds: float, buckets: int, count_limit: int | None = None
+) -> list[dict[str, Any]]:
+    """One row per queue: live counts (exact, or up to ``count_limit``), recent
+    terminal counts, throughput buckets, limits."""
     cursor.execute(
-        "SELECT * FROM workhorse_queue_stats_v1(make_interval(secs => %s), %s)",
-        [window_seconds, buckets],
+        "SELECT * FROM workhorse_queue_stats_v1(make_interval(secs => %s), %s, %s)",
+        [window_seconds, buckets, count_limit],
     )
     return _dict_rows(cursor)
 

@@ -149,6 +149,7 @@ CREATE UNIQUE INDEX workhorse_job_runtime_pkey ON public.workhorse_job_runtime U
 CREATE INDEX workhorse_outcome_finished_brin ON public.workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range='16');
 CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE (state <> 'succeeded'::text);
 CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (name);
+CREATE INDEX workhorse_runtime_blocked ON public.workhorse_job_runtime USING btree (queue) WHERE (state = 'blocked'::text);
 CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE (state = 'active'::text);
 CREATE INDEX workhorse_runtime_ready ON public.workhorse_job_runtime USING btree (queue, priority DESC, run_at, job_id) WHERE (state = 'ready'::text);
 CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING btree (queue, run_at) WHERE (state = 'scheduled'::text);
@@ -198,8 +199,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 b4a32631f6afa333
--- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer)
---   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision) LANGUAGE sql -- body sha256 65f66c074f945fa3
+-- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
+--   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 c07faddbe94e2cc5
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer) LANGUAGE plpgsql -- body sha256 dcede878e4bcc707
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])

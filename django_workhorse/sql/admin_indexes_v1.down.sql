@@ -1,2 +1,3 @@
+DROP INDEX IF EXISTS workhorse_runtime_blocked;
 DROP INDEX IF EXISTS workhorse_outcome_finished_brin;
 DROP INDEX IF EXISTS workhorse_outcome_unsuccessful;

@@ -12,3 +12,8 @@ CREATE INDEX workhorse_outcome_unsuccessful
 -- B-tree insert on every finish.
 CREATE INDEX workhorse_outcome_finished_brin
     ON workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range = 16);
+
+-- Blocked jobs by queue, for the dashboard's counts (the other live states
+-- have their claim-path indexes). Only blocked rows enter it.
+CREATE INDEX workhorse_runtime_blocked
+    ON workhorse_job_runtime (queue) WHERE state = 'blocked';

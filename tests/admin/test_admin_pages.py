@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from django_workhorse import Admin
+from django_workhorse import admin as admin_module
 from tests.factories import (
     ActiveJobFactory,
     FailedJobFactory,
@@ -242,6 +243,20 @@ def test_the_queues_page_shows_counts_chart_and_pauses_a_queue(operator_client):
     assert row["stats"].paused
     operator_client.post(f"{QUEUES}act/", {"action": "resume", "queue": "dash"})
     assert not next(q for q in Admin().queue_stats() if q.name == "dash").paused
+
+
+def test_the_queues_page_stops_counting_at_its_limit_and_shows_the_queues_limits(
+    operator_client, monkeypatch
+):
+    monkeypatch.setattr(admin_module, "QUEUE_PAGE_COUNT_LIMIT", 2)
+    for _ in range(3):
+        ReadyJobFactory(queue="shop")
+    Admin().set_queue_limits("shop", concurrency=4)
+
+    body = operator_client.get(QUEUES).content.decode()
+
+    row = body[body.index('id="wh-queue-shop"') :].split("</tr>")[0]
+    assert ">2+</td>" in row and "4 at once" in row
 
 
 @pytest.mark.parametrize(

@@ -219,6 +219,52 @@ def test_a_malformed_job_id_is_a_clear_error_not_a_driver_error():
 
 
 @pytest.mark.django_db
+def test_queue_stats_with_a_count_limit_stop_counting_and_say_which_states_reached_it():
+    for _ in range(4):
+        ReadyJobFactory(queue="deep")
+    ScheduledJobFactory(queue="deep")
+
+    (deep,) = [q for q in Admin().queue_stats(count_limit=3) if q.name == "deep"]
+
+    assert (deep.counts["ready"], deep.counts["scheduled"]) == (3, 1)
+    assert deep.capped == frozenset({"ready"})
+    (exact,) = [q for q in Admin().queue_stats() if q.name == "deep"]
+    assert exact.counts["ready"] == 4 and exact.capped == frozenset()
+
+
+@pytest.mark.django_db
+def test_queue_stats_find_the_oldest_ready_job_across_priorities():
+    ReadyJobFactory(queue="levels", priority=5)
+    ReadyJobFactory(queue="levels", priority=-3)
+    ReadyJobFactory(queue="levels", priority=0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE workhorse_job_runtime SET run_at = now() - interval '1 hour'"
+            " WHERE queue = 'levels' AND priority = -3"
+        )
+
+    (levels,) = [q for q in Admin().queue_stats(count_limit=1) if q.name == "levels"]
+
+    assert 3599 < levels.oldest_ready_age < 3700
+
+
+@pytest.mark.django_db
+def test_queue_stats_show_a_queues_limits_and_a_policy_row_without_jobs():
+    Admin().set_queue_limits("email", concurrency=2, rate=10, period=60)
+
+    (limited,) = [q for q in Admin().queue_stats() if q.name == "email"]
+
+    assert (limited.concurrency_limit, limited.rate_limit, limited.rate_period) == (2, 10, 60.0)
+    assert sum(limited.counts.values()) == 0
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True])
+def test_queue_stats_refuse_a_count_limit_that_is_not_a_positive_whole_number(bad):
+    with pytest.raises(InvalidQueryError, match="count_limit"):
+        Admin().queue_stats(count_limit=bad)
+
+
+@pytest.mark.django_db
 def test_queue_stats_count_live_states_and_recent_finishes():
     ReadyJobFactory(queue="stats")
     ReadyJobFactory(queue="stats")

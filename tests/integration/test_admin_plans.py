@@ -41,3 +41,17 @@ def test_a_live_state_filter_walks_the_runtime_table_not_history(pg_connect):
     plans = plans_of(pg_connect(), "SELECT * FROM workhorse_list_jobs_v1(p_state => %s)", ["ready"])
     assert "workhorse_job_runtime" in plans and "workhorse_job_outcome_pkey" in plans, plans
     assert "Seq Scan on workhorse_job_outcome" not in plans
+
+
+def test_the_queue_dashboard_counts_live_jobs_through_the_per_state_indexes(pg_connect):
+    ReadyJobFactory(queue="plans")
+    plans = plans_of(
+        pg_connect(), "SELECT * FROM workhorse_queue_stats_v1(p_count_limit => 10)", []
+    )
+    for index in (
+        "workhorse_runtime_ready",
+        "workhorse_runtime_scheduled",
+        "workhorse_runtime_blocked",
+    ):
+        assert index in plans, plans
+    assert "Seq Scan on workhorse_job_runtime" not in plans, plans
