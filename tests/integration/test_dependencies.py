@@ -141,7 +141,9 @@ def test_a_failed_prerequisite_cancels_its_dependents_and_theirs(db_rows):
 
 def test_all_finished_releases_the_dependent_whatever_the_outcomes():
     first, second = ActiveJobFactory(), ActiveJobFactory()
-    dependent = BlockedJobFactory(depends_on=[first.id, second.id], dependency_policy="all_finished")
+    dependent = BlockedJobFactory(
+        depends_on=[first.id, second.id], dependency_policy="all_finished"
+    )
 
     fail(first)
     assert state(dependent.id) == "blocked"
@@ -198,11 +200,13 @@ def test_a_dependency_on_an_unknown_job_is_refused_and_nothing_is_written(db_row
 def test_sql_callers_get_the_unknown_prerequisite_refused_too(db_rows):
     before = db_rows.counts()
 
-    with pytest.raises(IntegrityError, match="depends_on names job 987654321"):
-        with transaction.atomic(), connection.cursor() as cursor:
-            store.enqueue_many(
-                cursor, '[{"name": "x", "payload": {}, "depends_on": [987654321]}]'
-            )
+    jobs = '[{"name": "x", "payload": {}, "depends_on": [987654321]}]'
+    with (
+        pytest.raises(IntegrityError, match="depends_on names job 987654321"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        store.enqueue_many(cursor, jobs)
 
     assert db_rows.counts() == before
 
@@ -248,7 +252,9 @@ def test_a_prerequisite_failed_by_stall_recovery_settles_its_dependents():
 
 def test_a_retried_prerequisite_is_waited_for_again():
     first, second = ActiveJobFactory(), ActiveJobFactory()
-    dependent = BlockedJobFactory(depends_on=[first.id, second.id], dependency_policy="all_finished")
+    dependent = BlockedJobFactory(
+        depends_on=[first.id, second.id], dependency_policy="all_finished"
+    )
     fail(first)
 
     assert Admin().retry(first.id).changed
