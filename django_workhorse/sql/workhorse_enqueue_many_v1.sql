@@ -87,9 +87,9 @@ BEGIN
         -- A new statement, so a prerequisite that ended while we waited for
         -- its lock shows its outcome here.
         SELECT p.id INTO v_bad
-        FROM unnest(v_prereqs) AS p(id)
-        WHERE p.id <> ALL (v_live)
-          AND NOT EXISTS (SELECT 1 FROM workhorse_job_outcome o WHERE o.job_id = p.id)
+        FROM (SELECT unnest(v_prereqs) EXCEPT SELECT unnest(v_live)) AS p(id)
+        WHERE NOT EXISTS (SELECT 1 FROM workhorse_job_outcome o WHERE o.job_id = p.id)
+        ORDER BY p.id
         LIMIT 1;
         IF FOUND THEN
             RAISE EXCEPTION 'workhorse_enqueue_many_v1: depends_on names job %, which does not exist',

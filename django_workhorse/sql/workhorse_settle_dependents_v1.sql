@@ -49,9 +49,15 @@ DECLARE
 BEGIN
     LOOP
         -- The whole cost to a job nobody waits for: one probe of the
-        -- prerequisite index per id, all of them missing.
+        -- prerequisite index per id, all of them missing. Every read of the
+        -- edges by prerequisite is such a LATERAL probe (docs/sql.md): with
+        -- `prerequisite_id = ANY (ids)` the planner scans the whole edge
+        -- table once it holds a few thousand rows.
         IF coalesce(cardinality(v_ended), 0) = 0 OR NOT EXISTS (
-            SELECT 1 FROM workhorse_job_dependency d WHERE d.prerequisite_id = ANY (v_ended)
+            SELECT 1 FROM unnest(v_ended) AS u(id)
+            CROSS JOIN LATERAL (
+                SELECT 1 FROM workhorse_job_dependency d WHERE d.prerequisite_id = u.id LIMIT 1
+            ) x
         ) THEN
             RETURN v_total;
         END IF;
@@ -59,9 +65,12 @@ BEGIN
         v_locked := ARRAY(
             SELECT rt.job_id FROM workhorse_job_runtime rt
             WHERE rt.job_id = ANY (ARRAY(
-                    SELECT DISTINCT d.job_id FROM workhorse_job_dependency d
-                    WHERE d.prerequisite_id = ANY (v_ended)
-                      AND (v_only IS NULL OR d.job_id = ANY (v_only))))
+                    SELECT DISTINCT x.job_id FROM unnest(v_ended) AS u(id)
+                    CROSS JOIN LATERAL (
+                        SELECT d.job_id FROM workhorse_job_dependency d
+                        WHERE d.prerequisite_id = u.id OFFSET 0
+                    ) x
+                    WHERE v_only IS NULL OR x.job_id IN (SELECT o.id FROM unnest(v_only) AS o(id))))
               AND rt.state = 'blocked'
             ORDER BY rt.job_id
             FOR UPDATE);
@@ -78,10 +87,16 @@ BEGIN
                    count(*) FILTER (WHERE o.state = 'succeeded')::integer AS succeeded,
                    min(o.job_id) FILTER (WHERE o.state = 'succeeded') AS good_id,
                    min(o.job_id) FILTER (WHERE o.state <> 'succeeded') AS bad_id
-            FROM workhorse_job_dependency d
-            JOIN workhorse_job_outcome o ON o.job_id = d.prerequisite_id
-            WHERE d.prerequisite_id = ANY (v_ended)
-              AND d.job_id IN (SELECT l.id FROM unnest(v_locked) AS l(id))
+            FROM unnest(v_ended) AS u(id)
+            CROSS JOIN LATERAL (
+                SELECT dd.job_id FROM workhorse_job_dependency dd
+                WHERE dd.prerequisite_id = u.id OFFSET 0
+            ) d
+            CROSS JOIN LATERAL (
+                SELECT oo.job_id, oo.state FROM workhorse_job_outcome oo
+                WHERE oo.job_id = u.id OFFSET 0
+            ) o
+            WHERE d.job_id IN (SELECT l.id FROM unnest(v_locked) AS l(id))
             GROUP BY d.job_id
         ),
         judged AS (
