@@ -43,6 +43,11 @@ DECLARE
     v_ended    bigint[] := p_job_ids;
     v_only     bigint[] := p_dependents;
     v_locked   bigint[];
+    v_deps     bigint[];
+    v_counts   integer[];
+    v_goods    integer[];
+    v_good_ids bigint[];
+    v_bad_ids  bigint[];
     v_canceled bigint[];
     v_settled  integer;
     v_total    integer := 0;
@@ -52,7 +57,9 @@ BEGIN
         -- prerequisite index per id, all of them missing. Every read of the
         -- edges by prerequisite is such a LATERAL probe (docs/sql.md): with
         -- `prerequisite_id = ANY (ids)` the planner scans the whole edge
-        -- table once it holds a few thousand rows.
+        -- table once it holds a few thousand rows, and a probe must not sit
+        -- inside a join whose other side it does not depend on (a fan-out
+        -- took 28 s so, each of 10,000 dependents scanning all edges).
         IF coalesce(cardinality(v_ended), 0) = 0 OR NOT EXISTS (
             SELECT 1 FROM unnest(v_ended) AS u(id)
             CROSS JOIN LATERAL (
@@ -62,42 +69,45 @@ BEGIN
             RETURN v_total;
         END IF;
 
+        -- Per dependent: how many of its prerequisites ended in this round,
+        -- how many of those succeeded, and the first (lowest id) that
+        -- succeeded and that did not, to name in the records. These only
+        -- depend on rows this transaction wrote, so they are read before
+        -- the locks; each edge read is driven by an ended id alone (a
+        -- fan-out reads its 10,000 edges once).
+        SELECT array_agg(h.job_id ORDER BY h.job_id), array_agg(h.ended ORDER BY h.job_id),
+               array_agg(h.succeeded ORDER BY h.job_id), array_agg(h.good_id ORDER BY h.job_id),
+               array_agg(h.bad_id ORDER BY h.job_id)
+        INTO v_deps, v_counts, v_goods, v_good_ids, v_bad_ids
+        FROM (
+            SELECT x.job_id, count(*)::integer AS ended,
+                   count(*) FILTER (WHERE o.state = 'succeeded')::integer AS succeeded,
+                   min(u.id) FILTER (WHERE o.state = 'succeeded') AS good_id,
+                   min(u.id) FILTER (WHERE o.state <> 'succeeded') AS bad_id
+            FROM unnest(v_ended) AS u(id)
+            CROSS JOIN LATERAL (
+                SELECT d.job_id FROM workhorse_job_dependency d
+                WHERE d.prerequisite_id = u.id OFFSET 0
+            ) x
+            CROSS JOIN LATERAL (
+                SELECT oo.state FROM workhorse_job_outcome oo WHERE oo.job_id = u.id OFFSET 0
+            ) o
+            WHERE v_only IS NULL OR x.job_id IN (SELECT n.id FROM unnest(v_only) AS n(id))
+            GROUP BY x.job_id
+        ) h;
+
         v_locked := ARRAY(
             SELECT rt.job_id FROM workhorse_job_runtime rt
-            WHERE rt.job_id = ANY (ARRAY(
-                    SELECT DISTINCT x.job_id FROM unnest(v_ended) AS u(id)
-                    CROSS JOIN LATERAL (
-                        SELECT d.job_id FROM workhorse_job_dependency d
-                        WHERE d.prerequisite_id = u.id OFFSET 0
-                    ) x
-                    WHERE v_only IS NULL OR x.job_id IN (SELECT o.id FROM unnest(v_only) AS o(id))))
-              AND rt.state = 'blocked'
+            WHERE rt.job_id = ANY (v_deps) AND rt.state = 'blocked'
             ORDER BY rt.job_id
             FOR UPDATE);
-        IF cardinality(v_locked) = 0 THEN
+        IF coalesce(cardinality(v_locked), 0) = 0 THEN
             RETURN v_total;
         END IF;
 
         WITH hit AS (
-            -- Per locked dependent: how many of its prerequisites ended in
-            -- this round, how many of those succeeded, and the first (lowest
-            -- id) that succeeded and that did not, to name in the records.
-            SELECT d.job_id,
-                   count(*)::integer AS ended,
-                   count(*) FILTER (WHERE o.state = 'succeeded')::integer AS succeeded,
-                   min(o.job_id) FILTER (WHERE o.state = 'succeeded') AS good_id,
-                   min(o.job_id) FILTER (WHERE o.state <> 'succeeded') AS bad_id
-            FROM unnest(v_ended) AS u(id)
-            CROSS JOIN LATERAL (
-                SELECT dd.job_id FROM workhorse_job_dependency dd
-                WHERE dd.prerequisite_id = u.id OFFSET 0
-            ) d
-            CROSS JOIN LATERAL (
-                SELECT oo.job_id, oo.state FROM workhorse_job_outcome oo
-                WHERE oo.job_id = u.id OFFSET 0
-            ) o
-            WHERE d.job_id IN (SELECT l.id FROM unnest(v_locked) AS l(id))
-            GROUP BY d.job_id
+            SELECT * FROM unnest(v_deps, v_counts, v_goods, v_good_ids, v_bad_ids)
+                AS h(job_id, ended, succeeded, good_id, bad_id)
         ),
         judged AS (
             -- Reads of the dependent's rows are LATERAL probes (docs/sql.md):
@@ -119,9 +129,12 @@ BEGIN
                                 ELSE 'wait' END
                    END AS verdict
             FROM hit h
+            -- Blocked rows only: exactly those locked above (nothing else
+            -- becomes blocked), read as last committed.
             CROSS JOIN LATERAL (
                 SELECT rt.queue, rt.run_at, rt.attempt, rt.stall_count, rt.pending_dependencies
-                FROM workhorse_job_runtime rt WHERE rt.job_id = h.job_id OFFSET 0
+                FROM workhorse_job_runtime rt
+                WHERE rt.job_id = h.job_id AND rt.state = 'blocked' OFFSET 0
             ) r
             CROSS JOIN LATERAL (
                 SELECT coalesce(jb.dependency_policy, 'all_succeeded') AS policy
