@@ -41,10 +41,10 @@ CREATE TABLE workhorse_job (
 );
 
 CREATE TABLE workhorse_job_dependency (
-    job_id bigint NOT NULL,
     prerequisite_id bigint NOT NULL,
+    job_id bigint NOT NULL,
     CONSTRAINT workhorse_dependency_earlier CHECK ((prerequisite_id < job_id)),
-    CONSTRAINT workhorse_job_dependency_pkey PRIMARY KEY (job_id, prerequisite_id)
+    CONSTRAINT workhorse_job_dependency_pkey PRIMARY KEY (prerequisite_id, job_id)
 );
 
 CREATE TABLE workhorse_job_event (
@@ -147,8 +147,8 @@ CREATE TABLE workhorse_schema (
 );
 
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
-CREATE UNIQUE INDEX workhorse_job_dependency_pkey ON public.workhorse_job_dependency USING btree (job_id, prerequisite_id);
-CREATE INDEX workhorse_job_dependency_prerequisite ON public.workhorse_job_dependency USING btree (prerequisite_id, job_id);
+CREATE INDEX workhorse_job_dependency_job ON public.workhorse_job_dependency USING btree (job_id);
+CREATE UNIQUE INDEX workhorse_job_dependency_pkey ON public.workhorse_job_dependency USING btree (prerequisite_id, job_id);
 CREATE INDEX workhorse_job_event_job ON ONLY public.workhorse_job_event USING btree (job_id, at, id);
 CREATE UNIQUE INDEX workhorse_job_idempotency ON public.workhorse_job USING btree (name, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE UNIQUE INDEX workhorse_job_outcome_pkey ON public.workhorse_job_outcome USING btree (job_id);
@@ -230,6 +230,6 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
---   RETURNS integer LANGUAGE plpgsql -- body sha256 3609ff1b8119a3fa
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 59841fc01ffa84c3
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 ed47b8bae68bb50c
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 50310112c9e7ca18

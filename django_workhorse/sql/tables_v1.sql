@@ -104,17 +104,28 @@ CREATE INDEX workhorse_runtime_lease
 -- Dependency edges: job_id waits for prerequisite_id. Written once, at the
 -- dependent's enqueue, and only to jobs that already exist, so the edges
 -- can never form a cycle. They stay after both jobs end (the admin shows
--- them) and go with the dependent's retention. The primary key serves the
--- dependent's reads; the prerequisite index serves the one question asked
--- when a job ends: who waits for it?
+-- them) and go with the dependent's retention.
+--
+-- The primary key leads with prerequisite_id: every finish asks "who waits
+-- for these jobs?", and no other index may offer an answer to it. With the
+-- key the other way round, edge statistics skewed by a fan-out (10,000
+-- edges on one prerequisite) made the planner walk the whole key for each
+-- id of a plain batch, none of which had an edge (0.1 ms an id). The
+-- dependent's own reads (its snapshot, retention) use the job_id index.
 CREATE TABLE workhorse_job_dependency (
-    job_id          bigint NOT NULL,
     prerequisite_id bigint NOT NULL,
-    PRIMARY KEY (job_id, prerequisite_id),
+    job_id          bigint NOT NULL,
+    PRIMARY KEY (prerequisite_id, job_id),
     CONSTRAINT workhorse_dependency_earlier CHECK (prerequisite_id < job_id)
 );
-CREATE INDEX workhorse_job_dependency_prerequisite
-    ON workhorse_job_dependency (prerequisite_id, job_id);
+CREATE INDEX workhorse_job_dependency_job ON workhorse_job_dependency (job_id);
+-- Most jobs have no dependents and most others a few; a live fan-out makes
+-- ANALYZE believe the opposite (one prerequisite holding every edge), and
+-- the planner then answers "does anyone wait for job N?" with a scan that
+-- it expects to stop at the first row and that reads every edge. Measured
+-- with a 10,000-job fan-out live: a 100-job success took 48 ms instead of
+-- 2.5. Fixing the estimate at two edges per prerequisite keeps the probes.
+ALTER TABLE workhorse_job_dependency ALTER COLUMN prerequisite_id SET (n_distinct = -0.5);
 
 CREATE TABLE workhorse_job_outcome (
     job_id      bigint PRIMARY KEY,

@@ -18,6 +18,7 @@ DECLARE
     v_twice bigint;
     v_ids   bigint[];
     v_ok    boolean[];
+    v_ended bigint[];
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing.
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
@@ -83,12 +84,13 @@ BEGIN
         WHERE wq.concurrency_limit IS NOT NULL
           AND wq.name IN (SELECT o.queue FROM owned o WHERE o.ok)
     )
-    SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord)
-    INTO v_ids, v_ok
+    SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord),
+           array_agg(o.job_id) FILTER (WHERE o.ok)
+    INTO v_ids, v_ok, v_ended
     FROM owned o
     CROSS JOIN (SELECT count(*) FROM woken) w;
     -- A later statement than the one that wrote the outcomes, so it sees them.
-    PERFORM workhorse_settle_dependents_v1(ARRAY(SELECT u.id FROM unnest(v_ids, v_ok) AS u(id, ok) WHERE u.ok));
+    PERFORM workhorse_settle_dependents_v1(v_ended);
     RETURN QUERY SELECT u.id, u.ok FROM unnest(v_ids, v_ok) AS u(id, ok);
 END;
 $$;

@@ -5,6 +5,7 @@ inside the transaction that writes that end."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from demo.jobs import add
@@ -13,6 +14,7 @@ from django.db.utils import IntegrityError
 
 from django_workhorse import Admin, InvalidJobOptionError, UnknownDependencyError, store
 from django_workhorse.context import JobContext, reset_current, set_current
+from django_workhorse.testing import run_jobs
 from tests.factories import (
     ActiveJobFactory,
     BlockedJobFactory,
@@ -286,3 +288,26 @@ def test_a_job_without_prerequisites_has_none_in_its_context():
     job = ReadyJobFactory()
 
     assert JobContext(job.id, "", "", 1, 3).prerequisites() == []
+
+
+def test_run_jobs_runs_a_dependent_after_its_prerequisite():
+    first = add.options(queue="deps-run").enqueue(a=1, b=2)
+    second = add.options(queue="deps-run", depends_on=[first]).enqueue(a=3, b=4)
+
+    run_jobs(queues=["deps-run"])
+
+    assert [Admin().get_job(h.id).result for h in (first, second)] == [3, 7]
+
+
+def test_retention_deletes_a_pruned_dependents_edges(cursor):
+    first = SucceededJobFactory()
+    dependent = SucceededJobFactory(depends_on=[first.id])
+    cursor.execute("SELECT count(*) FROM workhorse_job_dependency")
+    assert cursor.fetchone()[0] == 1
+    later = store.database_now(cursor) + timedelta(days=1)
+
+    store.prune_step(cursor, later, later, 1000, False)
+
+    cursor.execute("SELECT count(*) FROM workhorse_job_dependency")
+    assert cursor.fetchone()[0] == 0
+    assert Admin().get_job(dependent.id) is None
