@@ -192,3 +192,23 @@ def test_settling_dependents_of_a_batch_stays_on_indexes(warmed, cursor, explain
         " AND state = 'ready'"
     )
     assert cursor.fetchone()[0] == BATCH + 1
+
+
+def test_a_plain_batch_probes_the_edges_even_beside_a_live_fan_out(warmed, cursor, explained):
+    """ANALYZE of a table where one prerequisite holds every edge makes any
+    id look like it has thousands of dependents; the success of a batch
+    nobody waits for must still probe, not scan (docs/sql.md)."""
+    cursor.execute("SELECT job_id FROM workhorse_job_runtime WHERE queue = %s LIMIT 1", [QUEUE])
+    (root,) = cursor.fetchone()
+    add.options(queue="plan-fan-out", depends_on=[root]).enqueue_many([{"a": 0, "b": 0}] * 3000)
+    cursor.execute("ANALYZE workhorse_job_dependency")
+    jobs = [j for j in claim(cursor) if j.job_id != root]
+    explained.clear()
+
+    rows = store.succeed_many(
+        cursor, "plan-w", [j.job_id for j in jobs], [j.fence for j in jobs], ["null"] * len(jobs)
+    )
+
+    assert all(ok for _, ok in rows)
+    gate = [p for p in explained if "workhorse_job_dependency" in p]
+    assert gate and not [p for p in gate if "Seq Scan" in p], gate[0]
