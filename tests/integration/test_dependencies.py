@@ -12,7 +12,13 @@ from demo.jobs import add
 from django.db import connection, transaction
 from django.db.utils import IntegrityError
 
-from django_workhorse import Admin, InvalidJobOptionError, UnknownDependencyError, store
+from django_workhorse import (
+    Admin,
+    InvalidJobOptionError,
+    UnknownDependencyError,
+    current_job,
+    store,
+)
 from django_workhorse.context import JobContext, reset_current, set_current
 from django_workhorse.testing import run_jobs
 from tests.factories import (
@@ -274,7 +280,7 @@ def test_a_handler_reads_its_prerequisites_results_through_its_context():
     handle = add.options(depends_on=[second.handle, first.handle]).enqueue(a=1, b=2)
     token = set_current(JobContext(handle.id, handle.name, handle.queue, 1, 3))
     try:
-        prerequisites = JobContext.prerequisites(JobContext(handle.id, "", "", 1, 3))
+        prerequisites = current_job().prerequisites()
     finally:
         reset_current(token)
 
