@@ -1,15 +1,17 @@
 """``make bench``: print the figures the issues ask for.
 
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [peers]
-                    [claimcommit] [admin] [--history N] [--admin-jobs N]
+                    [claimcommit] [admin] [deps] [--history N] [--admin-jobs N]
 
-With no section named it runs ``core``, ``worker``, ``observed`` and ``peers`` (``core``
+With no section named it runs ``core``, ``worker``, ``observed``, ``deps`` and ``peers`` (``core``
 starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``observed`` compares the
 drain with tracing and metrics on to the plain drain, in turns; ``peers`` runs pgqueuer side
 by side with ours, from a virtualenv of its own, and is skipped with a note
 when that cannot be set up (no network). ``admin`` (the operator's pages and
 retention at ``--admin-jobs`` jobs, see bench/admin.py) runs only when named.
+``deps`` measures the release time of a 10,000-job fan-in and fan-out
+(bench/deps.py); it runs with the default sections and alone.
 
 Runs against its own database (``workhorse_bench``, or ``WORKHORSE_BENCH_DB``,
 on the server of DATABASE_URL), which it drops and creates afresh.
@@ -41,6 +43,7 @@ def main() -> None:
             "peers",
             "claimcommit",
             "admin",
+            "deps",
         ],
     )
     parser.add_argument(
@@ -57,7 +60,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
-    args.sections = args.sections or ["core", "worker", "observed", "peers"]
+    args.sections = args.sections or ["core", "worker", "observed", "deps", "peers"]
     url = setup_django()
     conn = raw_connection()
     print(f"benchmark database: {url}")
@@ -102,6 +105,10 @@ def main() -> None:
         from . import worker
 
         worker.run(conn, url, args.history)
+    if "deps" in args.sections:
+        from . import deps
+
+        deps.run(conn)
     if "admin" in args.sections:
         from . import admin
 

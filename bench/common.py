@@ -59,7 +59,8 @@ def reset(conn) -> None:
     """Empty every workhorse table (the benchmark database only)."""
     conn.execute(
         "TRUNCATE workhorse_job, workhorse_job_runtime, workhorse_job_outcome, "
-        "workhorse_job_query, workhorse_job_event, workhorse_attempt_history, "
+        "workhorse_job_query, workhorse_job_dependency, workhorse_job_event, "
+        "workhorse_attempt_history, "
         "workhorse_queue CASCADE"
     )
     conn.execute("VACUUM ANALYZE workhorse_job_runtime")

@@ -35,6 +35,17 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class JobDependency:
+    """A job at the other end of a dependency, with its state when read."""
+
+    id: int
+    name: str | None
+    """None when retention has deleted the job."""
+    state: str | None
+    """One of ``JobState``; None when retention has deleted the job."""
+
+
+@dataclass(frozen=True)
 class JobSnapshot:
     """One job as it stands, whichever side of the runtime/outcome split it is on."""
 
@@ -62,10 +73,27 @@ class JobSnapshot:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    dependency_policy: str | None = None
+    """all_succeeded, all_finished or any_succeeded for a job enqueued with
+    ``depends_on``; None for a job without prerequisites."""
+    pending_dependencies: int = 0
+    """Prerequisites a blocked job still waits for (0 once it is released)."""
+    prerequisites: tuple[JobDependency, ...] = ()
+    """Every job this one depends on, in id order, with its state."""
+    dependents: tuple[JobDependency, ...] = ()
+    """The first 100 jobs that depend on this one, in id order, with their states."""
 
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
+
+
+def snapshot_of(row: dict[str, Any]) -> JobSnapshot:
+    """A JobSnapshot from a row of ``store.get_job`` / ``store.get_jobs``."""
+    row["id"] = row.pop("job_id")
+    for key in ("prerequisites", "dependents"):
+        row[key] = tuple(JobDependency(**link) for link in row[key])
+    return JobSnapshot(**row)
 
 
 @dataclass(frozen=True)
@@ -253,8 +281,16 @@ class Admin:
             row = store.get_job(cursor, job_id)
         if row is None:
             return None
-        row["id"] = row.pop("job_id")
-        return JobSnapshot(**row)
+        return snapshot_of(row)
+
+    def get_jobs(self, job_ids: Sequence[int]) -> list[JobSnapshot]:
+        """The snapshots of the jobs of ``job_ids`` that exist, in that order,
+        read in one query."""
+        ids = [_check_job_id(job_id) for job_id in job_ids]
+        if not ids:
+            return []
+        with connections[self.using].cursor() as cursor:
+            return [snapshot_of(row) for row in store.get_jobs(cursor, ids)]
 
     def pause_schedule(self, name: str) -> None:
         """Stop a repeatable schedule from enqueuing until ``resume_schedule``;

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .exceptions import JobCancelled, NotInJobError
+
+if TYPE_CHECKING:
+    from .admin_api import JobSnapshot
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,18 @@ class JobContext:
         """
         if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled by an operator")
+
+    def prerequisites(self) -> list[JobSnapshot]:
+        """The snapshots of the jobs this one depends on (``depends_on``), in
+        id order, read now: their state, and their ``result`` once succeeded.
+        Empty for a job without prerequisites. Two queries, whatever their number."""
+        from .admin_api import Admin
+
+        admin = Admin(using=self.using)
+        own = admin.get_job(self.job_id)
+        if own is None:
+            return []
+        return admin.get_jobs([link.id for link in own.prerequisites])
 
 
 _current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(

@@ -19,7 +19,7 @@ from django.db import connections
 from . import registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
 from .conf import duration_seconds, job_defaults
-from .exceptions import InvalidJobOptionError, InvalidPayloadError
+from .exceptions import InvalidJobOptionError, InvalidPayloadError, UnknownDependencyError
 from .handles import JobHandle
 from .limits import (
     CONCURRENCY_MAX,
@@ -41,6 +41,13 @@ from .payloads import encode_payload
 P = ParamSpec("P")
 R = TypeVar("R")
 
+DEPENDENCY_POLICIES = ("all_succeeded", "all_finished", "any_succeeded")
+"""How a job with ``depends_on`` settles (docs/durable-execution.md)."""
+MAX_DEPENDENCIES = 100_000
+"""Prerequisites of one job: far more than a workflow needs, small enough
+that the enqueue's JSON and the dependent's snapshot stay reasonable."""
+MAX_JOB_ID = 2**63 - 1
+
 
 @dataclass(frozen=True)
 class EnqueueOptions:
@@ -54,6 +61,9 @@ class EnqueueOptions:
     delay: float | None = None
     run_at: datetime | None = None
     idempotency_key: str | None = None
+    depends_on: tuple[int, ...] = ()
+    """Ids of the prerequisites, ascending and without repeats."""
+    dependency_policy: str | None = None
 
 
 def _whole(field: str, value: Any, low: int, high: int) -> int:
@@ -94,7 +104,42 @@ def validate_options(options: EnqueueOptions) -> EnqueueOptions:
     key = options.idempotency_key
     if key is not None and (problem := idempotency_key_problem(key)):
         raise InvalidJobOptionError(problem)
+    policy = options.dependency_policy
+    if policy is not None and policy not in DEPENDENCY_POLICIES:
+        raise InvalidJobOptionError(
+            f"dependency_policy must be one of {', '.join(DEPENDENCY_POLICIES)}, got {policy!r:.60}"
+        )
     return options
+
+
+def dependency_ids(value: Any, using: str) -> tuple[int, ...]:
+    """The prerequisite ids of a ``depends_on`` option: job handles or ids,
+    ascending, each once. InvalidJobOptionError names what is not one, and a
+    handle of a job in another database."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise InvalidJobOptionError(
+            f"depends_on must be a list of job handles or job ids, got {type(value).__name__}"
+        )
+    ids = set()
+    for item in value:
+        if isinstance(item, JobHandle):
+            if item.using != using:
+                raise InvalidJobOptionError(
+                    f"depends_on: job #{item.id} lives in database {item.using!r} and this job "
+                    f"in {using!r}; a job can only depend on jobs of its own database"
+                )
+            item = item.id
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_JOB_ID:
+            raise InvalidJobOptionError(
+                f"depends_on: {item!r:.60} is neither a job handle nor a job id (a whole "
+                f"number from 1 to {MAX_JOB_ID})"
+            )
+        ids.add(item)
+    if len(ids) > MAX_DEPENDENCIES:
+        raise InvalidJobOptionError(
+            f"depends_on names {len(ids):,} jobs; at most {MAX_DEPENDENCIES:,} are allowed"
+        )
+    return tuple(sorted(ids))
 
 
 class _Enqueuer(Generic[R]):
@@ -128,6 +173,9 @@ class _Enqueuer(Generic[R]):
             common["run_at"] = options.run_at.astimezone(UTC).isoformat()
         if options.idempotency_key is not None:
             common["idempotency_key"] = options.idempotency_key
+        if options.depends_on:
+            common["depends_on"] = list(options.depends_on)
+            common["dependency_policy"] = options.dependency_policy or "all_succeeded"
         trace_context = tracing.current_context()
         if trace_context is not None:
             common["trace_context"] = trace_context
@@ -154,11 +202,27 @@ class _Enqueuer(Generic[R]):
             return []
         using = self.definition.using
         with connections[using].cursor() as cursor:
+            if self._options.depends_on:
+                self._check_prerequisites_exist(cursor)
             results = store.enqueue_many(cursor, rows_json)
         return [
             JobHandle(job_id, self.definition.name, self._options.queue, inserted, using)
             for job_id, inserted in results
         ]
+
+    def _check_prerequisites_exist(self, cursor) -> None:
+        """UnknownDependencyError before any write when a prerequisite does
+        not exist (the enqueue function refuses it too, but an error raised
+        there would also break the caller's transaction)."""
+        missing = store.missing_jobs(cursor, self._options.depends_on)
+        if missing:
+            shown = ", ".join(f"#{job_id}" for job_id in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise UnknownDependencyError(
+                f"job {self.definition.name!r} depends on job {shown}{more}, which does not "
+                f"exist in database {self.definition.using!r}: enqueue a prerequisite before "
+                "its dependents (in the same transaction or a committed one); nothing was enqueued"
+            )
 
 
 class BoundJob(_Enqueuer[R]):
@@ -272,7 +336,10 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
 
     def options(self, **overrides: Any) -> BoundJob[R]:
         """The job with per-enqueue options: delay, run_at, priority, queue,
-        max_attempts, timeout, idempotency_key."""
+        max_attempts, timeout, idempotency_key, max_stalled, and depends_on
+        (job handles or ids) with dependency_policy ("all_succeeded", the
+        default, "all_finished" or "any_succeeded"): the job waits, blocked,
+        until its prerequisites settle it (docs/durable-execution.md)."""
         return self._bind(self._options, overrides)
 
     def _bind(self, base: EnqueueOptions, overrides: dict[str, Any]) -> BoundJob[R]:
@@ -285,6 +352,8 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
             "run_at",
             "idempotency_key",
             "max_stalled",
+            "depends_on",
+            "dependency_policy",
         }
         unknown = set(overrides) - allowed
         if unknown:
@@ -295,6 +364,11 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
         for key in ("delay", "timeout"):
             if overrides.get(key) is not None:
                 overrides[key] = _seconds(key, overrides[key], positive=key == "timeout")
+        if "depends_on" in overrides:
+            depends_on = overrides["depends_on"]
+            overrides["depends_on"] = (
+                () if depends_on is None else dependency_ids(depends_on, self.using)
+            )
         return BoundJob(self, replace(base, **overrides))
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:

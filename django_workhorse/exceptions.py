@@ -19,6 +19,11 @@ class InvalidJobOptionError(WorkhorseError, ValueError):
     """A job option (queue, priority, max_attempts, ...) has a wrong type or value."""
 
 
+class UnknownDependencyError(WorkhorseError, LookupError):
+    """A job named in ``depends_on`` does not exist (never enqueued, rolled
+    back, not yet committed elsewhere, or pruned); nothing was enqueued."""
+
+
 class JobAlreadyRegistered(WorkhorseError, ImproperlyConfigured):
     """Two different handlers were registered under one job name."""
 

@@ -96,6 +96,7 @@ class Job(ReadOnlyModel):
     idempotency_key = models.TextField(null=True)
     trace_context = models.JSONField(null=True)
     created_at = models.DateTimeField()
+    dependency_policy = models.TextField(null=True)
 
     class Meta:
         managed = False

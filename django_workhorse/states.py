@@ -16,7 +16,10 @@ class JobState(models.TextChoices):
     last three in ``workhorse_job_outcome``."""
 
     BLOCKED = "blocked"
-    """Waiting for its dependencies; set at enqueue, left when they settle."""
+    """Waiting for its prerequisites: set at enqueue with ``depends_on``;
+    left for ready or scheduled (released), or for canceled, by
+    ``workhorse_settle_dependents_v1`` when a prerequisite's end settles it
+    under its dependency policy, or by an operator's cancel."""
     SCHEDULED = "scheduled"
     """Waiting for its run_at: set at enqueue with a delay and by a retry
     with backoff; promoted to ready by the next claim of its queue once due."""
@@ -31,7 +34,8 @@ class JobState(models.TextChoices):
     FAILED = "failed"
     """Terminal: the last attempt failed, or the job stalled too often."""
     CANCELED = "canceled"
-    """Terminal: an operator canceled the job."""
+    """Terminal: an operator canceled the job, or its dependency policy can
+    no longer be met (a prerequisite failed or was canceled)."""
 
     @classmethod
     def live(cls) -> tuple[JobState, ...]:
@@ -62,7 +66,10 @@ class EventKind(models.TextChoices):
     RETRIED = "retried"
     """An operator sent a failed or canceled job back to ready (``Admin.retry``)."""
     CANCELED = "canceled"
-    """An operator canceled a job that was not running (``Admin.cancel``)."""
+    """An operator canceled a job that was not running (``Admin.cancel``), or
+    a blocked job's prerequisites settled it canceled."""
+    UNBLOCKED = "unblocked"
+    """A blocked job's prerequisites released it to ready or scheduled."""
 
 
 class AttemptOutcome(models.TextChoices):

@@ -143,6 +143,16 @@ def enqueue_many(cursor, jobs_json: str) -> list[tuple[int, bool]]:
     return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
+def missing_jobs(cursor, job_ids: Sequence[int]) -> list[int]:
+    """Those of ``job_ids`` that no job has, ascending."""
+    cursor.execute(
+        "SELECT u.id FROM unnest(%s::bigint[]) AS u(id)"
+        " WHERE NOT EXISTS (SELECT 1 FROM workhorse_job j WHERE j.id = u.id) ORDER BY u.id",
+        [_ints(job_ids)],
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
 def claim_many(
     cursor,
     worker_id: str,
@@ -270,11 +280,27 @@ def get_job(cursor, job_id: int) -> dict[str, Any] | None:
     if row is None:
         return None
     names = [col[0] for col in cursor.description]
-    snapshot = dict(zip(names, row, strict=True))
+    return _snapshot_row(dict(zip(names, row, strict=True)))
+
+
+def get_jobs(cursor, job_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """The snapshot rows of the jobs of ``job_ids`` that exist, in that order."""
+    cursor.execute(
+        "SELECT g.* FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(id, ord)"
+        " CROSS JOIN LATERAL workhorse_get_job_v1(u.id) AS g ORDER BY u.ord",
+        [_ints(job_ids)],
+    )
+    names = [col[0] for col in cursor.description]
+    return [_snapshot_row(dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
+
+
+def _snapshot_row(snapshot: dict[str, Any]) -> dict[str, Any]:
     for key in ("payload", "result", "error"):
         decoded, why = _readable(snapshot[key], key)
         # A value Python cannot decode is shown as its JSON text, not hidden.
         snapshot[key] = snapshot[key] if why else decoded
+    for key in ("prerequisites", "dependents"):
+        snapshot[key] = _loads(snapshot[key])
     return snapshot
 
 
@@ -437,6 +463,7 @@ JOB_TABLES = (
     "workhorse_job_runtime",
     "workhorse_job_outcome",
     "workhorse_job_query",
+    "workhorse_job_dependency",
     "workhorse_job_event",
     "workhorse_attempt_history",
     "workhorse_queue",

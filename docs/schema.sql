@@ -27,6 +27,8 @@ CREATE TABLE workhorse_job (
     idempotency_key text,
     trace_context jsonb,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
+    dependency_policy text,
+    CONSTRAINT workhorse_job_dependency_policy CHECK ((dependency_policy = ANY (ARRAY['all_succeeded'::text, 'all_finished'::text, 'any_succeeded'::text]))),
     CONSTRAINT workhorse_job_idempotency_key_length CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
     CONSTRAINT workhorse_job_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
     CONSTRAINT workhorse_job_max_stalled_range CHECK (((max_stalled >= 0) AND (max_stalled <= 1000))),
@@ -38,6 +40,13 @@ CREATE TABLE workhorse_job (
     CONSTRAINT workhorse_job_timeout_positive CHECK ((timeout > '00:00:00'::interval))
 );
 
+CREATE TABLE workhorse_job_dependency (
+    prerequisite_id bigint NOT NULL,
+    job_id bigint NOT NULL,
+    CONSTRAINT workhorse_dependency_earlier CHECK ((prerequisite_id < job_id)),
+    CONSTRAINT workhorse_job_dependency_pkey PRIMARY KEY (prerequisite_id, job_id)
+);
+
 CREATE TABLE workhorse_job_event (
     id bigint NOT NULL DEFAULT nextval('workhorse_job_event_id_seq'::regclass),
     job_id bigint NOT NULL,
@@ -46,7 +55,7 @@ CREATE TABLE workhorse_job_event (
     attempt integer,
     worker_id text,
     data jsonb,
-    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text])))
+    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text, 'unblocked'::text])))
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
@@ -138,6 +147,8 @@ CREATE TABLE workhorse_schema (
 );
 
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
+CREATE INDEX workhorse_job_dependency_job ON public.workhorse_job_dependency USING btree (job_id);
+CREATE UNIQUE INDEX workhorse_job_dependency_pkey ON public.workhorse_job_dependency USING btree (prerequisite_id, job_id);
 CREATE INDEX workhorse_job_event_job ON ONLY public.workhorse_job_event USING btree (job_id, at, id);
 CREATE UNIQUE INDEX workhorse_job_idempotency ON public.workhorse_job USING btree (name, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE UNIQUE INDEX workhorse_job_outcome_pkey ON public.workhorse_job_outcome USING btree (job_id);
@@ -164,23 +175,23 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 f2edbb00dd2c47e3
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 ea55a4a6ded97d0d
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 4224b6b8ad97f6a7
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 05964e1be39c0d3a
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 6572e4fff6808117
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3a8326753fef970a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 f109a8e66dbd8504
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 ca026b951e608fd4
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE sql -- body sha256 d7e691b0618a534b
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 507b54412444061f
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
@@ -194,7 +205,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 a670a692e2644d17
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 eb3f8a63deae4812
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
@@ -202,11 +213,11 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
 --   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 c07faddbe94e2cc5
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer) LANGUAGE plpgsql -- body sha256 dcede878e4bcc707
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer) LANGUAGE plpgsql -- body sha256 5eaebc250ddd9e5c
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8bb9a88fd40fc9e4
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 40104d7630798223
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 5d99102624384f8a
 -- FUNCTION workhorse_schedule_due_v1()
 --   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone) LANGUAGE sql -- body sha256 31d2abf4ac74b30e
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)
@@ -219,5 +230,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(status text, concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 7609c965fd6a2e00
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
+-- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 59841fc01ffa84c3
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 34393f7bf73c07bb
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 50310112c9e7ca18

@@ -54,6 +54,8 @@ class ReadyJobFactory(factory.Factory):
     max_attempts = 3
     delay = None
     idempotency_key = None
+    depends_on = None
+    dependency_policy = None
 
     @classmethod
     def _create(cls, model_class: type[MadeJob], **params: Any) -> MadeJob:
@@ -62,7 +64,7 @@ class ReadyJobFactory(factory.Factory):
             "priority": params["priority"],
             "max_attempts": params["max_attempts"],
         }
-        for key in ("delay", "idempotency_key"):
+        for key in ("delay", "idempotency_key", "depends_on", "dependency_policy"):
             if params[key] is not None:
                 options[key] = params[key]
         handle = params["definition"].options(**options).enqueue(**params["payload"])
@@ -73,6 +75,12 @@ class ReadyJobFactory(factory.Factory):
     @classmethod
     def _advance(cls, made: MadeJob, params: dict[str, Any]) -> None:
         """Move the freshly enqueued job to the factory's state."""
+
+
+class BlockedJobFactory(ReadyJobFactory):
+    """A job waiting for the jobs of ``depends_on`` (ids or handles) to settle it."""
+
+    depends_on = factory.LazyFunction(lambda: [ReadyJobFactory().id])
 
 
 class ScheduledJobFactory(ReadyJobFactory):

@@ -15,6 +15,9 @@ class Migration(migrations.Migration):
         RunSQLFile(
             "workhorse_ensure_partitions_v1.sql", drops_function="workhorse_ensure_partitions_v1"
         ),
+        RunSQLFile(
+            "workhorse_settle_dependents_v1.sql", drops_function="workhorse_settle_dependents_v1"
+        ),
         RunSQLFile("workhorse_enqueue_many_v1.sql", drops_function="workhorse_enqueue_many_v1"),
         RunSQLFile("workhorse_enqueue_v1.sql", drops_function="workhorse_enqueue_v1"),
         RunSQLFile("workhorse_claim_many_v1.sql", drops_function="workhorse_claim_many_v1"),
@@ -93,6 +96,7 @@ class Migration(migrations.Migration):
                 ("idempotency_key", models.TextField(null=True)),
                 ("trace_context", models.JSONField(null=True)),
                 ("created_at", models.DateTimeField()),
+                ("dependency_policy", models.TextField(null=True)),
             ],
             options={
                 "db_table": "workhorse_job",
@@ -105,7 +109,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
                 ("job_id", models.BigIntegerField()),
                 ("at", models.DateTimeField()),
-                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due"), ("retried", "Retried"), ("canceled", "Canceled")])),
+                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due"), ("retried", "Retried"), ("canceled", "Canceled"), ("unblocked", "Unblocked")])),
                 ("attempt", models.IntegerField(null=True)),
                 ("worker_id", models.TextField(null=True)),
                 ("data", models.JSONField(null=True)),

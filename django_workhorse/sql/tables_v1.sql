@@ -44,7 +44,12 @@ CREATE TABLE workhorse_job (
         CONSTRAINT workhorse_job_idempotency_key_length
         CHECK (length(idempotency_key) BETWEEN 1 AND 255),
     trace_context   jsonb,
-    created_at      timestamptz NOT NULL DEFAULT now()
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    -- How a job with prerequisites (workhorse_job_dependency) settles; NULL
+    -- for a job without any (workhorse_settle_dependents_v1 applies it).
+    dependency_policy text
+        CONSTRAINT workhorse_job_dependency_policy
+        CHECK (dependency_policy IN ('all_succeeded', 'all_finished', 'any_succeeded'))
 );
 ALTER SEQUENCE workhorse_job_id_seq OWNED BY workhorse_job.id;
 
@@ -74,6 +79,8 @@ CREATE TABLE workhorse_job_runtime (
     lease_expires_at     timestamptz,
     attempt_started_at   timestamptz,
     cancel_requested     boolean NOT NULL DEFAULT false,
+    -- Prerequisites of a blocked job that have not ended yet: set at enqueue,
+    -- counted down by workhorse_settle_dependents_v1, up by a retry of one.
     pending_dependencies integer NOT NULL DEFAULT 0
         CONSTRAINT workhorse_runtime_pending_range CHECK (pending_dependencies >= 0),
     -- An active row has an owner and a lease; no other row has either.
@@ -93,6 +100,32 @@ CREATE INDEX workhorse_runtime_scheduled
     ON workhorse_job_runtime (queue, run_at) WHERE state = 'scheduled';
 CREATE INDEX workhorse_runtime_lease
     ON workhorse_job_runtime (lease_expires_at) WHERE state = 'active';
+
+-- Dependency edges: job_id waits for prerequisite_id. Written once, at the
+-- dependent's enqueue, and only to jobs that already exist, so the edges
+-- can never form a cycle. They stay after both jobs end (the admin shows
+-- them) and go with the dependent's retention.
+--
+-- The primary key leads with prerequisite_id: every finish asks "who waits
+-- for these jobs?", and no other index may offer an answer to it. With the
+-- key the other way round, edge statistics skewed by a fan-out (10,000
+-- edges on one prerequisite) made the planner walk the whole key for each
+-- id of a plain batch, none of which had an edge (0.1 ms an id). The
+-- dependent's own reads (its snapshot, retention) use the job_id index.
+CREATE TABLE workhorse_job_dependency (
+    prerequisite_id bigint NOT NULL,
+    job_id          bigint NOT NULL,
+    PRIMARY KEY (prerequisite_id, job_id),
+    CONSTRAINT workhorse_dependency_earlier CHECK (prerequisite_id < job_id)
+);
+CREATE INDEX workhorse_job_dependency_job ON workhorse_job_dependency (job_id);
+-- Most jobs have no dependents and most others a few; a live fan-out makes
+-- ANALYZE believe the opposite (one prerequisite holding every edge), and
+-- the planner then answers "does anyone wait for job N?" with a scan that
+-- it expects to stop at the first row and that reads every edge. Measured
+-- with a 10,000-job fan-out live: a 100-job success took 48 ms instead of
+-- 2.5. Fixing the estimate at two edges per prerequisite keeps the probes.
+ALTER TABLE workhorse_job_dependency ALTER COLUMN prerequisite_id SET (n_distinct = -0.5);
 
 CREATE TABLE workhorse_job_outcome (
     job_id      bigint PRIMARY KEY,
@@ -128,7 +161,8 @@ CREATE TABLE workhorse_job_event (
     kind      text NOT NULL
         CONSTRAINT workhorse_event_kind CHECK (kind IN (
             'enqueued', 'promoted', 'claimed', 'succeeded', 'retry_scheduled',
-            'failed', 'released', 'stalled', 'made_due', 'retried', 'canceled')),
+            'failed', 'released', 'stalled', 'made_due', 'retried', 'canceled',
+            'unblocked')),
     attempt   integer,
     worker_id text,
     data      jsonb

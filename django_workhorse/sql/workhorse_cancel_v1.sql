@@ -1,6 +1,7 @@
 -- An operator's cancel of a job that is not running: a blocked, scheduled
 -- or ready job becomes a 'canceled' outcome in this transaction, with a
--- cancellation envelope as its error and a 'canceled' event.
+-- cancellation envelope as its error and a 'canceled' event; its blocked
+-- dependents are settled in this transaction (workhorse_settle_dependents_v1).
 --
 -- A running (active) job is refused: stopping its handler needs the worker's
 -- side of cancellation, which this version does not have, and marking the
@@ -39,6 +40,7 @@ BEGIN
     VALUES (p_job_id, 'canceled', v_rt.attempt,
             jsonb_strip_nulls(jsonb_build_object('state_before', v_rt.state,
                                                  'reason', p_reason)));
+    PERFORM workhorse_settle_dependents_v1(ARRAY[p_job_id]);
     RETURN QUERY SELECT 'changed'::text, 'canceled'::text;
 END;
 $$;

@@ -3,6 +3,13 @@
 --   max_attempts, priority, timeout (s), backoff, max_stalled,
 --   idempotency_key, trace_context         optional
 --   run_at (timestamp) or delay (s)        optional; the database clock decides
+--   depends_on (array of job ids),         optional; the job waits 'blocked'
+--   dependency_policy                      until they settle it (see
+--                                          workhorse_settle_dependents_v1)
+-- A prerequisite must exist: an unknown id is refused (foreign_key_violation)
+-- and nothing is written. Prerequisites that are still live are locked
+-- (FOR KEY SHARE) until the caller commits, so none can end unseen between
+-- this check and the commit; one that has already ended counts at once.
 -- Returns one row per input element, in input order: the job id and whether a
 -- new job was inserted (false: an existing job holds the idempotency key).
 -- Runs inside the caller's transaction: a rollback removes every row, and the
@@ -15,6 +22,10 @@ DECLARE
     v_inserted boolean[];
     v_missing  integer;
     v_bad      record;
+    v_prereqs  bigint[];
+    v_live     bigint[];
+    v_new      bigint[];
+    v_done     bigint[];
     v_out_of_range constant text :=
         '(@.delay.type() == "string" || @.delay < 0 || @.delay > 3155760000'
         ' || @.timeout.type() == "string" || @.timeout < 0.000001 || @.timeout > 3155760000)';
@@ -40,6 +51,55 @@ BEGIN
                          '0.000001 to 3155760000 seconds';
     END IF;
 
+    -- Dependencies: checked, and their live prerequisites locked, before any
+    -- row is written. A batch without them pays one jsonpath pass.
+    IF p_jobs @? '$[*].depends_on' THEN
+        SELECT e.ord, e.doc -> 'depends_on' AS deps INTO v_bad
+        FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(doc, ord)
+        WHERE jsonb_typeof(e.doc -> 'depends_on') NOT IN ('array', 'null')
+           OR (jsonb_typeof(e.doc -> 'depends_on') = 'array' AND EXISTS (
+                   SELECT 1 FROM jsonb_array_elements(e.doc -> 'depends_on') AS v(id)
+                   WHERE jsonb_typeof(v.id) <> 'number'
+                      OR v.id::text !~ '^[1-9][0-9]{0,17}$'))
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'workhorse_enqueue_many_v1: job % of the batch has depends_on %',
+                v_bad.ord, left(v_bad.deps::text, 100)
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'depends_on is an array of job ids (whole numbers from 1)';
+        END IF;
+        v_prereqs := ARRAY(
+            SELECT DISTINCT v.id::bigint
+            FROM jsonb_array_elements(p_jobs) AS e(doc)
+            CROSS JOIN LATERAL jsonb_array_elements_text(
+                CASE WHEN jsonb_typeof(e.doc -> 'depends_on') = 'array'
+                     THEN e.doc -> 'depends_on' END) AS v(id)
+            ORDER BY 1);
+        -- In id order, like every lock on runtime rows. KEY SHARE does not
+        -- stop a heartbeat (no key changes); it makes a finish of the
+        -- prerequisite wait for this transaction, so the finish sees the
+        -- new edges and settles the dependent.
+        v_live := ARRAY(
+            SELECT rt.job_id FROM workhorse_job_runtime rt
+            WHERE rt.job_id = ANY (v_prereqs)
+            ORDER BY rt.job_id
+            FOR KEY SHARE);
+        -- A new statement, so a prerequisite that ended while we waited for
+        -- its lock shows its outcome here.
+        SELECT p.id INTO v_bad
+        FROM (SELECT unnest(v_prereqs) EXCEPT SELECT unnest(v_live)) AS p(id)
+        WHERE NOT EXISTS (SELECT 1 FROM workhorse_job_outcome o WHERE o.job_id = p.id)
+        ORDER BY p.id
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'workhorse_enqueue_many_v1: depends_on names job %, which does not exist',
+                v_bad.id
+                USING ERRCODE = 'foreign_key_violation',
+                      HINT = 'a job can only depend on jobs that exist: enqueue the '
+                             'prerequisite first (in this transaction or an earlier one)';
+        END IF;
+    END IF;
+
     WITH input AS (
         SELECT nextval('workhorse_job_id_seq') AS id, e.ord, x.*,
                CASE
@@ -52,25 +112,37 @@ BEGIN
             name text, queue text, payload jsonb, max_attempts integer, priority smallint,
             timeout double precision, backoff jsonb, max_stalled integer,
             idempotency_key text, trace_context jsonb, run_at timestamptz,
-            delay double precision)
+            delay double precision, depends_on jsonb, dependency_policy text)
     ),
     new_job AS (
         INSERT INTO workhorse_job AS j (id, name, queue, payload, max_attempts, priority, timeout,
-                                        backoff, max_stalled, idempotency_key, trace_context)
+                                        backoff, max_stalled, idempotency_key, trace_context,
+                                        dependency_policy)
         SELECT i.id, i.name, coalesce(i.queue, 'default'), i.payload,
                coalesce(i.max_attempts, 5), coalesce(i.priority, 0),
                make_interval(secs => i.timeout),
                coalesce(i.backoff, '{"kind": "exponential", "base": 1, "max": 3600, "jitter": 0.1}'),
-               coalesce(i.max_stalled, 1), i.idempotency_key, i.trace_context
+               coalesce(i.max_stalled, 1), i.idempotency_key, i.trace_context,
+               CASE WHEN jsonb_array_length(CASE WHEN jsonb_typeof(i.depends_on) = 'array'
+                                                 THEN i.depends_on END) > 0
+                    THEN coalesce(i.dependency_policy, 'all_succeeded') END
         FROM input i
         ORDER BY i.ord
         ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING j.id, j.queue, j.name, j.priority, j.created_at
+        RETURNING j.id, j.queue, j.name, j.priority, j.created_at, j.dependency_policy
     ),
     live AS (
-        INSERT INTO workhorse_job_runtime (job_id, queue, priority, state, run_at)
+        -- A job with prerequisites starts blocked, waiting for all of them;
+        -- those that already ended are counted off right after this statement.
+        INSERT INTO workhorse_job_runtime (job_id, queue, priority, state, run_at,
+                                           pending_dependencies)
         SELECT n.id, n.queue, n.priority,
-               CASE WHEN i.due_at > now() THEN 'scheduled' ELSE 'ready' END, i.due_at
+               CASE WHEN n.dependency_policy IS NOT NULL THEN 'blocked'
+                    WHEN i.due_at > now() THEN 'scheduled' ELSE 'ready' END,
+               i.due_at,
+               CASE WHEN n.dependency_policy IS NULL THEN 0
+                    ELSE (SELECT count(DISTINCT v.id)
+                          FROM jsonb_array_elements_text(i.depends_on) AS v(id)) END
         FROM new_job n JOIN input i ON i.id = n.id
         RETURNING workhorse_job_runtime.job_id, workhorse_job_runtime.queue,
                   workhorse_job_runtime.state, workhorse_job_runtime.run_at
@@ -91,7 +163,7 @@ BEGIN
         SELECT pg_notify('workhorse:' || l.queue,
                          CASE WHEN bool_or(l.state = 'ready') THEN ''
                               ELSE extract(epoch FROM min(l.run_at))::text END)
-        FROM live l GROUP BY l.queue
+        FROM live l WHERE l.state <> 'blocked' GROUP BY l.queue
     )
     SELECT array_agg(coalesce(n.id, twin.id, existing.id) ORDER BY i.ord),
            array_agg(n.id IS NOT NULL ORDER BY i.ord)
@@ -137,6 +209,25 @@ BEGIN
                 'held by a transaction this one cannot see (isolation above READ COMMITTED?); '
                 'retry the enqueue', v_missing USING ERRCODE = 'serialization_failure';
         END IF;
+    END IF;
+
+    IF v_prereqs IS NOT NULL THEN
+        WITH edges AS (
+            INSERT INTO workhorse_job_dependency (job_id, prerequisite_id)
+            SELECT DISTINCT x.id, v.id::bigint
+            FROM unnest(v_ids, v_inserted) WITH ORDINALITY AS x(id, ins, ord)
+            CROSS JOIN LATERAL jsonb_array_elements_text(
+                CASE WHEN x.ins AND jsonb_typeof(p_jobs -> (x.ord::integer - 1) -> 'depends_on')
+                                    = 'array'
+                     THEN p_jobs -> (x.ord::integer - 1) -> 'depends_on' END) AS v(id)
+            RETURNING workhorse_job_dependency.job_id
+        )
+        SELECT ARRAY(SELECT DISTINCT e.job_id FROM edges e) INTO v_new;
+        -- Prerequisites that had already ended count at once: settled by the
+        -- same function as an end seen later, for these new jobs only.
+        v_done := ARRAY(SELECT o.job_id FROM workhorse_job_outcome o
+                        WHERE o.job_id = ANY (v_prereqs) ORDER BY o.job_id);
+        PERFORM workhorse_settle_dependents_v1(v_done, v_new);
     END IF;
 
     RETURN QUERY

@@ -7,7 +7,8 @@
 --     is NULL, as 'scheduled' (or 'ready' when the delay is zero);
 --   * otherwise the runtime row becomes a 'failed' outcome in this statement.
 -- Any other id comes back with ok = false (a lost lease): nothing changes.
--- Rows come back in input order.
+-- Rows come back in input order. Blocked dependents of the jobs that ended
+-- failed are settled in the same transaction (workhorse_settle_dependents_v1).
 CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_worker text,
     p_job_ids bigint[],
@@ -25,8 +26,16 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice bigint;
-    v_kind  text;
+    v_twice   bigint;
+    v_kind    text;
+    v_ids     bigint[];
+    v_ok      boolean[];
+    v_retry   boolean[];
+    v_run_at  timestamptz[];
+    v_in      double precision[];
+    v_attempt integer[];
+    v_max     integer[];
+    v_ended   bigint[];
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing; the
     -- optional arrays may be left out (NULL) but not cut short.
@@ -59,7 +68,6 @@ BEGIN
         RAISE EXCEPTION 'workhorse_fail_many_v1: unknown attempt outcome %; use failed or timed_out',
             quote_literal(v_kind) USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    RETURN QUERY
     WITH input AS (
         SELECT i.job_id, i.fence, i.error, i.ord,
                coalesce(i.kind, 'failed') AS kind,
@@ -136,13 +144,20 @@ BEGIN
                                    WHERE wq.name = c.queue AND wq.concurrency_limit IS NOT NULL))
         GROUP BY c.queue
     )
-    SELECT c.job_id, c.ok, coalesce(c.ok AND c.will_retry, false),
-           CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END,
-           CASE WHEN c.ok AND c.will_retry
-                THEN extract(epoch FROM c.next_run_at - now())::double precision END,
-           c.attempt, c.max_attempts
+    SELECT array_agg(c.job_id ORDER BY c.ord), array_agg(c.ok ORDER BY c.ord),
+           array_agg(coalesce(c.ok AND c.will_retry, false) ORDER BY c.ord),
+           array_agg(CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END ORDER BY c.ord),
+           array_agg(CASE WHEN c.ok AND c.will_retry
+                          THEN extract(epoch FROM c.next_run_at - now())::double precision END
+                     ORDER BY c.ord),
+           array_agg(c.attempt ORDER BY c.ord), array_agg(c.max_attempts ORDER BY c.ord),
+           array_agg(c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry)
+    INTO v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_ended
     FROM cur c
-    CROSS JOIN (SELECT count(*) FROM woken) w
-    ORDER BY c.ord;
+    CROSS JOIN (SELECT count(*) FROM woken) w;
+    -- A later statement than the one that wrote the outcomes, so it sees them.
+    PERFORM workhorse_settle_dependents_v1(v_ended);
+    RETURN QUERY
+    SELECT * FROM unnest(v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max);
 END;
 $$;

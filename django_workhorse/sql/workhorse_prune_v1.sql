@@ -7,7 +7,7 @@
 --     deleted from each default partition (rows that arrived when their
 --     day's partition was missing).
 --   * 'delete_jobs': up to p_limit finished jobs whose outcome is older than
---     p_jobs_before lose their job, outcome and query rows.
+--     p_jobs_before lose their job, outcome, query and dependency rows.
 --   * 'busy': another session is pruning; nothing was done.
 -- Live jobs (those with a runtime row) are never touched. Callers repeat
 -- the step while a delete returns p_limit rows; every step is its own
@@ -104,6 +104,11 @@ BEGIN
         ),
         query AS (
             DELETE FROM workhorse_job_query q USING outcome d WHERE q.job_id = d.job_id
+        ),
+        -- A job's edges to its prerequisites go with it; edges of a live
+        -- dependent to a pruned prerequisite stay (that one has been counted).
+        edges AS (
+            DELETE FROM workhorse_job_dependency e USING outcome d WHERE e.job_id = d.job_id
         ),
         job AS (
             DELETE FROM workhorse_job j USING outcome d WHERE j.id = d.job_id

@@ -6,7 +6,9 @@
 -- worker that recovered it logs that at ERROR and calls ON_JOB_FAILURE.
 -- SKIP LOCKED: any number of workers may sweep at once without waiting.
 -- Recovery is time-based, so a handler that was merely paused past its lease
--- may run twice; its late writes are refused by the fence.
+-- may run twice; its late writes are refused by the fence. Blocked
+-- dependents of the jobs that ended failed are settled in the same
+-- transaction (workhorse_settle_dependents_v1).
 CREATE OR REPLACE FUNCTION workhorse_recover_stalled_v1(p_limit integer DEFAULT 1000)
 RETURNS TABLE (job_id bigint, queue text, attempt integer, stall_count integer, failed boolean,
                name text, max_attempts integer, max_stalled integer)
@@ -14,8 +16,17 @@ LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
+DECLARE
+    v_ids      bigint[];
+    v_queues   text[];
+    v_attempts integer[];
+    v_stalls   integer[];
+    v_failed   boolean[];
+    v_names    text[];
+    v_max      integer[];
+    v_max_st   integer[];
+    v_ended    bigint[];
 BEGIN
-    RETURN QUERY
     WITH expired AS (
         SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count + 1 AS stall_count,
                rt.worker_id, rt.attempt_started_at, rt.lease_expires_at,
@@ -72,8 +83,16 @@ BEGIN
     woken AS (
         SELECT pg_notify('workhorse:' || e.queue, '') FROM expired e GROUP BY e.queue
     )
-    SELECT e.job_id, e.queue, e.attempt, e.stall_count, e.give_up, e.name, e.max_attempts,
-           e.max_stalled
+    SELECT array_agg(e.job_id), array_agg(e.queue), array_agg(e.attempt),
+           array_agg(e.stall_count), array_agg(e.give_up), array_agg(e.name),
+           array_agg(e.max_attempts), array_agg(e.max_stalled),
+           array_agg(e.job_id) FILTER (WHERE e.give_up)
+    INTO v_ids, v_queues, v_attempts, v_stalls, v_failed, v_names, v_max, v_max_st, v_ended
     FROM expired e CROSS JOIN (SELECT count(*) FROM woken) w;
+    -- A later statement than the one that wrote the outcomes, so it sees them.
+    PERFORM workhorse_settle_dependents_v1(v_ended);
+    RETURN QUERY
+    SELECT * FROM unnest(v_ids, v_queues, v_attempts, v_stalls, v_failed, v_names, v_max,
+                         v_max_st);
 END;
 $$;

@@ -9,6 +9,9 @@
 -- The attempt counter restarts at 0 (that is the fresh budget), but the
 -- fence does not: it starts past every claim the job ever had, so a worker
 -- still holding a ticket of an earlier run can never write over the new one.
+--
+-- A dependent still blocked on the job (all_finished or any_succeeded)
+-- waits for its new end: its count of pending prerequisites goes up by one.
 CREATE OR REPLACE FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text DEFAULT NULL)
 RETURNS TABLE (status text, state text)
 LANGUAGE plpgsql AS $$
@@ -45,6 +48,14 @@ BEGIN
                 'previous_state', v_outcome.state,
                 'previous_attempts', v_outcome.attempts,
                 'reason', p_reason)));
+    UPDATE workhorse_job_runtime rt SET pending_dependencies = rt.pending_dependencies + 1
+    WHERE rt.job_id = ANY (ARRAY(
+        SELECT b.job_id FROM workhorse_job_runtime b
+        WHERE b.job_id = ANY (ARRAY(SELECT d.job_id FROM workhorse_job_dependency d
+                                    WHERE d.prerequisite_id = p_job_id))
+          AND b.state = 'blocked'
+        ORDER BY b.job_id
+        FOR UPDATE));
     PERFORM pg_notify('workhorse:' || v_job.queue, '');
     RETURN QUERY SELECT 'changed'::text, 'ready'::text;
 END;

@@ -16,6 +16,9 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_twice bigint;
+    v_ids   bigint[];
+    v_ok    boolean[];
+    v_ended bigint[];
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing.
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
@@ -34,7 +37,6 @@ BEGIN
                 v_twice USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
-    RETURN QUERY
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_fences, p_results) WITH ORDINALITY
             AS i(job_id, fence, result, ord)
@@ -82,8 +84,13 @@ BEGIN
         WHERE wq.concurrency_limit IS NOT NULL
           AND wq.name IN (SELECT o.queue FROM owned o WHERE o.ok)
     )
-    SELECT o.job_id, o.ok FROM owned o
-    CROSS JOIN (SELECT count(*) FROM woken) w
-    ORDER BY o.ord;
+    SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord),
+           array_agg(o.job_id) FILTER (WHERE o.ok)
+    INTO v_ids, v_ok, v_ended
+    FROM owned o
+    CROSS JOIN (SELECT count(*) FROM woken) w;
+    -- A later statement than the one that wrote the outcomes, so it sees them.
+    PERFORM workhorse_settle_dependents_v1(v_ended);
+    RETURN QUERY SELECT u.id, u.ok FROM unnest(v_ids, v_ok) AS u(id, ok);
 END;
 $$;

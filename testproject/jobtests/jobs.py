@@ -127,3 +127,14 @@ async def async_blocks_loop(seconds: float) -> None:
     await run_record().asave()
     time.sleep(seconds)
     await asyncio.sleep(0.05)
+
+
+@workhorse.job(queue="jobtests.gather")
+def gather(label: str = "") -> dict:
+    """Records one run and returns its prerequisites' states and results
+    (``ctx.prerequisites()``)."""
+    start_run(label, finished=True)
+    return {
+        str(p.id): {"state": p.state, "result": p.result}
+        for p in workhorse.current_job().prerequisites()
+    }

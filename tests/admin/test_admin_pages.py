@@ -12,6 +12,7 @@ from django_workhorse import Admin
 from django_workhorse import admin as admin_module
 from tests.factories import (
     ActiveJobFactory,
+    BlockedJobFactory,
     FailedJobFactory,
     ReadyJobFactory,
     ScheduledJobFactory,
@@ -127,6 +128,23 @@ def test_the_job_page_shows_payload_error_traceback_and_timeline(operator_client
         "failed",
     ]
     assert 'value="retry"' in body and 'value="cancel"' not in body
+
+
+def test_the_job_page_shows_prerequisites_and_dependents_with_their_states(operator_client):
+    first, second = SucceededJobFactory(), ActiveJobFactory()
+    blocked = BlockedJobFactory(depends_on=[first.id, second.id])
+
+    dependent_page = operator_client.get(f"{JOBS}{blocked.id}/").content.decode()
+    prerequisite_page = operator_client.get(f"{JOBS}{second.id}/").content.decode()
+
+    assert "Policy <strong>all_succeeded</strong>: waiting for 1 of 2 prerequisites" in (
+        dependent_page
+    )
+    prerequisites = dependent_page.split('id="wh-prerequisites"')[1].split("</ul>")[0]
+    assert f'href="{JOBS}{first.id}/"' in prerequisites and "wh-succeeded" in prerequisites
+    assert f'href="{JOBS}{second.id}/"' in prerequisites and "wh-active" in prerequisites
+    dependents = prerequisite_page.split('id="wh-dependents"')[1].split("</ul>")[0]
+    assert f'href="{JOBS}{blocked.id}/"' in dependents and "wh-blocked" in dependents
 
 
 def test_a_bad_timeline_cursor_gets_a_message_and_the_first_page(operator_client):

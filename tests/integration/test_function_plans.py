@@ -163,3 +163,52 @@ def test_the_check_finds_a_whole_table_scan(cursor, explained):
     cursor.execute("SELECT count(*) FROM workhorse_job_runtime WHERE job_id = 1")
 
     assert any("Seq Scan on workhorse_job_runtime" in p for p in problems(explained))
+
+
+def test_settling_dependents_of_a_batch_stays_on_indexes(warmed, cursor, explained):
+    """A batch whose jobs each have a dependent, and one job waiting for all
+    of them, among thousands of other edges: the settle function's reads
+    are probes too. (With a few pages of edges a scan is cheaper, and taken.)"""
+    jobs = claim(cursor)
+    ids = [j.job_id for j in jobs]
+    for job_id in ids:
+        add.options(queue="plan-dependents", depends_on=[job_id]).enqueue(a=0, b=0)
+    add.options(queue="plan-dependents", depends_on=ids).enqueue(a=0, b=0)
+    cursor.execute("SELECT job_id FROM workhorse_job_runtime WHERE state = 'ready' LIMIT 4000")
+    others = [row[0] for row in cursor.fetchall()]
+    add.options(queue="plan-others", depends_on=others).enqueue_many([{"a": 0, "b": 0}] * 3)
+    cursor.execute("ANALYZE workhorse_job_dependency")
+    explained.clear()
+
+    rows = store.succeed_many(cursor, "plan-w", ids, [j.fence for j in jobs], ["null"] * len(ids))
+
+    assert all(ok for _, ok in rows)
+    assert any("workhorse_job_dependency" in plan for plan in explained)
+    assert problems(explained) == []
+    scans = [p for p in explained if "Seq Scan on workhorse_job_dependency" in p]
+    assert not scans, scans[0]
+    cursor.execute(
+        "SELECT count(*) FROM workhorse_job_runtime WHERE queue = 'plan-dependents'"
+        " AND state = 'ready'"
+    )
+    assert cursor.fetchone()[0] == BATCH + 1
+
+
+def test_a_plain_batch_probes_the_edges_even_beside_a_live_fan_out(warmed, cursor, explained):
+    """ANALYZE of a table where one prerequisite holds every edge makes any
+    id look like it has thousands of dependents; the success of a batch
+    nobody waits for must still probe, not scan (docs/sql.md)."""
+    cursor.execute("SELECT job_id FROM workhorse_job_runtime WHERE queue = %s LIMIT 1", [QUEUE])
+    (root,) = cursor.fetchone()
+    add.options(queue="plan-fan-out", depends_on=[root]).enqueue_many([{"a": 0, "b": 0}] * 3000)
+    cursor.execute("ANALYZE workhorse_job_dependency")
+    jobs = [j for j in claim(cursor) if j.job_id != root]
+    explained.clear()
+
+    rows = store.succeed_many(
+        cursor, "plan-w", [j.job_id for j in jobs], [j.fence for j in jobs], ["null"] * len(jobs)
+    )
+
+    assert all(ok for _, ok in rows)
+    gate = [p for p in explained if "workhorse_job_dependency" in p]
+    assert gate and not [p for p in gate if "Seq Scan" in p], gate[0]

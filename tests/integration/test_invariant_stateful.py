@@ -1,13 +1,17 @@
 """Any sequence of lifecycle operations keeps the store's invariants.
 
-Hypothesis drives enqueue, claim, heartbeat, succeed, fail, release and
-recovery in random order, by several workers, and replays old (worker, fence)
-tickets on purpose. A small model predicts what each call must report; after
-every step the database must hold:
+Hypothesis drives enqueue, claim, heartbeat, succeed, fail, release,
+recovery, an operator's cancel and the enqueue of jobs that depend on
+others in random order, by several workers, and replays old (worker, fence)
+tickets on purpose. A small model predicts what each call must report,
+including how an end settles blocked dependents (released, canceled, or
+still waiting with one prerequisite fewer, down the graph); after every
+step the database must hold:
 
 * exactly one runtime row or one outcome row per job, never both, never neither;
 * fences that never go backwards, and attempts within max_attempts;
-* the state, attempt, stall count and owner the model predicts.
+* the state, attempt, stall count and owner the model predicts, and for a
+  blocked job the number of prerequisites it still waits for.
 
 A refused call (a stale or forged ticket) must report the lost lease and
 leave the job's rows and history exactly as they were.
@@ -55,6 +59,9 @@ class ModelJob:
     stall_count: int = 0
     owner: tuple[str, int] | None = None
     lease_expired: bool = False
+    depends_on: tuple[int, ...] = ()
+    policy: str = "all_succeeded"
+    pending: int = 0
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,7 @@ class Ticket:
     fence: int
 
 
+TERMINAL = ("succeeded", "failed", "canceled")
 tampering = st.sampled_from(["as-issued", "other-worker", "next-fence", "previous-fence"])
 
 
@@ -99,6 +107,34 @@ class JobLifecycle(RuleBasedStateMachine):
         job = self.jobs[job_id]
         return job.state == "active" and job.owner == (worker, fence)
 
+    def settle(self, ended: list[int], only: set[int] | None = None) -> None:
+        """What workhorse_settle_dependents_v1 must do after ``ended`` ended."""
+        while ended:
+            canceled = []
+            for job_id, job in sorted(self.jobs.items()):
+                if job.state != "blocked" or (only is not None and job_id not in only):
+                    continue
+                hits = [self.jobs[p].state for p in job.depends_on if p in ended]
+                if not hits:
+                    continue
+                succeeded, left = hits.count("succeeded"), job.pending - len(hits)
+                if job.policy == "any_succeeded":
+                    verdict = "release" if succeeded else ("cancel" if left <= 0 else "wait")
+                elif job.policy == "all_finished":
+                    verdict = "release" if left <= 0 else "wait"
+                else:
+                    verdict = (
+                        "cancel" if succeeded < len(hits) else "release" if left <= 0 else "wait"
+                    )
+                event(f"dependent: {job.policy} {verdict}")
+                job.pending = max(left, 0)
+                if verdict == "release":
+                    job.state = "ready"
+                elif verdict == "cancel":
+                    job.state = "canceled"
+                    canceled.append(job_id)
+            ended, only = canceled, None
+
     def refused_without_a_trace(self, job_id: int, call) -> None:
         event("refused a stale or forged ticket")
         before = self.rows.fingerprint(job_id)
@@ -119,6 +155,46 @@ class JobLifecycle(RuleBasedStateMachine):
         for handle in handles:
             assert handle.inserted
             self.jobs[handle.id] = ModelJob(max_attempts=max_attempts)
+
+    @rule(
+        data=st.data(),
+        policy=st.sampled_from(["all_succeeded", "all_finished", "any_succeeded"]),
+        on_live=st.booleans(),
+    )
+    def enqueue_dependent(self, data, policy: str, on_live: bool) -> None:
+        """A job depending on 1 to 3 jobs: live ones mostly, so that their
+        ends settle it later; any job (ended ones count at once) otherwise."""
+        live = sorted(j for j, job in self.jobs.items() if job.state not in TERMINAL)
+        ids = live if on_live and live else sorted(self.jobs)
+        if not ids:
+            return
+        depends_on = tuple(sorted(data.draw(st.sets(st.sampled_from(ids), min_size=1, max_size=3))))
+        (handle,) = add.options(
+            queue=QUEUE, max_attempts=2, max_stalled=MAX_STALLED,
+            depends_on=depends_on, dependency_policy=policy,
+        ).enqueue_many([{"a": 0, "b": 0}])  # fmt: skip
+        job = ModelJob(
+            max_attempts=2,
+            state="blocked",
+            depends_on=depends_on,
+            policy=policy,
+            pending=len(depends_on),
+        )
+        self.jobs[handle.id] = job
+        ended = [p for p in depends_on if self.jobs[p].state in TERMINAL]
+        self.settle(ended, only={handle.id})
+
+    @rule(data=st.data())
+    def cancel(self, data) -> None:
+        waiting = sorted(
+            job_id for job_id, job in self.jobs.items() if job.state in ("blocked", "ready")
+        )
+        if not waiting:
+            return
+        job_id = data.draw(st.sampled_from(waiting))
+        assert store.cancel_job(self.cursor, job_id, None) == ("changed", "canceled")
+        self.jobs[job_id].state = "canceled"
+        self.settle([job_id])
 
     @rule(
         target=tickets,
@@ -176,6 +252,7 @@ class JobLifecycle(RuleBasedStateMachine):
         assert call() is True
         job = self.jobs[ticket.job_id]
         job.state, job.owner = "succeeded", None
+        self.settle([ticket.job_id])
 
     @rule(
         ticket=tickets,
@@ -204,6 +281,7 @@ class JobLifecycle(RuleBasedStateMachine):
         job.owner = None
         if not will_retry:
             job.state = "failed"
+            self.settle([ticket.job_id])
         else:
             job.state = "ready" if delay == 0 else "scheduled"
 
@@ -232,7 +310,8 @@ class JobLifecycle(RuleBasedStateMachine):
         recovered = store.recover_stalled(self.cursor)
         assert {r.job_id for r in recovered} == expired
         event(f"recovered {'some' if recovered else 'none'}")
-        for r in recovered:
+        ended = []
+        for r in sorted(recovered, key=lambda r: r.job_id):
             job = self.jobs[r.job_id]
             job.stall_count += 1
             assert (r.attempt, r.stall_count) == (job.attempt, job.stall_count)
@@ -240,8 +319,10 @@ class JobLifecycle(RuleBasedStateMachine):
             job.owner = None
             if r.failed:
                 job.state = "failed"
+                ended.append(r.job_id)
             else:
                 job.state, job.attempt = "ready", job.attempt - 1
+        self.settle(ended)
 
     # -- invariants (one query per step keeps the run short) ----------------
 
@@ -251,7 +332,8 @@ class JobLifecycle(RuleBasedStateMachine):
             """
             SELECT j.id, j.max_attempts, rt.job_id IS NOT NULL, o.job_id IS NOT NULL,
                    coalesce(rt.state, o.state), coalesce(rt.attempt, o.attempts),
-                   coalesce(rt.stall_count, o.stall_count), rt.worker_id, rt.fence
+                   coalesce(rt.stall_count, o.stall_count), rt.worker_id, rt.fence,
+                   rt.pending_dependencies
             FROM workhorse_job j
             LEFT JOIN workhorse_job_runtime rt ON rt.job_id = j.id
             LEFT JOIN workhorse_job_outcome o ON o.job_id = j.id
@@ -259,7 +341,8 @@ class JobLifecycle(RuleBasedStateMachine):
         )
         rows = self.cursor.fetchall()
         assert len(rows) == len(self.jobs)
-        for job_id, max_attempts, live, terminal, state, attempt, stalls, worker, fence in rows:
+        for row in rows:
+            job_id, max_attempts, live, terminal, state, attempt, stalls, worker, fence = row[:9]
             # Three rows, one truth: a runtime row or an outcome row, never both or neither.
             assert live != terminal, f"job {job_id}: runtime row {live}, outcome row {terminal}"
             # Attempts never exceed the budget.
@@ -272,6 +355,8 @@ class JobLifecycle(RuleBasedStateMachine):
             job = self.jobs[job_id]
             assert (state, attempt, stalls) == (job.state, job.attempt, job.stall_count)
             assert (worker, fence) == job.owner if state == "active" else worker is None
+            if state == "blocked":
+                assert row[9] == job.pending, f"job {job_id}: pending {row[9]}, model {job.pending}"
         # No foreign key ties the split rows to the job: the functions must.
         self.cursor.execute(
             """

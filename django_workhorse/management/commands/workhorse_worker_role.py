@@ -18,6 +18,7 @@ READ_WRITE = (
     "workhorse_job_runtime",
     "workhorse_job_outcome",
     "workhorse_job_query",
+    "workhorse_job_dependency",
     "workhorse_job_event",
     "workhorse_attempt_history",
     "workhorse_queue",

@@ -1,0 +1,211 @@
+"""Job dependencies with real workers: a diamond runs in order (read from
+the database's event sequence), a failure
+cancels what depends on it (all the way down), the policies behave as
+documented, and fan-in and fan-out of 5,000 jobs release correctly while
+two workers drain them."""
+
+from __future__ import annotations
+
+import pytest
+from demo.jobs import noop
+from django.db import connection, transaction
+from jobtests.jobs import doomed, gather, record
+
+from django_workhorse import Admin
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+QUEUES = ("--queues", "jobtests.record,jobtests.doomed,jobtests.gather", "--concurrency", "4")
+
+
+def runs(job_ids: list[int]) -> dict[int, tuple]:
+    """(state, start, end) per terminal job, from the database: start is the
+    job's first claim and end its succeeded or failed event, as positions in
+    the event sequence (None for a job never claimed).
+
+    Positions, not timestamps: ``now()`` is when a transaction began, so a
+    claim whose transaction began a moment before the finish it waited for
+    carries the earlier time; the event ids come from one sequence, drawn in
+    the order the events were written.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT o.job_id, o.state,"
+            " min(e.id) FILTER (WHERE e.kind = 'claimed'),"
+            " max(e.id) FILTER (WHERE e.kind IN ('succeeded', 'failed'))"
+            " FROM workhorse_job_outcome o"
+            " LEFT JOIN workhorse_job_event e ON e.job_id = o.job_id"
+            " WHERE o.job_id = ANY(%s) GROUP BY o.job_id, o.state",
+            [job_ids],
+        )
+        return {row[0]: row[1:] for row in cursor.fetchall()}
+
+
+def all_terminal(job_ids: list[int]):
+    def check():
+        found = runs(job_ids)
+        return found if len(found) == len(job_ids) else None
+
+    return check
+
+
+def test_a_diamond_enqueued_in_one_transaction_runs_in_order(start_worker, wait_until):
+    with transaction.atomic():
+        a = record.enqueue(label="a")
+        b = record.options(depends_on=[a]).enqueue(label="b")
+        c = record.options(depends_on=[a]).enqueue(label="c")
+        d = gather.options(depends_on=[b, c]).enqueue(label="d")
+    assert Admin().get_job(d.id).state == "blocked"
+    worker = start_worker(*QUEUES)
+
+    found = wait_until(all_terminal([a.id, b.id, c.id, d.id]), timeout=30, what="the diamond")
+    assert worker.stop() == 0
+
+    assert {job: row[0] for job, row in found.items()} == dict.fromkeys(
+        [a.id, b.id, c.id, d.id], "succeeded"
+    )
+    (_, _, a_end), (_, b_start, b_end), (_, c_start, c_end), (_, d_start, _) = (
+        found[a.id],
+        found[b.id],
+        found[c.id],
+        found[d.id],
+    )
+    assert a_end < b_start and a_end < c_start
+    assert max(b_end, c_end) < d_start
+    # D read its prerequisites' results through its context.
+    assert Admin().get_job(d.id).result == {
+        str(b.id): {"state": "succeeded", "result": {"pid": worker_pid(b.id), "attempt": 1}},
+        str(c.id): {"state": "succeeded", "result": {"pid": worker_pid(c.id), "attempt": 1}},
+    }
+
+
+def worker_pid(job_id: int) -> int:
+    return Admin().get_job(job_id).result["pid"]
+
+
+def test_a_failed_prerequisite_cancels_the_rest_of_the_diamond(start_worker, wait_until):
+    with transaction.atomic():
+        a = doomed.enqueue()
+        b = record.options(depends_on=[a]).enqueue(label="b")
+        c = record.options(depends_on=[a]).enqueue(label="c")
+        d = record.options(depends_on=[b, c]).enqueue(label="d")
+    worker = start_worker(*QUEUES)
+
+    found = wait_until(all_terminal([a.id, b.id, c.id, d.id]), timeout=30, what="the diamond")
+    assert worker.stop() == 0
+
+    assert [found[j][0] for j in (a.id, b.id, c.id, d.id)] == [
+        "failed",
+        "canceled",
+        "canceled",
+        "canceled",
+    ]
+    # None of the canceled jobs ran.
+    assert [found[j][1] for j in (b.id, c.id, d.id)] == [None, None, None]
+    errors = {j: Admin().get_job(j).error for j in (b.id, c.id, d.id)}
+    assert errors[b.id]["message"] == (
+        f"prerequisite job #{a.id} failed (dependency_policy all_succeeded)"
+    )
+    assert (errors[c.id]["prerequisite"], errors[c.id]["prerequisite_state"]) == (a.id, "failed")
+    assert (errors[d.id]["prerequisite"], errors[d.id]["prerequisite_state"]) == (
+        b.id,
+        "canceled",
+    )
+
+
+def test_all_finished_runs_the_dependent_after_a_failure(start_worker, wait_until):
+    with transaction.atomic():
+        a = doomed.enqueue()
+        b = record.options(depends_on=[a]).enqueue(label="b")
+        d = gather.options(depends_on=[a, b], dependency_policy="all_finished").enqueue()
+    worker = start_worker(*QUEUES)
+
+    found = wait_until(all_terminal([a.id, b.id, d.id]), timeout=30, what="the jobs terminal")
+    assert worker.stop() == 0
+
+    assert [found[j][0] for j in (a.id, b.id, d.id)] == ["failed", "canceled", "succeeded"]
+    assert found[d.id][1] > found[a.id][2]
+    assert {k: v["state"] for k, v in Admin().get_job(d.id).result.items()} == {
+        str(a.id): "failed",
+        str(b.id): "canceled",
+    }
+
+
+def test_any_succeeded_runs_after_one_success_and_is_canceled_after_none(start_worker, wait_until):
+    with transaction.atomic():
+        failing, succeeding = doomed.enqueue(), record.enqueue(label="ok")
+        lucky = record.options(
+            depends_on=[failing, succeeding], dependency_policy="any_succeeded"
+        ).enqueue(label="lucky")
+        other = doomed.enqueue()
+        unlucky = record.options(
+            depends_on=[failing, other], dependency_policy="any_succeeded"
+        ).enqueue(label="unlucky")
+    worker = start_worker(*QUEUES)
+
+    ids = [failing.id, succeeding.id, lucky.id, other.id, unlucky.id]
+    found = wait_until(all_terminal(ids), timeout=30, what="the jobs terminal")
+    assert worker.stop() == 0
+
+    assert (found[lucky.id][0], found[unlucky.id][0]) == ("succeeded", "canceled")
+    assert found[lucky.id][1] > found[succeeding.id][2]
+    assert (
+        Admin()
+        .get_job(unlucky.id)
+        .error["message"]
+        .startswith("none of its prerequisites succeeded (dependency_policy any_succeeded)")
+    )
+
+
+FAN = 5_000
+
+
+def test_fan_in_and_fan_out_of_5000_jobs_release_while_two_workers_drain(start_worker, wait_until):
+    with transaction.atomic():
+        many = noop.enqueue_many([{}] * FAN)
+        fan_in = record.options(depends_on=many).enqueue(label="fan-in")
+        one = record.enqueue(label="one")
+        fan_out = noop.options(depends_on=[one]).enqueue_many([{}] * FAN)
+    assert Admin().get_job(fan_in.id).pending_dependencies == FAN
+    flags = ("--queues", "bench,jobtests.record", "--concurrency", "50")
+    workers = [start_worker(*flags, persistent_connections=True) for _ in range(2)]
+
+    def drained():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM workhorse_job_runtime")
+            return cursor.fetchone()[0] == 0
+
+    wait_until(drained, timeout=240, interval=0.5, what="every job finished")
+    for worker in workers:
+        assert worker.stop() == 0
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT o.state, count(*) FROM workhorse_job_outcome o GROUP BY o.state")
+        assert dict(cursor.fetchall()) == {"succeeded": 2 * FAN + 2}
+        cursor.execute(
+            "SELECT max(e.id) FROM workhorse_job_event e"
+            " WHERE e.job_id = ANY(%s) AND e.kind = 'succeeded'",
+            [[h.id for h in many]],
+        )
+        last_prerequisite_end = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT min(e.id) FROM workhorse_job_event e"
+            " WHERE e.job_id = ANY(%s) AND e.kind = 'claimed'",
+            [[h.id for h in fan_out]],
+        )
+        first_fan_out_start = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT count(*) FROM workhorse_attempt_history h WHERE h.job_id = ANY(%s)",
+            [[h.id for h in fan_out]],
+        )
+        fan_out_attempts = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT kind, count(*) FROM workhorse_job_event WHERE kind = 'unblocked' GROUP BY kind"
+        )
+        assert dict(cursor.fetchall()) == {"unblocked": FAN + 1}
+    fan_in_run = runs([fan_in.id])[fan_in.id]
+    assert fan_in_run[1] > last_prerequisite_end
+    assert first_fan_out_start > runs([one.id])[one.id][2]
+    assert fan_out_attempts == FAN

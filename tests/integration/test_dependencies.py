@@ -1,0 +1,319 @@
+"""Job dependencies in the store: a job enqueued with ``depends_on`` waits
+``blocked`` until the end of its prerequisites settles it by its policy,
+inside the transaction that writes that end."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from demo.jobs import add
+from django.db import connection, transaction
+from django.db.utils import IntegrityError
+
+from django_workhorse import (
+    Admin,
+    InvalidJobOptionError,
+    UnknownDependencyError,
+    current_job,
+    store,
+)
+from django_workhorse.context import JobContext, reset_current, set_current
+from django_workhorse.testing import run_jobs
+from tests.factories import (
+    ActiveJobFactory,
+    BlockedJobFactory,
+    FailedJobFactory,
+    ReadyJobFactory,
+    SucceededJobFactory,
+)
+
+pytestmark = pytest.mark.django_db
+
+ERROR = json.dumps({"type": "ValueError", "message": "boom"})
+
+
+def state(job_id: int) -> str:
+    return Admin().get_job(job_id).state
+
+
+def succeed(job, result: object = None) -> None:
+    with connection.cursor() as cursor:
+        done = store.succeed_many(cursor, job.worker, [job.id], [job.fence], [json.dumps(result)])
+    assert done == [(job.id, True)]
+
+
+def fail(job) -> None:
+    with connection.cursor() as cursor:
+        (failed,) = store.fail_many(
+            cursor, job.worker, [job.id], [job.fence], [ERROR], ["failed"], [False], [None]
+        )
+    assert failed.ok and not failed.will_retry
+
+
+def events(db_rows, job_id: int) -> list[tuple[str, dict]]:
+    return [(e["kind"], json.loads(e["data"] or "null")) for e in db_rows.of_job(job_id)["events"]]
+
+
+def test_a_job_with_an_unfinished_prerequisite_is_enqueued_blocked():
+    first = ActiveJobFactory()
+    handle = add.options(depends_on=[first.handle]).enqueue(a=1, b=2)
+
+    job = Admin().get_job(handle.id)
+    assert (job.state, job.pending_dependencies, job.dependency_policy) == (
+        "blocked",
+        1,
+        "all_succeeded",
+    )
+    assert [(p.id, p.state) for p in job.prerequisites] == [(first.id, "active")]
+    assert [(d.id, d.state) for d in Admin().get_job(first.id).dependents] == [
+        (handle.id, "blocked")
+    ]
+
+
+def test_a_blocked_job_is_never_claimed():
+    handle = BlockedJobFactory(queue="deps-blocked").handle
+
+    with connection.cursor() as cursor:
+        assert store.claim_many(cursor, "w", ["deps-blocked"], [10], 30) == []
+    assert state(handle.id) == "blocked"
+
+
+def test_the_success_of_the_last_prerequisite_releases_the_dependent(db_rows):
+    first, second = ActiveJobFactory(), ActiveJobFactory()
+    dependent = BlockedJobFactory(depends_on=[first.id, second.id])
+
+    succeed(first)
+    assert (state(dependent.id), Admin().get_job(dependent.id).pending_dependencies) == (
+        "blocked",
+        1,
+    )
+    succeed(second)
+
+    assert state(dependent.id) == "ready"
+    kind, data = events(db_rows, dependent.id)[-1]
+    assert (kind, data["state"], data["prerequisite"]) == ("unblocked", "ready", second.id)
+
+
+def test_a_released_job_whose_run_at_is_still_ahead_is_scheduled():
+    first = ActiveJobFactory()
+    dependent = BlockedJobFactory(depends_on=[first.id], delay=3600)
+
+    succeed(first)
+
+    assert state(dependent.id) == "scheduled"
+
+
+def test_a_prerequisite_that_already_succeeded_counts_at_once():
+    done = SucceededJobFactory()
+
+    handle = add.options(depends_on=[done.id]).enqueue(a=1, b=2)
+
+    assert state(handle.id) == "ready"
+
+
+def test_a_prerequisite_that_already_failed_cancels_the_dependent_at_enqueue():
+    failed = FailedJobFactory()
+
+    handle = add.options(depends_on=[failed.id]).enqueue(a=1, b=2)
+
+    job = Admin().get_job(handle.id)
+    assert job.state == "canceled"
+    assert (job.error["prerequisite"], job.error["prerequisite_state"]) == (failed.id, "failed")
+
+
+def test_a_failed_prerequisite_cancels_its_dependents_and_theirs(db_rows):
+    first = ActiveJobFactory()
+    child = BlockedJobFactory(depends_on=[first.id])
+    grandchild = BlockedJobFactory(depends_on=[child.id])
+
+    fail(first)
+
+    child_job, grandchild_job = Admin().get_job(child.id), Admin().get_job(grandchild.id)
+    assert (child_job.state, grandchild_job.state) == ("canceled", "canceled")
+    assert child_job.error == {
+        "type": "JobCancelled",
+        "message": f"prerequisite job #{first.id} failed (dependency_policy all_succeeded)",
+        "reason": "dependency",
+        "prerequisite": first.id,
+        "prerequisite_state": "failed",
+        "dependency_policy": "all_succeeded",
+        "state_before": "blocked",
+    }
+    assert grandchild_job.error["message"] == (
+        f"prerequisite job #{child.id} was canceled (dependency_policy all_succeeded)"
+    )
+    assert events(db_rows, grandchild.id)[-1][0] == "canceled"
+
+
+def test_all_finished_releases_the_dependent_whatever_the_outcomes():
+    first, second = ActiveJobFactory(), ActiveJobFactory()
+    dependent = BlockedJobFactory(
+        depends_on=[first.id, second.id], dependency_policy="all_finished"
+    )
+
+    fail(first)
+    assert state(dependent.id) == "blocked"
+    succeed(second)
+
+    assert state(dependent.id) == "ready"
+
+
+def test_any_succeeded_releases_the_dependent_at_the_first_success():
+    first, second = ActiveJobFactory(), ActiveJobFactory()
+    dependent = BlockedJobFactory(
+        depends_on=[first.id, second.id], dependency_policy="any_succeeded"
+    )
+
+    succeed(second)
+
+    assert state(dependent.id) == "ready"
+    assert state(first.id) == "active"
+
+
+def test_any_succeeded_cancels_the_dependent_once_all_ended_without_success():
+    first, second = ActiveJobFactory(), ActiveJobFactory()
+    dependent = BlockedJobFactory(
+        depends_on=[first.id, second.id], dependency_policy="any_succeeded"
+    )
+
+    fail(first)
+    assert state(dependent.id) == "blocked"
+    fail(second)
+
+    job = Admin().get_job(dependent.id)
+    assert job.state == "canceled"
+    assert job.error["message"] == (
+        f"none of its prerequisites succeeded (dependency_policy any_succeeded); the last to "
+        f"end was job #{second.id} (failed)"
+    )
+
+
+def test_a_dependency_on_an_unknown_job_is_refused_and_nothing_is_written(db_rows):
+    known = ReadyJobFactory()
+    before = db_rows.counts()
+
+    with transaction.atomic():
+        with pytest.raises(UnknownDependencyError) as refused:
+            add.options(depends_on=[known.id, 987654321]).enqueue(a=1, b=2)
+        # Refused before any write: the caller's transaction is still usable.
+        assert Admin().get_job(known.id).state == "ready"
+
+    assert "#987654321" in str(refused.value)
+    assert "enqueue a prerequisite before its dependents" in str(refused.value)
+    assert db_rows.counts() == before
+
+
+def test_sql_callers_get_the_unknown_prerequisite_refused_too(db_rows):
+    before = db_rows.counts()
+
+    jobs = '[{"name": "x", "payload": {}, "depends_on": [987654321]}]'
+    with (
+        pytest.raises(IntegrityError, match="depends_on names job 987654321"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        store.enqueue_many(cursor, jobs)
+
+    assert db_rows.counts() == before
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"depends_on": "12"}, "depends_on must be a list of job handles or job ids"),
+        ({"depends_on": [True]}, "True is neither a job handle nor a job id"),
+        ({"depends_on": [0]}, "0 is neither a job handle nor a job id"),
+        ({"depends_on": [1.5]}, "1.5 is neither a job handle nor a job id"),
+        ({"dependency_policy": "most"}, "dependency_policy must be one of all_succeeded"),
+    ],
+)
+def test_bad_dependency_options_are_refused_before_any_sql(options, message):
+    with pytest.raises(InvalidJobOptionError, match=message):
+        add.options(**options)
+
+
+def test_cancel_of_a_blocked_job_settles_its_dependents_by_their_policy():
+    blocker = ActiveJobFactory()
+    blocked = BlockedJobFactory(depends_on=[blocker.id])
+    strict = BlockedJobFactory(depends_on=[blocked.id])
+    lenient = BlockedJobFactory(depends_on=[blocked.id], dependency_policy="all_finished")
+
+    assert Admin().cancel(blocked.id).changed
+
+    assert (state(strict.id), state(lenient.id)) == ("canceled", "ready")
+    assert Admin().get_job(strict.id).error["prerequisite_state"] == "canceled"
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_a_prerequisite_failed_by_stall_recovery_settles_its_dependents():
+    stalled = add.options(queue="deps-stall", max_stalled=0).enqueue(a=1, b=2)
+    dependent = add.options(depends_on=[stalled]).enqueue(a=1, b=2)
+    with connection.cursor() as cursor:
+        store.claim_many(cursor, "w", ["deps-stall"], [1], 0)
+        (recovered,) = store.recover_stalled(cursor)
+    assert (recovered.job_id, recovered.failed) == (stalled.id, True)
+
+    assert state(dependent.id) == "canceled"
+
+
+def test_a_retried_prerequisite_is_waited_for_again():
+    first, second = ActiveJobFactory(), ActiveJobFactory()
+    dependent = BlockedJobFactory(
+        depends_on=[first.id, second.id], dependency_policy="all_finished"
+    )
+    fail(first)
+
+    assert Admin().retry(first.id).changed
+    succeed(second)
+
+    assert (state(dependent.id), Admin().get_job(dependent.id).pending_dependencies) == (
+        "blocked",
+        1,
+    )
+
+
+def test_a_handler_reads_its_prerequisites_results_through_its_context():
+    first = SucceededJobFactory(result={"sum": 3})
+    second = SucceededJobFactory(result={"sum": 7})
+    handle = add.options(depends_on=[second.handle, first.handle]).enqueue(a=1, b=2)
+    token = set_current(JobContext(handle.id, handle.name, handle.queue, 1, 3))
+    try:
+        prerequisites = current_job().prerequisites()
+    finally:
+        reset_current(token)
+
+    assert [(p.id, p.state, p.result) for p in prerequisites] == [
+        (first.id, "succeeded", {"sum": 3}),
+        (second.id, "succeeded", {"sum": 7}),
+    ]
+
+
+def test_a_job_without_prerequisites_has_none_in_its_context():
+    job = ReadyJobFactory()
+
+    assert JobContext(job.id, "", "", 1, 3).prerequisites() == []
+
+
+def test_run_jobs_runs_a_dependent_after_its_prerequisite():
+    first = add.options(queue="deps-run").enqueue(a=1, b=2)
+    second = add.options(queue="deps-run", depends_on=[first]).enqueue(a=3, b=4)
+
+    run_jobs(queues=["deps-run"])
+
+    assert [Admin().get_job(h.id).result for h in (first, second)] == [3, 7]
+
+
+def test_retention_deletes_a_pruned_dependents_edges(cursor):
+    first = SucceededJobFactory()
+    dependent = SucceededJobFactory(depends_on=[first.id])
+    cursor.execute("SELECT count(*) FROM workhorse_job_dependency")
+    assert cursor.fetchone()[0] == 1
+    later = store.database_now(cursor) + timedelta(days=1)
+
+    store.prune_step(cursor, later, later, 1000, False)
+
+    cursor.execute("SELECT count(*) FROM workhorse_job_dependency")
+    assert cursor.fetchone()[0] == 0
+    assert Admin().get_job(dependent.id) is None
