@@ -46,7 +46,7 @@ CREATE TABLE workhorse_job_event (
     attempt integer,
     worker_id text,
     data jsonb,
-    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text])))
+    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text, 'cancel_requested'::text])))
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
@@ -163,7 +163,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 f2edbb00dd2c47e3
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 01e9b900e893fe52
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
@@ -175,7 +175,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 f109a8e66dbd8504
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, reason text) LANGUAGE plpgsql -- body sha256 bb33e7f6b0266014
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
@@ -201,9 +201,9 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer)
 --   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision) LANGUAGE sql -- body sha256 65f66c074f945fa3
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer) LANGUAGE plpgsql -- body sha256 dcede878e4bcc707
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 b4ba540bcfc7791b
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 8bb9a88fd40fc9e4
+--   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 f15fe0532e5dae6d
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 40104d7630798223
 -- FUNCTION workhorse_schedule_due_v1()

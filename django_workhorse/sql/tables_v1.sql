@@ -128,7 +128,8 @@ CREATE TABLE workhorse_job_event (
     kind      text NOT NULL
         CONSTRAINT workhorse_event_kind CHECK (kind IN (
             'enqueued', 'promoted', 'claimed', 'succeeded', 'retry_scheduled',
-            'failed', 'released', 'stalled', 'made_due', 'retried', 'canceled')),
+            'failed', 'released', 'stalled', 'made_due', 'retried', 'canceled',
+            'cancel_requested')),
     attempt   integer,
     worker_id text,
     data      jsonb

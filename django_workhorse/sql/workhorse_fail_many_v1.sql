@@ -1,12 +1,18 @@
 -- Records the failure of many runs in one call and decides, here and not in
 -- the worker, what happens next. For each (job, fence) still active under
--- p_worker the attempt closes in attempt_history as p_kinds[i] ('failed' or
--- 'timed_out') with its error; then:
+-- p_worker the attempt closes in attempt_history as p_kinds[i] ('failed',
+-- 'timed_out' or 'canceled') with its error; then:
+--   * a 'canceled' run is never retried: the runtime row becomes a 'canceled'
+--     outcome whose error is p_errors[i] with the reason of the operator's
+--     cancel request, if there was one (its 'cancel_requested' event);
 --   * retry, when p_retryable[i] and attempts remain (attempt < max_attempts):
 --     the job waits p_delays[i] seconds, or the job's backoff policy when that
 --     is NULL, as 'scheduled' (or 'ready' when the delay is zero);
 --   * otherwise the runtime row becomes a 'failed' outcome in this statement.
+-- The worker acks a canceled run here, not in a function of its own, so that
+-- whatever a failed outcome sets in motion a canceled one does too.
 -- Any other id comes back with ok = false (a lost lease): nothing changes.
+-- reason is the operator's reason for a canceled run (NULL otherwise).
 -- Rows come back in input order.
 CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_worker text,
@@ -18,7 +24,7 @@ CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_delays double precision[] DEFAULT NULL
 ) RETURNS TABLE (
     job_id bigint, ok boolean, will_retry boolean, run_at timestamptz,
-    retry_in double precision, attempt integer, max_attempts integer
+    retry_in double precision, attempt integer, max_attempts integer, reason text
 )
 LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
@@ -51,12 +57,13 @@ BEGIN
                 v_twice USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
-    -- A failed attempt closes as failed or timed out; anything else would be
-    -- a history row that says something that did not happen.
+    -- A run that did not succeed closes as failed, timed out or canceled;
+    -- anything else would be a history row that says something that did not
+    -- happen.
     SELECT k.kind INTO v_kind FROM unnest(p_kinds) AS k(kind)
-    WHERE k.kind IS NOT NULL AND k.kind NOT IN ('failed', 'timed_out') LIMIT 1;
+    WHERE k.kind IS NOT NULL AND k.kind NOT IN ('failed', 'timed_out', 'canceled') LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'workhorse_fail_many_v1: unknown attempt outcome %; use failed or timed_out',
+        RAISE EXCEPTION 'workhorse_fail_many_v1: unknown attempt outcome %; use failed, timed_out or canceled',
             quote_literal(v_kind) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     RETURN QUERY
@@ -76,8 +83,12 @@ BEGIN
     -- input row, in job_id order, and one into workhorse_job (docs/sql.md).
     cur AS (
         SELECT i.job_id, i.ord, r.job_id IS NOT NULL AS ok, r.queue, r.attempt, r.stall_count,
-               r.attempt_started_at, j.max_attempts, i.error, i.kind,
-               (i.retryable AND r.attempt < j.max_attempts) AS will_retry,
+               r.attempt_started_at, j.max_attempts, i.kind, q.data->>'reason' AS reason,
+               CASE WHEN i.kind = 'canceled' AND r.job_id IS NOT NULL
+                    THEN i.error || jsonb_strip_nulls(jsonb_build_object(
+                             'reason', q.data->'reason', 'state_before', 'active'))
+                    ELSE i.error END AS error,
+               (i.retryable AND i.kind <> 'canceled' AND r.attempt < j.max_attempts) AS will_retry,
                now() + make_interval(secs => coalesce(i.delay,
                    workhorse_backoff_delay_v1(j.backoff, r.attempt))) AS next_run_at
         FROM input i
@@ -91,6 +102,12 @@ BEGIN
             SELECT j.max_attempts, j.backoff FROM workhorse_job j
             WHERE j.id = r.job_id OFFSET 0
         ) j ON true
+        -- The operator's reason, for a canceled run only (the rare case).
+        LEFT JOIN LATERAL (
+            SELECT e.data FROM workhorse_job_event e
+            WHERE i.kind = 'canceled' AND e.job_id = r.job_id AND e.kind = 'cancel_requested'
+            ORDER BY e.at DESC, e.id DESC LIMIT 1
+        ) q ON true
     ),
     retried AS (
         UPDATE workhorse_job_runtime rt
@@ -108,7 +125,8 @@ BEGIN
     ),
     outcome AS (
         INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-        SELECT c.job_id, 'failed', c.error, c.attempt, c.stall_count, now()
+        SELECT c.job_id, CASE WHEN c.kind = 'canceled' THEN 'canceled' ELSE 'failed' END,
+               c.error, c.attempt, c.stall_count, now()
         FROM cur c WHERE c.ok AND NOT c.will_retry
     ),
     history AS (
@@ -120,7 +138,8 @@ BEGIN
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
         SELECT c.job_id,
-               CASE WHEN c.will_retry THEN 'retry_scheduled' ELSE 'failed' END,
+               CASE WHEN c.will_retry THEN 'retry_scheduled'
+                    WHEN c.kind = 'canceled' THEN 'canceled' ELSE 'failed' END,
                c.attempt, p_worker,
                jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
                || CASE WHEN c.will_retry THEN jsonb_build_object('run_at', c.next_run_at)
@@ -140,7 +159,7 @@ BEGIN
            CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END,
            CASE WHEN c.ok AND c.will_retry
                 THEN extract(epoch FROM c.next_run_at - now())::double precision END,
-           c.attempt, c.max_attempts
+           c.attempt, c.max_attempts, c.reason
     FROM cur c
     CROSS JOIN (SELECT count(*) FROM woken) w
     ORDER BY c.ord;

@@ -212,7 +212,7 @@ class JobLifecycle(RuleBasedStateMachine):
         worker, fence = self.presented(ticket, tamper)
 
         def call() -> bool:
-            ((_, ok),) = store.release_many(self.cursor, worker, [ticket.job_id], [fence])
+            ((_, ok, _),) = store.release_many(self.cursor, worker, [ticket.job_id], [fence])
             return ok
 
         if not self.owns(ticket.job_id, worker, fence):
