@@ -28,7 +28,7 @@ from ..context import JobContext
 from ..definitions import JobDefinition
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
 from . import limits, sidecars
-from .cancels import call_cancel_hook, log_recovered_cancel, of_recovered
+from .cancels import call_cancel_hook, log_canceled, log_recovered_cancel, of_recovered, of_run
 from .claims import ClaimSession
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
@@ -557,22 +557,39 @@ class Worker:
         by_owner: dict[str, list[Running]] = {}
         for running in leftover:
             by_owner.setdefault(running.owner, []).append(running)
-        released = canceled = 0
+        released = 0
+        canceled: list[Running] = []
         with conn.transaction(), conn.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = on")
             for owner, runs in by_owner.items():
                 rows = store.release_many(
                     cursor, owner, [r.job.job_id for r in runs], [r.job.fence for r in runs]
                 )
-                released += sum(1 for _, ok, was_canceled in rows if ok and not was_canceled)
-                canceled += sum(1 for _, ok, was_canceled in rows if ok and was_canceled)
+                for (_, ok, was_canceled), running in zip(rows, runs, strict=True):
+                    if ok and was_canceled:
+                        canceled.append(running)
+                    elif ok:
+                        released += 1
         logger.warning(
             "workhorse: released %s running job(s) back to ready (no attempt used)", released
         )
         if canceled:
             # Their cancel was requested and not yet heard here: a release
             # would have undone it (workhorse_release_many_v1).
-            logger.warning("workhorse: %s running job(s) ended canceled at shutdown", canceled)
+            logger.warning("workhorse: %s running job(s) ended canceled at shutdown", len(canceled))
+            self._report_release_cancels(canceled)
+
+    def _report_release_cancels(self, canceled: list[Running]) -> None:
+        """Log each job the release ended canceled and tell ``ON_JOB_CANCELED``."""
+        for running in canceled:
+            with self._session.conn.cursor() as cursor:
+                snapshot = store.get_job(cursor, running.job.job_id) or {}
+            error = snapshot.get("error")
+            reason = error.get("reason") if isinstance(error, dict) else None
+            log_canceled(running, reason)
+            call_cancel_hook(self._cancel_hook, of_run(running, reason))
+        if self._cancel_hook is not None:
+            close_old_connections()  # a hook may have used the ORM on this thread
 
     def _close(self) -> None:
         if self._sidecars:
