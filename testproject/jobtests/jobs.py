@@ -182,3 +182,15 @@ def short_sleep(seconds: float, label: str = "") -> None:
     run = start_run(label)
     time.sleep(seconds)
     finish_run(run)
+
+
+@workhorse.job(queue="jobtests.lives", max_attempts=1)
+def fails_first_life() -> str:
+    """Fails the first time it ever runs; any later run (after an operator's
+    retry) succeeds."""
+    ctx = workhorse.current_job()
+    first = not RunRecord.objects.filter(job_id=ctx.job_id).exists()
+    start_run("first" if first else "again", finished=True)
+    if first:
+        raise PlannedFailure("the first life fails")
+    return "second life"
