@@ -62,9 +62,7 @@ def test_a_job_promoted_from_an_hour_ahead_runs_now(start_worker, wait_until):
     assert worker.stop() == 0
 
 
-def test_a_paused_queue_gets_no_claims_from_three_workers_until_resumed(
-    start_worker, wait_until
-):
+def test_a_paused_queue_gets_no_claims_from_three_workers_until_resumed(start_worker, wait_until):
     settings = {"POLL_INTERVAL": 0.5}
     workers = [start_worker("--queues", "jobtests.sleep", settings=settings) for _ in range(3)]
     running = [h.id for h in sleep.enqueue_many([{"seconds": 2, "label": "running"}] * 3)]
@@ -86,9 +84,9 @@ def test_a_paused_queue_gets_no_claims_from_three_workers_until_resumed(
     )
     time.sleep(2.5)
     assert RunRecord.objects.filter(label="after").count() == 0
-    assert set(
-        JobRuntime.objects.filter(job_id__in=waiting).values_list("state", flat=True)
-    ) == {"ready"}
+    assert set(JobRuntime.objects.filter(job_id__in=waiting).values_list("state", flat=True)) == {
+        "ready"
+    }
 
     assert Admin().resume_queue("jobtests.sleep").status == "changed"
 
