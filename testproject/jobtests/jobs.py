@@ -194,3 +194,10 @@ def fails_first_life() -> str:
     if first:
         raise PlannedFailure("the first life fails")
     return "second life"
+
+
+@workhorse.job(queue="jobtests.cancel", max_attempts=3)
+def cancels_itself() -> None:
+    """Decides on its own that there is nothing to do: raises JobCancelled."""
+    start_run("gives up", finished=True)
+    raise workhorse.JobCancelled("nothing left to do")

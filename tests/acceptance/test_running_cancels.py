@@ -16,7 +16,14 @@ import signal
 
 import pytest
 from django.db import connection, transaction
-from jobtests.jobs import async_stuck, checks_for_cancel, rendezvous, short_sleep, stuck
+from jobtests.jobs import (
+    async_stuck,
+    cancels_itself,
+    checks_for_cancel,
+    rendezvous,
+    short_sleep,
+    stuck,
+)
 from jobtests.models import FailureCall, RunRecord
 
 from django_workhorse import Admin
@@ -182,3 +189,39 @@ def test_a_cancel_unheard_at_shutdown_ends_the_job_canceled_at_its_release(
     assert state(job.id) == "canceled"
     assert "1 running job(s) ended canceled at shutdown" in worker.stderr
     assert_canceled_once(job.id, "not heard")
+
+
+def test_a_sync_handler_raising_job_cancelled_ends_its_job_canceled_not_failed(
+    start_worker, wait_until
+):
+    worker = start_worker(*QUEUE, settings=HOOKS)
+    job = cancels_itself.enqueue()
+
+    wait_until(lambda: state(job.id) == "canceled", timeout=30, what="the job to end canceled")
+    assert worker.stop() == 0
+    attempts = AttemptHistory.objects.filter(job_id=job.id)
+    assert [(a.attempt, a.outcome) for a in attempts] == [(1, "canceled")]
+    assert JobOutcome.objects.get(job_id=job.id).error["message"] == "nothing left to do"
+    hooked = FailureCall.objects.filter(job_id=job.id)
+    assert [c.hook for c in hooked] == ["record_canceled"]
+
+
+def test_a_flagged_job_whose_worker_died_ends_canceled_at_its_recovery(start_worker, wait_until):
+    settings = {**HOOKS, "LOCK_DURATION": 2, "STALLED_INTERVAL": 0.5}
+    frozen = start_worker(*QUEUE, settings=settings, name="frozen")
+    job = stuck.enqueue()
+    wait_until(lambda: started(job.id), timeout=30, what="the handler to start")
+    frozen.send(signal.SIGSTOP)  # it hears nothing of the cancel
+    assert Admin().cancel(job.id, reason="worker frozen").status == "requested"
+    frozen.kill()
+
+    survivor = start_worker(*QUEUE, settings=settings, name="survivor")
+
+    wait_until(lambda: state(job.id) == "canceled", timeout=60, what="the recovery")
+    assert survivor.stop() == 0
+    attempts = AttemptHistory.objects.filter(job_id=job.id)
+    assert [(a.attempt, a.outcome) for a in attempts] == [(1, "stalled")]
+    assert RunRecord.objects.filter(job_id=job.id).count() == 1
+    hooked = FailureCall.objects.filter(job_id=job.id)
+    assert [c.hook for c in hooked] == ["record_canceled"]
+    assert "its cancel was requested and its worker stopped renewing the lease" in (survivor.stderr)
