@@ -83,10 +83,10 @@ def limits_ratio(conn, url: str) -> None:
         _, limits = LIMITED[name]
         runs = rates[name]
         report(
-            f"  with a {name} that never binds ({limits})",
+            f"  with a {name} that never binds",
             median(runs),
             "jobs/s",
-            f"runs {min(runs):,.0f}-{max(runs):,.0f}",
+            f"{limits}; runs {min(runs):,.0f}-{max(runs):,.0f}",
         )
         report(
             f"  {name} / plain",
