@@ -60,8 +60,11 @@ class FailResult:
     """Seconds until the retry, on the database clock."""
     attempt: int | None
     max_attempts: int | None
+    canceled: bool = False
+    """The job ended canceled: a canceled run, or a run that would have been
+    retried of a job whose cancel was requested."""
     reason: str | None = None
-    """For a canceled run, the reason the operator gave (if any)."""
+    """For a canceled job, the reason the operator gave (if any)."""
 
 
 @dataclass(frozen=True, slots=True)

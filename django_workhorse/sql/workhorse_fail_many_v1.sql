@@ -5,6 +5,10 @@
 --   * a 'canceled' run is never retried: the runtime row becomes a 'canceled'
 --     outcome whose error is p_errors[i] with the reason of the operator's
 --     cancel request, if there was one (its 'cancel_requested' event);
+--   * nor is a job whose cancel was requested (cancel_requested): a failed
+--     or timed-out run that would have been retried ends it 'canceled' too
+--     (its attempt closes as what it was), so a cancel that raced a failure
+--     is not undone by the retry;
 --   * retry, when p_retryable[i] and attempts remain (attempt < max_attempts):
 --     the job waits p_delays[i] seconds, or the job's backoff policy when that
 --     is NULL, as 'scheduled' (or 'ready' when the delay is zero);
@@ -12,7 +16,8 @@
 -- The worker acks a canceled run here, not in a function of its own, so that
 -- whatever a failed outcome sets in motion a canceled one does too.
 -- Any other id comes back with ok = false (a lost lease): nothing changes.
--- reason is the operator's reason for a canceled run (NULL otherwise).
+-- canceled says the job ended canceled; reason is then the operator's reason
+-- (NULL otherwise, or when none was given).
 -- Rows come back in input order.
 CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_worker text,
@@ -24,7 +29,8 @@ CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_delays double precision[] DEFAULT NULL
 ) RETURNS TABLE (
     job_id bigint, ok boolean, will_retry boolean, run_at timestamptz,
-    retry_in double precision, attempt integer, max_attempts integer, reason text
+    retry_in double precision, attempt integer, max_attempts integer,
+    canceled boolean, reason text
 )
 LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
@@ -81,19 +87,23 @@ BEGIN
     ),
     -- The owner lookup of succeed_many: a locking primary-key probe per
     -- input row, in job_id order, and one into workhorse_job (docs/sql.md).
-    cur AS (
+    owned AS (
         SELECT i.job_id, i.ord, r.job_id IS NOT NULL AS ok, r.queue, r.attempt, r.stall_count,
-               r.attempt_started_at, j.max_attempts, i.kind, q.data->>'reason' AS reason,
-               CASE WHEN i.kind = 'canceled' AND r.job_id IS NOT NULL
-                    THEN i.error || jsonb_strip_nulls(jsonb_build_object(
-                             'reason', q.data->'reason', 'state_before', 'active'))
-                    ELSE i.error END AS error,
-               (i.retryable AND i.kind <> 'canceled' AND r.attempt < j.max_attempts) AS will_retry,
+               r.attempt_started_at, j.max_attempts, i.kind, i.error,
+               -- A job whose cancel was requested is never retried: a run
+               -- that would have been ends canceled, whatever killed it.
+               (i.retryable AND i.kind <> 'canceled' AND NOT r.cancel_requested
+                AND r.attempt < j.max_attempts) AS will_retry,
+               r.job_id IS NOT NULL
+               AND (i.kind = 'canceled'
+                    OR r.cancel_requested AND i.retryable AND r.attempt < j.max_attempts)
+                   AS canceled,
                now() + make_interval(secs => coalesce(i.delay,
                    workhorse_backoff_delay_v1(j.backoff, r.attempt))) AS next_run_at
         FROM input i
         LEFT JOIN LATERAL (
-            SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at
+            SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at,
+                   rt.cancel_requested
             FROM workhorse_job_runtime rt
             WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
             FOR UPDATE
@@ -102,10 +112,20 @@ BEGIN
             SELECT j.max_attempts, j.backoff FROM workhorse_job j
             WHERE j.id = r.job_id OFFSET 0
         ) j ON true
+    ),
+    cur AS (
+        SELECT o.job_id, o.ord, o.ok, o.queue, o.attempt, o.stall_count, o.attempt_started_at,
+               o.max_attempts, o.kind, o.will_retry, o.canceled, o.next_run_at,
+               q.data->>'reason' AS reason, o.error AS attempt_error,
+               CASE WHEN o.canceled
+                    THEN o.error || jsonb_strip_nulls(jsonb_build_object(
+                             'reason', q.data->'reason', 'state_before', 'active'))
+                    ELSE o.error END AS error
+        FROM owned o
         -- The operator's reason, for a canceled run only (the rare case).
         LEFT JOIN LATERAL (
             SELECT e.data FROM workhorse_job_event e
-            WHERE i.kind = 'canceled' AND e.job_id = r.job_id AND e.kind = 'cancel_requested'
+            WHERE o.canceled AND e.job_id = o.job_id AND e.kind = 'cancel_requested'
             ORDER BY e.at DESC, e.id DESC LIMIT 1
         ) q ON true
     ),
@@ -125,21 +145,22 @@ BEGIN
     ),
     outcome AS (
         INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-        SELECT c.job_id, CASE WHEN c.kind = 'canceled' THEN 'canceled' ELSE 'failed' END,
+        SELECT c.job_id, CASE WHEN c.canceled THEN 'canceled' ELSE 'failed' END,
                c.error, c.attempt, c.stall_count, now()
         FROM cur c WHERE c.ok AND NOT c.will_retry
     ),
     history AS (
         INSERT INTO workhorse_attempt_history
             (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
-        SELECT c.job_id, c.attempt, c.kind, p_worker, c.attempt_started_at, now(), c.error
+        SELECT c.job_id, c.attempt, c.kind, p_worker, c.attempt_started_at, now(),
+               c.attempt_error
         FROM cur c WHERE c.ok
     ),
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
         SELECT c.job_id,
                CASE WHEN c.will_retry THEN 'retry_scheduled'
-                    WHEN c.kind = 'canceled' THEN 'canceled' ELSE 'failed' END,
+                    WHEN c.canceled THEN 'canceled' ELSE 'failed' END,
                c.attempt, p_worker,
                jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
                || CASE WHEN c.will_retry THEN jsonb_build_object('run_at', c.next_run_at)
@@ -159,7 +180,7 @@ BEGIN
            CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END,
            CASE WHEN c.ok AND c.will_retry
                 THEN extract(epoch FROM c.next_run_at - now())::double precision END,
-           c.attempt, c.max_attempts, c.reason
+           c.attempt, c.max_attempts, coalesce(c.canceled, false), c.reason
     FROM cur c
     CROSS JOIN (SELECT count(*) FROM woken) w
     ORDER BY c.ord;

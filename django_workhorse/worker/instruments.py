@@ -133,7 +133,7 @@ def count_failures(failures, failed) -> None:
         job = failure.item.running.job
         if not result.ok:
             outcome = "lost"
-        elif failure.canceled:
+        elif failure.canceled or result.canceled:
             outcome = "canceled"
         else:
             outcome = "retried" if result.will_retry else "failed"

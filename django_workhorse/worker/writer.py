@@ -315,7 +315,7 @@ class Writer(threading.Thread):
                 if not result.ok:
                     report_lost(running, "failure")
                     continue
-                if failure.canceled:
+                if failure.canceled or result.canceled:
                     # A cancel is not a failure: ON_JOB_CANCELED, not ON_JOB_FAILURE.
                     log_canceled(running, result.reason)
                     call_cancel_hook(self.cancel_hook, of_run(running, result.reason))

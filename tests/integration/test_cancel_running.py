@@ -81,7 +81,12 @@ def test_the_workers_ack_ends_the_job_canceled_with_the_reason_and_no_retry(curs
 
     result = ack_canceled(cursor, job, retryable=True)
 
-    assert (result.ok, result.will_retry, result.reason) == (True, False, "customer left")
+    assert (result.ok, result.will_retry, result.canceled, result.reason) == (
+        True,
+        False,
+        True,
+        "customer left",
+    )
     rows = db_rows.of_job(job.id)
     assert rows["runtime"] == []
     (outcome,) = rows["outcome"]
@@ -142,3 +147,33 @@ def test_recovery_of_a_flagged_job_whose_worker_died_ends_it_canceled(cursor, db
     assert db_rows.outcome(job.id)["state"] == "canceled"
     assert [a["outcome"] for a in db_rows.of_job(job.id)["attempts"]] == ["stalled"]
     assert db_rows.of_job(job.id)["events"][-1]["kind"] == "canceled"
+
+
+def test_a_failure_racing_a_cancel_ends_the_job_canceled_not_retried(cursor, db_rows):
+    job = ActiveJobFactory(max_attempts=5)
+    Admin().cancel(job.id, reason="raced")
+    failure = json.dumps({"type": "RuntimeError", "message": "boom"})
+
+    (result,) = store.fail_many(
+        cursor, job.worker, [job.id], [job.fence], [failure], ["failed"], [True], [0.0]
+    )
+
+    assert (result.ok, result.will_retry, result.canceled) == (True, False, True)
+    outcome = db_rows.outcome(job.id)
+    assert outcome["state"] == "canceled"
+    assert json.loads(outcome["error"])["reason"] == "raced"
+    attempts = db_rows.of_job(job.id)["attempts"]
+    assert [(a["outcome"], json.loads(a["error"])) for a in attempts] == [
+        ("failed", {"type": "RuntimeError", "message": "boom"})
+    ]
+
+
+def test_a_last_failure_of_a_flagged_job_still_ends_failed(cursor, db_rows):
+    job = ActiveJobFactory(max_attempts=1)
+    Admin().cancel(job.id)
+    failure = json.dumps({"type": "RuntimeError", "message": "boom"})
+    (result,) = store.fail_many(
+        cursor, job.worker, [job.id], [job.fence], [failure], ["failed"], [True], [0.0]
+    )
+    assert (result.will_retry, result.canceled) == (False, False)
+    assert db_rows.outcome(job.id)["state"] == "failed"
