@@ -1,12 +1,15 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [peers]
-                    [claimcommit] [admin] [deps] [--history N] [--admin-jobs N]
+    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [control]
+                    [deps] [peers] [claimcommit] [admin] [--history N] [--admin-jobs N]
 
-With no section named it runs ``core``, ``worker``, ``observed``, ``deps`` and ``peers`` (``core``
-starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
+With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``
+and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``observed`` compares the
-drain with tracing and metrics on to the plain drain, in turns; ``peers`` runs pgqueuer side
+drain with tracing and metrics on to the plain drain, in turns; ``control``
+(bench/control.py) compares drains of queues with limits that never bind to
+the plain drain, in turns, and measures the latency of cancelling a running
+job; ``peers`` runs pgqueuer side
 by side with ours, from a virtualenv of its own, and is skipped with a note
 when that cannot be set up (no network). ``admin`` (the operator's pages and
 retention at ``--admin-jobs`` jobs, see bench/admin.py) runs only when named.
@@ -40,6 +43,7 @@ def main() -> None:
             "pickup",
             "ratio",
             "observed",
+            "control",
             "peers",
             "claimcommit",
             "admin",
@@ -60,7 +64,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
-    args.sections = args.sections or ["core", "worker", "observed", "deps", "peers"]
+    args.sections = args.sections or ["core", "worker", "observed", "control", "deps", "peers"]
     url = setup_django()
     conn = raw_connection()
     print(f"benchmark database: {url}")
@@ -101,6 +105,11 @@ def main() -> None:
 
         common.reset(conn)
         observed.run(conn, url)
+    if "control" in args.sections:
+        from . import common, control
+
+        common.reset(conn)
+        control.run(conn, url)
     if "worker" in args.sections:
         from . import worker
 

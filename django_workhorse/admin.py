@@ -30,12 +30,16 @@ PAGE_SIZE = 50
 TIMELINE_PAGE = 100
 JOB_ACTIONS = {
     "retry": "failed canceled",
-    "cancel": "blocked scheduled ready",
+    "cancel": "blocked scheduled ready active",
     "promote": "scheduled",
 }
 """Which states each job button is offered in."""
 
-_LEVEL = {"changed": messages.SUCCESS, "unchanged": messages.WARNING}
+_LEVEL = {
+    "changed": messages.SUCCESS,
+    "requested": messages.SUCCESS,
+    "unchanged": messages.WARNING,
+}
 
 
 def _report(request: HttpRequest, result: admin_api.ActionResult) -> None:

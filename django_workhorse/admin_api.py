@@ -195,9 +195,10 @@ class ActionResult:
     action: str
     target: int | str
     """The job id, or the queue name."""
-    status: Literal["changed", "unchanged", "refused", "unknown"]
-    """changed: done; unchanged: it already was so (or the state does not allow
-    it); refused: not possible for this job yet; unknown: no such job."""
+    status: Literal["changed", "requested", "unchanged", "unknown"]
+    """changed: done; requested: asked of the worker running the job (a cancel
+    of a running job); unchanged: it already was so (or the state does not
+    allow it); unknown: no such job."""
     state: str | None
     """The job's state (or 'paused'/'running' for a queue) after the call."""
     message: str
@@ -560,20 +561,26 @@ class Admin:
         return ActionResult("promote", job_id, status, state, messages[status])
 
     def cancel(self, job_id: int, reason: str | None = None) -> ActionResult:
-        """Cancel a blocked, scheduled or ready job at once (a 'canceled' outcome).
+        """Cancel a job.
 
-        A running job is refused (status 'refused'): this version cannot yet
-        stop a handler that is running, and does not pretend to.
+        A blocked, scheduled or ready job ends 'canceled' at once (status
+        'changed'). A running job is flagged and its worker told (status
+        'requested', state 'active'): the worker stops the handler and acks
+        the job 'canceled', within moments through a notification or within
+        one heartbeat interval without one. A handler that finishes before
+        its worker hears of the cancel keeps its result. A job already
+        finished is left as it is (status 'unchanged', state saying how it
+        ended).
         """
         job_id = _check_job_id(job_id)
         status, state = self._act(store.cancel_job, job_id, _check_reason(reason))
         messages = {
             "changed": f"job #{job_id} is canceled",
-            "unchanged": f"job #{job_id} had already finished ({state}): nothing to cancel",
-            "refused": (
-                f"job #{job_id} is running: running jobs cannot be cancelled yet "
-                "(blocked, scheduled and ready jobs can)"
+            "requested": (
+                f"job #{job_id} is running: its worker was asked to stop it, and it ends "
+                "canceled once the worker acks (a handler that finishes first keeps its result)"
             ),
+            "unchanged": f"job #{job_id} had already finished ({state}): nothing to cancel",
             "unknown": f"there is no job #{job_id}",
         }
         return ActionResult("cancel", job_id, status, state, messages[status])

@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "HANDLER_SPAN_NAME": "{name}.run",
     "TRACE_LINKING": "auto",
     "ON_JOB_FAILURE": None,
+    "ON_JOB_CANCELED": None,
     "WORKER_ID": None,
     "SHUTDOWN_GRACE": 30.0,
     "PARTITION_DAYS_AHEAD": 7,
@@ -87,6 +88,7 @@ class WorkhorseSettings:
     partition_days_ahead: int
     schedules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     log_format: str = "text"
+    on_job_canceled: str | None = None
 
 
 def duration_seconds(value: Any) -> float:
@@ -227,7 +229,7 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
                 )
         except ValueError:
             pass
-    for key in ("ON_JOB_FAILURE", "WORKER_ID"):
+    for key in ("ON_JOB_FAILURE", "ON_JOB_CANCELED", "WORKER_ID"):
         value = raw[key]
         if value is not None and (not isinstance(value, str) or not value):
             found.append((key, f"must be a non-empty string or None, got {value!r}"))
@@ -334,6 +336,7 @@ def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSetting
         handler_span_name=raw["HANDLER_SPAN_NAME"],
         trace_linking=raw["TRACE_LINKING"],
         on_job_failure=raw["ON_JOB_FAILURE"],
+        on_job_canceled=raw["ON_JOB_CANCELED"],
         worker_id=raw["WORKER_ID"],
         shutdown_grace=duration_seconds(raw["SHUTDOWN_GRACE"]),
         partition_days_ahead=raw["PARTITION_DAYS_AHEAD"],

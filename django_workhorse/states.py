@@ -34,8 +34,10 @@ class JobState(models.TextChoices):
     FAILED = "failed"
     """Terminal: the last attempt failed, or the job stalled too often."""
     CANCELED = "canceled"
-    """Terminal: an operator canceled the job, or its dependency policy can
-    no longer be met (a prerequisite failed or was canceled)."""
+    """Terminal: an operator canceled the job (``workhorse_cancel_v1``; for a
+    running job its worker acks the cancel through ``workhorse_fail_many_v1``),
+    or its dependency policy can no longer be met (a prerequisite failed or was
+    canceled)."""
 
     @classmethod
     def live(cls) -> tuple[JobState, ...]:
@@ -66,10 +68,14 @@ class EventKind(models.TextChoices):
     RETRIED = "retried"
     """An operator sent a failed or canceled job back to ready (``Admin.retry``)."""
     CANCELED = "canceled"
-    """An operator canceled a job that was not running (``Admin.cancel``), or
-    a blocked job's prerequisites settled it canceled."""
+    """The job ended canceled: an operator canceled it while it waited
+    (``Admin.cancel``), its worker stopped it on a cancel request, or a blocked
+    job's prerequisites settled it canceled."""
     UNBLOCKED = "unblocked"
     """A blocked job's prerequisites released it to ready or scheduled."""
+    CANCEL_REQUESTED = "cancel_requested"
+    """An operator asked to cancel a running job (``Admin.cancel``); its
+    worker is told and acks the job canceled."""
 
 
 class AttemptOutcome(models.TextChoices):
@@ -83,5 +89,6 @@ class AttemptOutcome(models.TextChoices):
 
     @classmethod
     def of_failures(cls) -> tuple[AttemptOutcome, ...]:
-        """The outcomes ``workhorse_fail_many_v1`` accepts for a failed run."""
-        return (cls.FAILED, cls.TIMED_OUT)
+        """The outcomes ``workhorse_fail_many_v1`` accepts for a run that did
+        not succeed: failed, timed out, or canceled (never retried)."""
+        return (cls.FAILED, cls.TIMED_OUT, cls.CANCELED)

@@ -60,6 +60,11 @@ class FailResult:
     """Seconds until the retry, on the database clock."""
     attempt: int | None
     max_attempts: int | None
+    canceled: bool = False
+    """The job ended canceled: a canceled run, or a run that would have been
+    retried of a job whose cancel was requested."""
+    reason: str | None = None
+    """For a canceled job, the reason the operator gave (if any)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +80,8 @@ class Recovered:
     name: str
     max_attempts: int
     max_stalled: int
+    canceled: bool = False
+    """True when an operator had asked to cancel the job: it ended canceled."""
 
 
 def _finite_float(text: str) -> float:
@@ -243,13 +250,16 @@ def fail_many(
 
 def release_many(
     cursor, worker_id: str, job_ids: Sequence[int], fences: Sequence[int]
-) -> list[tuple[int, bool]]:
-    """Give running jobs back to ready without consuming an attempt."""
+) -> list[tuple[int, bool, bool]]:
+    """Give running jobs back to ready without consuming an attempt;
+    ``(job_id, ok, canceled)`` per job, canceled True for a job whose cancel
+    was requested (it ends canceled instead)."""
     cursor.execute(
-        "SELECT job_id, ok FROM workhorse_release_many_v1(%s, %s::bigint[], %s::bigint[])",
+        "SELECT job_id, ok, canceled"
+        " FROM workhorse_release_many_v1(%s, %s::bigint[], %s::bigint[])",
         [worker_id, _ints(job_ids), _ints(fences)],
     )
-    return [(r[0], r[1]) for r in cursor.fetchall()]
+    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
 def recover_stalled(cursor, limit: int = 1000) -> list[Recovered]:
@@ -611,7 +621,8 @@ def promote_job(cursor, job_id: int) -> tuple[str, str | None]:
 
 
 def cancel_job(cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
-    """``(status, state)`` from ``workhorse_cancel_v1``."""
+    """``(status, state)`` from ``workhorse_cancel_v1``: 'changed', 'requested'
+    (a running job's worker was asked), 'unchanged' or 'unknown'."""
     cursor.execute("SELECT * FROM workhorse_cancel_v1(%s, %s)", [job_id, reason])
     return cursor.fetchone()
 

@@ -237,7 +237,8 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
             [job.job_id],
             [job.fence],
             [error_json(error)],
-            ["failed"],
+            # A handler that raises JobCancelled ends its job canceled, as in a worker.
+            ["canceled" if isinstance(error, JobCancelled) else "failed"],
             [retryable],
             [delay],
         )

@@ -162,7 +162,7 @@ CREATE TABLE workhorse_job_event (
         CONSTRAINT workhorse_event_kind CHECK (kind IN (
             'enqueued', 'promoted', 'claimed', 'succeeded', 'retry_scheduled',
             'failed', 'released', 'stalled', 'made_due', 'retried', 'canceled',
-            'unblocked')),
+            'unblocked', 'cancel_requested')),
     attempt   integer,
     worker_id text,
     data      jsonb

@@ -1,14 +1,25 @@
--- An operator's cancel of a job that is not running: a blocked, scheduled
--- or ready job becomes a 'canceled' outcome in this transaction, with a
--- cancellation envelope as its error and a 'canceled' event; its blocked
--- dependents are settled in this transaction (workhorse_settle_dependents_v1).
+-- An operator's cancel.
 --
--- A running (active) job is refused: stopping its handler needs the worker's
--- side of cancellation, which this version does not have, and marking the
--- row canceled while the handler runs on would be a lie.
+-- A blocked, scheduled or ready job becomes a 'canceled' outcome in this
+-- transaction, with a cancellation envelope as its error and a 'canceled'
+-- event; its blocked dependents are settled in this transaction
+-- (workhorse_settle_dependents_v1).
 --
--- status: 'changed', 'unchanged' (already terminal: state says how),
--- 'refused' (active), 'unknown' (no such job).
+-- A running (active) job is flagged (cancel_requested) and its worker is told
+-- on commit by a NOTIFY on the control channel 'workhorse_control', payload
+-- {"action": "cancel", "job_id", "worker", "fence"}; the heartbeat's reply carries the flag too,
+-- for a worker that missed the NOTIFY. The worker stops the handler and acks
+-- the job 'canceled' through workhorse_fail_many_v1 (kind 'canceled'); a
+-- release or a stall recovery of a flagged job ends it canceled as well, so
+-- a cancel is never undone by putting the job back in line. A handler that
+-- finishes before its worker hears of the cancel keeps its result. A second
+-- cancel of a job still running asks again (and notifies again).
+-- The reason is kept in a 'cancel_requested' event, and the worker's
+-- canceled outcome carries it.
+--
+-- status: 'changed' (canceled now), 'requested' (active: its worker was
+-- asked), 'unchanged' (already terminal: state says how), 'unknown' (no such
+-- job).
 CREATE OR REPLACE FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text DEFAULT NULL)
 RETURNS TABLE (status text, state text)
 LANGUAGE plpgsql AS $$
@@ -24,7 +35,14 @@ BEGIN
         RETURN;
     END IF;
     IF v_rt.state = 'active' THEN
-        RETURN QUERY SELECT 'refused'::text, 'active'::text;
+        UPDATE workhorse_job_runtime rt SET cancel_requested = true WHERE rt.job_id = p_job_id;
+        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
+        VALUES (p_job_id, 'cancel_requested', v_rt.attempt, v_rt.worker_id,
+                jsonb_strip_nulls(jsonb_build_object('reason', p_reason)));
+        PERFORM pg_notify('workhorse_control', jsonb_build_object(
+            'action', 'cancel', 'job_id', p_job_id, 'worker', v_rt.worker_id,
+            'fence', v_rt.fence)::text);
+        RETURN QUERY SELECT 'requested'::text, 'active'::text;
         RETURN;
     END IF;
     DELETE FROM workhorse_job_runtime rt WHERE rt.job_id = p_job_id;

@@ -1,12 +1,23 @@
 -- Records the failure of many runs in one call and decides, here and not in
 -- the worker, what happens next. For each (job, fence) still active under
--- p_worker the attempt closes in attempt_history as p_kinds[i] ('failed' or
--- 'timed_out') with its error; then:
+-- p_worker the attempt closes in attempt_history as p_kinds[i] ('failed',
+-- 'timed_out' or 'canceled') with its error; then:
+--   * a 'canceled' run is never retried: the runtime row becomes a 'canceled'
+--     outcome whose error is p_errors[i] with the reason of the operator's
+--     cancel request, if there was one (its 'cancel_requested' event);
+--   * nor is a job whose cancel was requested (cancel_requested): a failed
+--     or timed-out run that would have been retried ends it 'canceled' too
+--     (its attempt closes as what it was), so a cancel that raced a failure
+--     is not undone by the retry;
 --   * retry, when p_retryable[i] and attempts remain (attempt < max_attempts):
 --     the job waits p_delays[i] seconds, or the job's backoff policy when that
 --     is NULL, as 'scheduled' (or 'ready' when the delay is zero);
 --   * otherwise the runtime row becomes a 'failed' outcome in this statement.
+-- The worker acks a canceled run here, not in a function of its own, so that
+-- whatever a failed outcome sets in motion a canceled one does too.
 -- Any other id comes back with ok = false (a lost lease): nothing changes.
+-- canceled says the job ended canceled; reason is then the operator's reason
+-- (NULL otherwise, or when none was given).
 -- Rows come back in input order. Blocked dependents of the jobs that ended
 -- failed are settled in the same transaction (workhorse_settle_dependents_v1).
 CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
@@ -19,7 +30,8 @@ CREATE OR REPLACE FUNCTION workhorse_fail_many_v1(
     p_delays double precision[] DEFAULT NULL
 ) RETURNS TABLE (
     job_id bigint, ok boolean, will_retry boolean, run_at timestamptz,
-    retry_in double precision, attempt integer, max_attempts integer
+    retry_in double precision, attempt integer, max_attempts integer,
+    canceled boolean, reason text
 )
 LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
@@ -35,6 +47,8 @@ DECLARE
     v_in      double precision[];
     v_attempt integer[];
     v_max     integer[];
+    v_canceled boolean[];
+    v_reason  text[];
     v_ended   bigint[];
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing; the
@@ -60,12 +74,13 @@ BEGIN
                 v_twice USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
-    -- A failed attempt closes as failed or timed out; anything else would be
-    -- a history row that says something that did not happen.
+    -- A run that did not succeed closes as failed, timed out or canceled;
+    -- anything else would be a history row that says something that did not
+    -- happen.
     SELECT k.kind INTO v_kind FROM unnest(p_kinds) AS k(kind)
-    WHERE k.kind IS NOT NULL AND k.kind NOT IN ('failed', 'timed_out') LIMIT 1;
+    WHERE k.kind IS NOT NULL AND k.kind NOT IN ('failed', 'timed_out', 'canceled') LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'workhorse_fail_many_v1: unknown attempt outcome %; use failed or timed_out',
+        RAISE EXCEPTION 'workhorse_fail_many_v1: unknown attempt outcome %; use failed, timed_out or canceled',
             quote_literal(v_kind) USING ERRCODE = 'invalid_parameter_value';
     END IF;
     WITH input AS (
@@ -82,15 +97,23 @@ BEGIN
     ),
     -- The owner lookup of succeed_many: a locking primary-key probe per
     -- input row, in job_id order, and one into workhorse_job (docs/sql.md).
-    cur AS (
+    owned AS (
         SELECT i.job_id, i.ord, r.job_id IS NOT NULL AS ok, r.queue, r.attempt, r.stall_count,
-               r.attempt_started_at, j.max_attempts, i.error, i.kind,
-               (i.retryable AND r.attempt < j.max_attempts) AS will_retry,
+               r.attempt_started_at, j.max_attempts, i.kind, i.error,
+               -- A job whose cancel was requested is never retried: a run
+               -- that would have been ends canceled, whatever killed it.
+               (i.retryable AND i.kind <> 'canceled' AND NOT r.cancel_requested
+                AND r.attempt < j.max_attempts) AS will_retry,
+               r.job_id IS NOT NULL
+               AND (i.kind = 'canceled'
+                    OR r.cancel_requested AND i.retryable AND r.attempt < j.max_attempts)
+                   AS canceled,
                now() + make_interval(secs => coalesce(i.delay,
                    workhorse_backoff_delay_v1(j.backoff, r.attempt))) AS next_run_at
         FROM input i
         LEFT JOIN LATERAL (
-            SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at
+            SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at,
+                   rt.cancel_requested
             FROM workhorse_job_runtime rt
             WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
             FOR UPDATE
@@ -99,6 +122,22 @@ BEGIN
             SELECT j.max_attempts, j.backoff FROM workhorse_job j
             WHERE j.id = r.job_id OFFSET 0
         ) j ON true
+    ),
+    cur AS (
+        SELECT o.job_id, o.ord, o.ok, o.queue, o.attempt, o.stall_count, o.attempt_started_at,
+               o.max_attempts, o.kind, o.will_retry, o.canceled, o.next_run_at,
+               q.data->>'reason' AS reason, o.error AS attempt_error,
+               CASE WHEN o.canceled
+                    THEN o.error || jsonb_strip_nulls(jsonb_build_object(
+                             'reason', q.data->'reason', 'state_before', 'active'))
+                    ELSE o.error END AS error
+        FROM owned o
+        -- The operator's reason, for a canceled run only (the rare case).
+        LEFT JOIN LATERAL (
+            SELECT e.data FROM workhorse_job_event e
+            WHERE o.canceled AND e.job_id = o.job_id AND e.kind = 'cancel_requested'
+            ORDER BY e.at DESC, e.id DESC LIMIT 1
+        ) q ON true
     ),
     retried AS (
         UPDATE workhorse_job_runtime rt
@@ -116,19 +155,22 @@ BEGIN
     ),
     outcome AS (
         INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-        SELECT c.job_id, 'failed', c.error, c.attempt, c.stall_count, now()
+        SELECT c.job_id, CASE WHEN c.canceled THEN 'canceled' ELSE 'failed' END,
+               c.error, c.attempt, c.stall_count, now()
         FROM cur c WHERE c.ok AND NOT c.will_retry
     ),
     history AS (
         INSERT INTO workhorse_attempt_history
             (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
-        SELECT c.job_id, c.attempt, c.kind, p_worker, c.attempt_started_at, now(), c.error
+        SELECT c.job_id, c.attempt, c.kind, p_worker, c.attempt_started_at, now(),
+               c.attempt_error
         FROM cur c WHERE c.ok
     ),
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
         SELECT c.job_id,
-               CASE WHEN c.will_retry THEN 'retry_scheduled' ELSE 'failed' END,
+               CASE WHEN c.will_retry THEN 'retry_scheduled'
+                    WHEN c.canceled THEN 'canceled' ELSE 'failed' END,
                c.attempt, p_worker,
                jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
                || CASE WHEN c.will_retry THEN jsonb_build_object('run_at', c.next_run_at)
@@ -151,13 +193,16 @@ BEGIN
                           THEN extract(epoch FROM c.next_run_at - now())::double precision END
                      ORDER BY c.ord),
            array_agg(c.attempt ORDER BY c.ord), array_agg(c.max_attempts ORDER BY c.ord),
+           array_agg(coalesce(c.canceled, false) ORDER BY c.ord),
+           array_agg(c.reason ORDER BY c.ord),
            array_agg(c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry)
-    INTO v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_ended
+    INTO v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled, v_reason, v_ended
     FROM cur c
     CROSS JOIN (SELECT count(*) FROM woken) w;
     -- A later statement than the one that wrote the outcomes, so it sees them.
     PERFORM workhorse_settle_dependents_v1(v_ended);
     RETURN QUERY
-    SELECT * FROM unnest(v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max);
+    SELECT * FROM unnest(v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled,
+                         v_reason);
 END;
 $$;

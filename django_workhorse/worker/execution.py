@@ -35,9 +35,9 @@ class Running:
     """One claimed job while the worker owns it.
 
     ``job``, ``definition``, ``context``, ``owner`` and ``deadline`` are set
-    before the run is published and never change. ``lease_lost`` and
-    ``timed_out`` are changed only by the worker's ``Ledger``, under its lock
-    (see ``ledger.py``).
+    before the run is published and never change. ``lease_lost``,
+    ``timed_out`` and ``canceled`` are changed only by the worker's
+    ``Ledger``, under its lock (see ``ledger.py``).
     """
 
     job: ClaimedJob
@@ -51,6 +51,8 @@ class Running:
     lease_lost: bool = False
     timed_out: bool = False
     """The timeout fired and the attempt was recorded; the thread may still run."""
+    canceled: bool = False
+    """An operator's cancel was acked for this run; its handler may still run."""
 
 
 @dataclass(slots=True)
@@ -66,12 +68,14 @@ class Finished:
     value: Any = None
     error: BaseException | None = None
     kind: str = AttemptOutcome.FAILED.value
-    """How the attempt closes if it failed: ``AttemptOutcome.FAILED`` or ``TIMED_OUT``."""
+    """How the attempt closes if it failed: ``AttemptOutcome.FAILED``,
+    ``TIMED_OUT`` or ``CANCELED``."""
     retryable: bool = True
     """False when the failure must not be retried whatever the job's budget
     (a payload or result that cannot be stored, a cancel)."""
     abandoned: bool = False
-    """A timed-out sync run whose thread is still going: its slot stays busy."""
+    """A timed-out or canceled run whose handler is still going: its slot
+    stays busy until it returns."""
 
 
 class SyncSlots:
@@ -148,9 +152,10 @@ class SyncSlots:
                 running = self._jobs.popleft()
                 if self._jobs:
                     self._wake_one()
-            if running.timed_out:
-                # Its attempt was recorded as timed out while it waited here
-                # for a thread: running it now could only run the job twice.
+            if running.timed_out or running.canceled:
+                # Its attempt was recorded as timed out (or canceled) while it
+                # waited here for a thread: running it now could only run the
+                # job twice. This gives its slot back; nothing is written.
                 self._done(
                     Finished(running, False, error=JobTimeout("timed out before it started"))
                 )
@@ -206,6 +211,10 @@ class AsyncSlots:
             for running in runs:
                 if self._closing:
                     return  # the worker is stopping: these jobs were released
+                if running.canceled:
+                    # Acked canceled before its task existed: give its slot back.
+                    self._done(Finished(running, False, error=asyncio.CancelledError()))
+                    continue
                 context = contextvars.copy_context()
                 context.run(set_current, running.context)
                 task = self.loop.create_task(self._run(running), context=context)

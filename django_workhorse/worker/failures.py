@@ -3,6 +3,7 @@ log lines about it, and the ``ON_JOB_FAILURE`` call."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import traceback
@@ -65,7 +66,7 @@ class Failure:
 
     item: Finished
     kind: str
-    """'failed' or 'timed_out' (the attempt's outcome)."""
+    """'failed', 'timed_out' or 'canceled' (the attempt's outcome)."""
     retryable: bool
     delay: float | None
     """Seconds before the retry from the job's own backoff callable; None
@@ -75,13 +76,31 @@ class Failure:
     def exception(self) -> BaseException:
         return self.item.error
 
+    @property
+    def canceled(self) -> bool:
+        return self.kind == AttemptOutcome.CANCELED
+
+
+def is_cancel(item: Finished) -> bool:
+    """A run that ends canceled, never retried: acked on an operator's cancel,
+    a handler that raised ``JobCancelled``, or an async handler cancelled
+    after a cancel was requested (its ``CancelledError`` is not a failure)."""
+    exc = item.error
+    return (
+        item.kind == AttemptOutcome.CANCELED
+        or isinstance(exc, JobCancelled)
+        or (isinstance(exc, asyncio.CancelledError) and item.running.context.cancel_requested)
+    )
+
 
 def classify(item: Finished) -> Failure:
     """How a failed run closes: its kind, whether it may retry, and the delay."""
+    if is_cancel(item):
+        return Failure(item, AttemptOutcome.CANCELED.value, False, None)
     exc = item.error
     running = item.running
     definition = running.definition
-    retryable = item.retryable and not isinstance(exc, JobCancelled)
+    retryable = item.retryable
     if definition is not None and retryable:
         retryable = definition.should_retry(exc)
     delay = None

@@ -27,7 +27,8 @@ class Heartbeat(threading.Thread):
     """Renews leases every ``renew_interval``; sweeps every ``stalled_interval``.
 
     ``in_flight`` gives (owner, job id, fence) of the leases to renew;
-    ``on_lost`` and ``on_cancel`` get the answers. Every field but the
+    ``on_lost`` (job id, fence) and ``on_cancel`` (job id, fence, owner) get
+    the answers. Every field but the
     events is used by the heartbeat's thread only.
     """
 
@@ -41,7 +42,7 @@ class Heartbeat(threading.Thread):
         partition_days_ahead: int,
         in_flight: Callable[[], list[tuple[str, int, int]]],
         on_lost: Callable[[int, int], None],
-        on_cancel: Callable[[int], None],
+        on_cancel: Callable[[int, int, str], None],
         on_recovered: Callable[[list[store.Recovered]], None],
     ) -> None:
         super().__init__(name="workhorse-heartbeat", daemon=True)
@@ -110,7 +111,7 @@ class Heartbeat(threading.Thread):
                 if not renewed:
                     self.on_lost(job_id, fence)
                 elif cancel_requested:
-                    self.on_cancel(job_id)
+                    self.on_cancel(job_id, fence, owner)
 
     def recover(self) -> None:
         with self.cursor() as cursor:

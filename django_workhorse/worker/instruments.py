@@ -15,7 +15,6 @@ from typing import Any
 
 from .. import metrics, store, tracing
 from ..conf import WorkhorseSettings
-from ..exceptions import JobCancelled
 
 
 class Instruments:
@@ -134,7 +133,7 @@ def count_failures(failures, failed) -> None:
         job = failure.item.running.job
         if not result.ok:
             outcome = "lost"
-        elif isinstance(failure.exception, JobCancelled):
+        elif failure.canceled or result.canceled:
             outcome = "canceled"
         else:
             outcome = "retried" if result.will_retry else "failed"

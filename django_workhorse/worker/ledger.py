@@ -9,10 +9,11 @@ A run moves like this::
 
     start ──▶ running ──finish──▶ writing ──written──▶ (gone)
                  │                   ▲
-                 └──expire (timeout)─┘      release_all: running ──▶ (gone)
+                 ├──expire (timeout)─┤      release_all: running ──▶ (gone)
+                 └──cancel───────────┘
 
 and holds its slot (``holding``, ``busy``) from ``start`` until its handler
-returns, which for a timed-out sync run is after it left ``running``.
+returns, which for a timed-out or canceled run is after it left ``running``.
 
 Each field, what it holds, the threads that write it (always under
 ``_lock``) and the threads that read it:
@@ -21,9 +22,11 @@ Each field, what it holds, the threads that write it (always under
 field                    written by (under ``_lock``)               read by
 =======================  =========================================  ===========================
 ``_running``             loop (start, expire, release_all),         loop, heartbeat (leases,
-  job id → run going     handler threads (finish)                   lost, cancel), writer
+  job id → run going     handler threads (finish), heartbeat and    lost, cancel), writer,
+                         listener (cancel)                          listener (cancel)
 ``_writing``             loop (expire), handler threads (finish),   loop (backlog, settled),
-  runs the writer holds  writer (written)                           heartbeat (leases)
+  runs the writer holds  writer (written), heartbeat and listener   heartbeat (leases)
+                         (cancel)
 ``_holding``             loop (start, release_all),                 loop (settled)
   runs holding a slot    handler threads (finish)
 ``_busy``                as ``_holding``                            loop (free slots, idle wait)
@@ -36,6 +39,8 @@ field                    written by (under ``_lock``)               read by
   what stopped writer
 ``Running.lease_lost``   heartbeat (lost), loop (start: superseded) heartbeat (leases)
 ``Running.timed_out``    loop (expire)                              handler threads (finish)
+``Running.canceled``     heartbeat and listener (cancel)            slot threads, asyncio
+                                                                    thread (not started yet?)
 =======================  =========================================  ===========================
 
 The rule: no other code assigns these fields, and every method that changes
@@ -50,6 +55,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from ..exceptions import JobCancelled
 from ..states import AttemptOutcome
 from .execution import Finished, JobTimeout, Running
 
@@ -216,10 +222,40 @@ class Ledger:
             running.lease_lost = True
             return running
 
-    def to_cancel(self, job_id: int) -> Running | None:
-        """The run of ``job_id`` still going, for a cancel request."""
+    def cancel(
+        self, job_id: int, fence: int | None = None, owner: str | None = None
+    ) -> Running | None:
+        """An operator asked to cancel ``job_id`` (the run of ``fence`` claimed
+        under ``owner``, when given).
+
+        Its run, if still going here, leaves ``running`` for ``writing`` with
+        a canceled end, at once: the job is acked canceled without waiting
+        for its handler, which keeps its slot until it returns (as a
+        timed-out sync run does). Returns that run, or None when there is
+        nothing to cancel here (finished already, another run, a lost lease).
+        """
         with self._lock:
-            return self._running.get(job_id)
+            running = self._running.get(job_id)
+            if running is None or running.lease_lost:
+                return None
+            if fence is not None and running.job.fence != fence:
+                return None
+            if owner is not None and running.owner != owner:
+                return None
+            running.canceled = True
+            del self._running[job_id]
+            self._writing[running] = None
+            self._hand_over(
+                Finished(
+                    running,
+                    False,
+                    error=JobCancelled(f"job {job_id} was canceled by an operator while it ran"),
+                    kind=AttemptOutcome.CANCELED.value,
+                    retryable=False,
+                    abandoned=True,
+                )
+            )
+            return running
 
     # -- the listener and the idle wait ------------------------------------
 

@@ -33,6 +33,7 @@ class WorkerOptions:
     settings: WorkhorseSettings
     burst: bool = False
     on_job_failure: str | None = None
+    on_job_canceled: str | None = None
 
 
 def make_worker_id(base: str | None = None) -> str:
@@ -106,8 +107,9 @@ def resolve_options(
             None,
         )
         slots[name] = configured or from_job or default or 1
-    if settings.on_job_failure:
-        import_callable(settings.on_job_failure)  # refuse a bad path before starting
+    for hook in (settings.on_job_failure, settings.on_job_canceled):
+        if hook:
+            import_callable(hook)  # refuse a bad path before starting
     schedules.declared(alias, settings.schedules)  # refuse a bad schedule before starting
     return WorkerOptions(
         alias=alias,
@@ -117,6 +119,7 @@ def resolve_options(
         settings=settings,
         burst=burst,
         on_job_failure=settings.on_job_failure,
+        on_job_canceled=settings.on_job_canceled,
     )
 
 

@@ -1,15 +1,24 @@
-"""The LISTEN connection: wakes the claim loop when its queues get work.
+"""The LISTEN connection: wakes the claim loop when its queues get work, and
+hears the operator's control messages.
 
 Enqueue sends ``NOTIFY "workhorse:<queue>"`` on commit, with an empty payload
 for ready work or the epoch seconds of the earliest run_at for scheduled work.
 A worker listens only to its own queues, so traffic on other queues never
 wakes it. At start-up the listener checks that a NOTIFY actually arrives; a
 transaction-mode pooler drops them, and the worker then says it is polling.
+
+Every worker also listens to ``workhorse_control``, where
+``workhorse_cancel_v1`` announces the cancel of a running job (JSON:
+``action``, ``job_id``, ``worker``, ``fence``); the worker holding that run
+stops it at once, the others ignore it. A control message lost (the
+connection down, a pooler) is made up for by the heartbeat's reply, which
+carries the same cancel request.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -23,6 +32,8 @@ from .connection import connect
 logger = logging.getLogger("django_workhorse.worker")
 
 SELF_TEST_TIMEOUT = 2.0
+
+CONTROL_CHANNEL = "workhorse_control"
 
 
 def channel(queue: str) -> str:
@@ -39,12 +50,14 @@ class Listener(threading.Thread):
         queues: Sequence[str],
         on_ready: Callable[[], None],
         on_due: Callable[[float], None],
+        on_cancel: Callable[[int, int, str], None] | None = None,
     ) -> None:
         super().__init__(name="workhorse-listener", daemon=True)
         self.alias = alias
         self.queues = list(queues)
         self.on_ready = on_ready
         self.on_due = on_due
+        self.on_cancel = on_cancel
         self.stop_event = threading.Event()
         self.delivering = threading.Event()
         """Set once the start-up self-test saw a NOTIFY arrive."""
@@ -58,6 +71,8 @@ class Listener(threading.Thread):
         conn = connect(self.alias, application_name="workhorse-listener")
         for queue in self.queues:
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(queue))))
+        if self.on_cancel is not None:
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CONTROL_CHANNEL)))
         return conn
 
     def run(self) -> None:
@@ -81,6 +96,8 @@ class Listener(threading.Thread):
                     if note.channel == probe:
                         self.delivering.set()
                         self.self_test_done.set()
+                    elif note.channel == CONTROL_CHANNEL:
+                        self._control(note.payload)
                     elif note.payload:
                         try:
                             self.on_due(float(note.payload))
@@ -102,3 +119,20 @@ class Listener(threading.Thread):
                     continue
         with contextlib.suppress(psycopg.Error):
             conn.close()
+
+    def _control(self, payload: str) -> None:
+        """One control message; one that cannot be read is logged and skipped."""
+        try:
+            message = json.loads(payload)
+            if message.get("action") != "cancel":
+                return  # a message of a later version: not ours to act on
+            job_id, fence, owner = int(message["job_id"]), int(message["fence"]), message["worker"]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            logger.warning(
+                "workhorse listener: unreadable control message %r ignored", payload[:200]
+            )
+            return
+        try:
+            self.on_cancel(job_id, fence, str(owner))
+        except Exception:  # the listener must go on hearing wake-ups
+            logger.exception("workhorse listener: the cancel of job #%s failed", job_id)

@@ -28,6 +28,7 @@ from ..context import JobContext
 from ..definitions import JobDefinition
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
 from . import limits, sidecars
+from .cancels import call_cancel_hook, log_canceled, log_recovered_cancel, of_recovered, of_run
 from .claims import ClaimSession
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
@@ -75,11 +76,15 @@ class Worker:
         self._stop_deadline: float | None = None
         self._signals = 0
         self._hook = import_callable(options.on_job_failure) if options.on_job_failure else None
+        self._cancel_hook = (
+            import_callable(options.on_job_canceled) if options.on_job_canceled else None
+        )
         self._linger = Linger()
         self._stall_failures: queue.SimpleQueue[store.Recovered] = queue.SimpleQueue()
         self._writer = Writer(
             alias=options.alias,
             hook=self._hook,
+            cancel_hook=self._cancel_hook,
             in_flight=self._running_count,
             on_written=self._written,
             on_error=self._on_writer_error,
@@ -186,6 +191,7 @@ class Worker:
             queues=self.options.queues,
             on_ready=self._wake.set,
             on_due=self._on_due,
+            on_cancel=self._cancel_notified,
         )
         self._listener.start()
         self._heartbeat = Heartbeat(
@@ -196,7 +202,7 @@ class Worker:
             partition_days_ahead=self.settings.partition_days_ahead,
             in_flight=self.ledger.leases,
             on_lost=self._on_lost,
-            on_cancel=self._on_cancel,
+            on_cancel=self._cancel_renewed,
             on_recovered=self._on_recovered,
         )
         self._heartbeat.start()
@@ -443,17 +449,47 @@ class Worker:
             extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
         )
 
-    def _on_cancel(self, job_id: int) -> None:
-        running = self.ledger.to_cancel(job_id)
+    def _cancel_notified(self, job_id: int, fence: int, owner: str) -> None:
+        """A cancel announced on the control channel (the listener's thread):
+        every worker hears it; only the one holding that run acts."""
+        self._on_cancel(job_id, fence, owner, "a notification")
+
+    def _cancel_renewed(self, job_id: int, fence: int, owner: str) -> None:
+        """A cancel request in the heartbeat's reply (the heartbeat's thread)."""
+        self._on_cancel(job_id, fence, owner, "the heartbeat")
+
+    def _on_cancel(
+        self, job_id: int, fence: int | None = None, owner: str | None = None, told_by: str = ""
+    ) -> None:
+        """Stop the run of ``job_id``: the ledger acks it canceled at once (the
+        writer records it); an async handler is cancelled, a sync one sees
+        ``JobCancelled`` at its next ``raise_if_cancelled()`` or is abandoned
+        like a timed-out one, keeping its slot until it returns."""
+        running = self.ledger.cancel(job_id, fence, owner)
         if running is None:
             return
         running.context._request_cancel()
+        job = running.job
+        logger.info(
+            "job %s #%s: cancel requested (told by %s); acked canceled without waiting for "
+            "its handler",
+            job.name,
+            job.job_id,
+            told_by or "the worker",
+            extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
+        )
         definition = running.definition
         if self._async is not None and definition is not None and definition.is_async:
             self._async.cancel(running)
+        self._wake.set()  # a stopping worker may be waiting for this run
 
     def _on_recovered(self, recovered: list[store.Recovered]) -> None:
         for item in recovered:
+            if item.canceled:
+                log_recovered_cancel(item)
+                if self._cancel_hook is not None:
+                    self._stall_failures.put(item)
+                continue
             log_recovered(item)
             if item.failed and self._hook is not None:
                 # The hook runs on the claim loop's thread, never on the
@@ -468,7 +504,10 @@ class Worker:
                 item = self._stall_failures.get_nowait()
             except queue.Empty:
                 break
-            call_stall_hook(self._hook, item)
+            if item.canceled:
+                call_cancel_hook(self._cancel_hook, of_recovered(item))
+            else:
+                call_stall_hook(self._hook, item)
             called = True
         if called:
             close_old_connections()  # a hook may have used the ORM on this thread
@@ -519,16 +558,38 @@ class Worker:
         for running in leftover:
             by_owner.setdefault(running.owner, []).append(running)
         released = 0
+        canceled: list[Running] = []
         with conn.transaction(), conn.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = on")
             for owner, runs in by_owner.items():
                 rows = store.release_many(
                     cursor, owner, [r.job.job_id for r in runs], [r.job.fence for r in runs]
                 )
-                released += sum(1 for _, ok in rows if ok)
+                for (_, ok, was_canceled), running in zip(rows, runs, strict=True):
+                    if ok and was_canceled:
+                        canceled.append(running)
+                    elif ok:
+                        released += 1
         logger.warning(
             "workhorse: released %s running job(s) back to ready (no attempt used)", released
         )
+        if canceled:
+            # Their cancel was requested and not yet heard here: a release
+            # would have undone it (workhorse_release_many_v1).
+            logger.warning("workhorse: %s running job(s) ended canceled at shutdown", len(canceled))
+            self._report_release_cancels(canceled)
+
+    def _report_release_cancels(self, canceled: list[Running]) -> None:
+        """Log each job the release ended canceled and tell ``ON_JOB_CANCELED``."""
+        for running in canceled:
+            with self._session.conn.cursor() as cursor:
+                snapshot = store.get_job(cursor, running.job.job_id) or {}
+            error = snapshot.get("error")
+            reason = error.get("reason") if isinstance(error, dict) else None
+            log_canceled(running, reason)
+            call_cancel_hook(self._cancel_hook, of_run(running, reason))
+        if self._cancel_hook is not None:
+            close_old_connections()  # a hook may have used the ORM on this thread
 
     def _close(self) -> None:
         if self._sidecars:

@@ -29,6 +29,7 @@ from .. import store
 from ..exceptions import InvalidPayloadError
 from ..payloads import encode_result
 from . import instruments
+from .cancels import JobCanceled, call_cancel_hook, log_canceled, of_run
 from .connection import connect, retry_delays
 from .execution import Finished, Running
 from .failures import Failure, JobFailure, call_hook, classify, error_json, log_failure, report_lost
@@ -68,6 +69,7 @@ class Writer(threading.Thread):
         alias: str,
         hook: Callable[[JobFailure], object] | None,
         in_flight: Callable[[], int],
+        cancel_hook: Callable[[JobCanceled], object] | None = None,
         on_written: Callable[[list[Running]], None],
         on_error: Callable[[BaseException], None],
         give_up: threading.Event,
@@ -75,6 +77,7 @@ class Writer(threading.Thread):
         super().__init__(name="workhorse-writer", daemon=True)
         self.alias = alias
         self.hook = hook
+        self.cancel_hook = cancel_hook
         self.in_flight = in_flight
         self.on_written = on_written
         self.on_error = on_error
@@ -312,10 +315,15 @@ class Writer(threading.Thread):
                 if not result.ok:
                     report_lost(running, "failure")
                     continue
+                if failure.canceled or result.canceled:
+                    # A cancel is not a failure: ON_JOB_CANCELED, not ON_JOB_FAILURE.
+                    log_canceled(running, result.reason)
+                    call_cancel_hook(self.cancel_hook, of_run(running, result.reason))
+                    continue
                 log_failure(running, result, failure.kind, failure.exception)
                 call_hook(self.hook, failure, result)
             instruments.count_failures(failures, failed)
-            if self.hook is not None:
+            if self.hook is not None or self.cancel_hook is not None:
                 # A hook may use the ORM on this thread: treat its calls as
                 # one request and let Django close what it opened.
                 close_old_connections()

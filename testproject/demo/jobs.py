@@ -1,5 +1,6 @@
 """Sample jobs used by the demo and the tests."""
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -37,6 +38,12 @@ def noop() -> None:
 @workhorse.job(queue="bench-async")
 async def anoop() -> None:
     """The async no-op: compared with peers whose benchmark handlers are async."""
+
+
+@workhorse.job(queue="bench-cancel")
+async def await_cancel(seconds: float = 3600) -> None:
+    """Awaits until cancelled: the cancel-latency benchmark cancels it."""
+    await asyncio.sleep(seconds)
 
 
 @workhorse.job(queue="bench-latency")

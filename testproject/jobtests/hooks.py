@@ -1,4 +1,4 @@
-"""``WORKHORSE['ON_JOB_FAILURE']`` hooks for the acceptance tests.
+"""``WORKHORSE['ON_JOB_FAILURE']`` and ``['ON_JOB_CANCELED']`` hooks for the acceptance tests.
 
 Both store what they received in ``FailureCall``; ``record_then_raise`` then
 raises, to show that a broken hook does not disturb job processing.
@@ -6,6 +6,7 @@ raises, to show that a broken hook does not disturb job processing.
 
 from __future__ import annotations
 
+from django_workhorse.worker.cancels import JobCanceled
 from django_workhorse.worker.failures import JobFailure
 
 from .models import FailureCall
@@ -37,3 +38,20 @@ class BrokenHookError(RuntimeError):
 def record_then_raise(failure: JobFailure) -> None:
     _store("record_then_raise", failure)
     raise BrokenHookError(f"hook broken on purpose (job {failure.job_id})")
+
+
+def record_canceled(canceled: JobCanceled) -> None:
+    """``ON_JOB_CANCELED``: stored as a ``FailureCall`` of hook 'record_canceled',
+    its reason as the message."""
+    FailureCall.objects.create(
+        hook="record_canceled",
+        job_id=canceled.job_id,
+        name=canceled.name,
+        queue=canceled.queue,
+        attempt=canceled.attempt,
+        max_attempts=canceled.max_attempts,
+        will_retry=False,
+        timed_out=False,
+        exception_type="JobCanceled",
+        exception_message=canceled.reason or "",
+    )

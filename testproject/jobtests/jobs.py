@@ -138,3 +138,77 @@ def gather(label: str = "") -> dict:
         str(p.id): {"state": p.state, "result": p.result}
         for p in workhorse.current_job().prerequisites()
     }
+
+
+# -- jobs an operator cancels while they run (queue jobtests.cancel) ---------
+
+
+@workhorse.job(queue="jobtests.cancel", max_attempts=3)
+def checks_for_cancel(seconds: float = 3600) -> None:
+    """Works in small steps for up to ``seconds``, asking between steps
+    whether its job was cancelled."""
+    ctx = workhorse.current_job()
+    run = start_run("checks")
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        ctx.raise_if_cancelled()
+        time.sleep(0.01)
+    finish_run(run)
+
+
+@workhorse.job(queue="jobtests.cancel", max_attempts=3)
+def stuck(seconds: float = 3600) -> None:
+    """Sleeps in one call that nothing interrupts."""
+    run = start_run("stuck")
+    time.sleep(seconds)
+    finish_run(run)
+
+
+@workhorse.job(queue="jobtests.cancel", max_attempts=3)
+async def async_stuck(seconds: float = 3600) -> None:
+    """Awaits for ``seconds``; cancelling the task ends it."""
+    run = run_record("async_stuck")
+    await run.asave()
+    await asyncio.sleep(seconds)
+    run.finished_at = timezone.now()
+    await run.asave(update_fields=["finished_at"])
+
+
+@workhorse.job(queue="jobtests.cancel", max_attempts=1)
+def rendezvous(label: str, parties: int, wait: float = 60) -> None:
+    """Records its start, then waits until ``parties`` runs of ``label`` have
+    started: it only returns if that many run at the same time."""
+    run = start_run(label)
+    deadline = time.monotonic() + wait
+    while RunRecord.objects.filter(label=label).count() < parties:
+        if time.monotonic() > deadline:
+            raise PlannedFailure(f"fewer than {parties} runs of {label!r} ran at once")
+        time.sleep(0.02)
+    finish_run(run)
+
+
+@workhorse.job(queue="jobtests.cancel", max_attempts=1)
+def short_sleep(seconds: float, label: str = "") -> None:
+    """Sleeps ``seconds``, recording start and finish (for overlap counts)."""
+    run = start_run(label)
+    time.sleep(seconds)
+    finish_run(run)
+
+
+@workhorse.job(queue="jobtests.lives", max_attempts=1)
+def fails_first_life() -> str:
+    """Fails the first time it ever runs; any later run (after an operator's
+    retry) succeeds."""
+    ctx = workhorse.current_job()
+    first = not RunRecord.objects.filter(job_id=ctx.job_id).exists()
+    start_run("first" if first else "again", finished=True)
+    if first:
+        raise PlannedFailure("the first life fails")
+    return "second life"
+
+
+@workhorse.job(queue="jobtests.cancel", max_attempts=3)
+def cancels_itself() -> None:
+    """Decides on its own that there is nothing to do: raises JobCancelled."""
+    start_run("gives up", finished=True)
+    raise workhorse.JobCancelled("nothing left to do")

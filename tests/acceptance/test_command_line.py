@@ -80,6 +80,11 @@ REFUSED = {
         {"ON_JOB_FAILURE": "jobtests.hooks.nosuch"},
         ["cannot import 'jobtests.hooks.nosuch'"],
     ),
+    "unimportable-cancel-hook": (
+        ["--queues", "jobtests.record"],
+        {"ON_JOB_CANCELED": "jobtests.hooks.nosuch_canceled"},
+        ["cannot import 'jobtests.hooks.nosuch_canceled'"],
+    ),
 }
 """Invocations that must be refused: flags, WORKHORSE settings, what stderr must say."""
 

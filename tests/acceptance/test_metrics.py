@@ -8,9 +8,11 @@ import urllib.request
 from datetime import timedelta
 
 import pytest
-from jobtests.jobs import doomed, record
+from jobtests.jobs import async_stuck, doomed, record
+from jobtests.models import RunRecord
 from prometheus_client.parser import text_string_to_metric_families
 
+from django_workhorse import Admin
 from django_workhorse.models import JobOutcome
 
 pytestmark = pytest.mark.django_db(
@@ -132,3 +134,21 @@ def test_a_metrics_port_in_use_is_refused_with_the_flag(start_worker):
         )
         assert worker.wait_exit(30) != 0
     assert f"--metrics-port {port}" in worker.stderr
+
+
+def test_a_cancelled_running_job_is_counted_as_canceled(start_worker, wait_until):
+    port = free_port()
+    worker = start_worker("--metrics-port", str(port), "--queues", "jobtests.cancel")
+    job = async_stuck.enqueue()
+    wait_until(lambda: RunRecord.objects.filter(job_id=job.id).exists(), what="the run")
+
+    assert Admin().cancel(job.id).status == "requested"
+
+    wait_until(
+        lambda: (
+            finished(scrape(port), "jobtests.jobs.async_stuck", "jobtests.cancel", "canceled") == 1
+        ),
+        timeout=30,
+        what="the canceled counter",
+    )
+    assert worker.stop() == 0

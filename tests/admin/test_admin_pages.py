@@ -160,7 +160,7 @@ def test_a_bad_timeline_cursor_gets_a_message_and_the_first_page(operator_client
     [
         (ReadyJobFactory, ["cancel"]),
         (ScheduledJobFactory, ["cancel", "promote"]),
-        (ActiveJobFactory, []),
+        (ActiveJobFactory, ["cancel"]),
         (SucceededJobFactory, []),
         (FailedJobFactory, ["retry"]),
     ],
@@ -181,11 +181,12 @@ def test_retry_from_the_job_page_reports_success_and_the_new_state(operator_clie
     assert response.context["job"].state == "ready"
 
 
-def test_cancel_of_a_running_job_from_the_admin_says_it_cannot_yet(operator_client):
+def test_cancel_of_a_running_job_from_the_admin_asks_its_worker(operator_client):
     job = ActiveJobFactory()
     response = operator_client.post(f"{JOBS}{job.id}/act/", {"action": "cancel"}, follow=True)
-    assert any("running jobs cannot be cancelled yet" in t for t in texts(response))
-    assert Admin().get_job(job.id).state == "active"
+    assert any("its worker was asked to stop it" in t for t in texts(response))
+    snapshot = Admin().get_job(job.id)
+    assert (snapshot.state, snapshot.cancel_requested) == ("active", True)
 
 
 def test_bulk_retry_and_cancel_act_where_the_state_allows(operator_client):

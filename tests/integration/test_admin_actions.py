@@ -10,7 +10,6 @@ from django.db import connection
 
 from django_workhorse import Admin, InvalidQueryError, store
 from tests.factories import (
-    ActiveJobFactory,
     FailedJobFactory,
     ReadyJobFactory,
     ScheduledJobFactory,
@@ -100,17 +99,6 @@ def test_cancel_of_a_waiting_job_ends_it_canceled_with_an_envelope_and_an_event(
     error = json.loads(outcome["error"])
     assert (error["type"], error["reason"]) == ("JobCancelled", "customer left")
     assert rows["events"][-1]["kind"] == "canceled"
-
-
-def test_cancel_of_a_running_job_is_refused_and_leaves_it_running(db_rows):
-    job = ActiveJobFactory()
-    before = db_rows.fingerprint(job.id)
-
-    result = Admin().cancel(job.id)
-
-    assert (result.status, result.state, result.changed) == ("refused", "active", False)
-    assert "running jobs cannot be cancelled yet" in result.message
-    assert db_rows.fingerprint(job.id) == before
 
 
 def test_cancel_of_a_finished_job_reports_how_it_finished(db_rows):

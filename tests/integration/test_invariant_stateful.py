@@ -1,12 +1,12 @@
 """Any sequence of lifecycle operations keeps the store's invariants.
 
-Hypothesis drives enqueue, claim, heartbeat, succeed, fail, release,
-recovery, an operator's cancel and the enqueue of jobs that depend on
-others in random order, by several workers, and replays old (worker, fence)
-tickets on purpose. A small model predicts what each call must report,
-including how an end settles blocked dependents (released, canceled, or
-still waiting with one prerequisite fewer, down the graph); after every
-step the database must hold:
+Hypothesis drives enqueue, claim, heartbeat, succeed, fail (or a worker's
+ack of a cancel), release, recovery, an operator's cancel and the enqueue of
+jobs that depend on others in random order, by several workers, and replays
+old (worker, fence) tickets on purpose. A small model predicts what each call
+must report, including how an end settles blocked dependents (released,
+canceled, or still waiting with one prerequisite fewer, down the graph);
+after every step the database must hold:
 
 * exactly one runtime row or one outcome row per job, never both, never neither;
 * fences that never go backwards, and attempts within max_attempts;
@@ -39,7 +39,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from django_workhorse import store
+from django_workhorse import Admin, store
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 
@@ -62,6 +62,7 @@ class ModelJob:
     depends_on: tuple[int, ...] = ()
     policy: str = "all_succeeded"
     pending: int = 0
+    cancel_requested: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,8 @@ class JobLifecycle(RuleBasedStateMachine):
             ((job_id, renewed, cancel),) = store.heartbeat_many(
                 self.cursor, worker, [ticket.job_id], [fence], 60
             )
-            assert job_id == ticket.job_id and cancel is False
+            assert job_id == ticket.job_id
+            assert cancel is (renewed and self.jobs[ticket.job_id].cancel_requested)
             return renewed
 
         if not self.owns(ticket.job_id, worker, fence):
@@ -259,13 +261,14 @@ class JobLifecycle(RuleBasedStateMachine):
         tamper=tampering,
         retryable=st.booleans(),
         delay=st.sampled_from([0.0, 3600.0]),
+        kind=st.sampled_from(["failed", "failed", "canceled"]),
     )
-    def fail(self, ticket: Ticket, tamper: str, retryable: bool, delay: float) -> None:
+    def fail(self, ticket: Ticket, tamper: str, retryable: bool, delay: float, kind: str) -> None:
         worker, fence = self.presented(ticket, tamper)
 
         def call() -> store.FailResult:
             (result,) = store.fail_many(
-                self.cursor, worker, [ticket.job_id], [fence], [ERROR], ["failed"],
+                self.cursor, worker, [ticket.job_id], [fence], [ERROR], [kind],
                 [retryable], [delay],
             )  # fmt: skip
             return result
@@ -275,11 +278,16 @@ class JobLifecycle(RuleBasedStateMachine):
             return
         result = call()
         job = self.jobs[ticket.job_id]
-        will_retry = retryable and job.attempt < job.max_attempts
+        budget = retryable and job.attempt < job.max_attempts
+        canceled = kind == "canceled" or (job.cancel_requested and budget)
+        will_retry = budget and not canceled and not job.cancel_requested
         assert (result.ok, result.will_retry, result.attempt) == (True, will_retry, job.attempt)
-        event(f"failed: will_retry={will_retry}")
-        job.owner = None
-        if not will_retry:
+        assert result.canceled is canceled
+        event(f"{kind}: will_retry={will_retry}, canceled={canceled}")
+        job.owner, job.cancel_requested = None, False
+        if canceled:
+            job.state = "canceled"
+        elif not will_retry:
             job.state = "failed"
             self.settle([ticket.job_id])
         else:
@@ -289,16 +297,19 @@ class JobLifecycle(RuleBasedStateMachine):
     def release(self, ticket: Ticket, tamper: str) -> None:
         worker, fence = self.presented(ticket, tamper)
 
-        def call() -> bool:
-            ((_, ok),) = store.release_many(self.cursor, worker, [ticket.job_id], [fence])
-            return ok
+        def call() -> tuple[bool, bool]:
+            ((_, ok, canceled),) = store.release_many(self.cursor, worker, [ticket.job_id], [fence])
+            return ok, canceled
 
         if not self.owns(ticket.job_id, worker, fence):
-            self.refused_without_a_trace(ticket.job_id, call)
+            self.refused_without_a_trace(ticket.job_id, lambda: call()[0])
             return
-        assert call() is True
         job = self.jobs[ticket.job_id]
-        job.state, job.attempt, job.owner = "ready", job.attempt - 1, None
+        assert call() == (True, job.cancel_requested)
+        if job.cancel_requested:  # a release would undo the cancel
+            job.state, job.owner, job.cancel_requested = "canceled", None, False
+        else:
+            job.state, job.attempt, job.owner = "ready", job.attempt - 1, None
 
     @rule()
     def recover(self) -> None:
@@ -315,14 +326,34 @@ class JobLifecycle(RuleBasedStateMachine):
             job = self.jobs[r.job_id]
             job.stall_count += 1
             assert (r.attempt, r.stall_count) == (job.attempt, job.stall_count)
-            assert r.failed == (job.stall_count > MAX_STALLED)
+            assert r.canceled == job.cancel_requested
+            assert r.failed == (job.stall_count > MAX_STALLED and not job.cancel_requested)
             job.owner = None
-            if r.failed:
+            if r.canceled:
+                job.state, job.cancel_requested = "canceled", False
+            elif r.failed:
                 job.state = "failed"
                 ended.append(r.job_id)
             else:
                 job.state, job.attempt = "ready", job.attempt - 1
         self.settle(ended)
+
+    @rule(data=st.data())
+    def cancel(self, data) -> None:
+        if not self.jobs:
+            return
+        job_id = data.draw(st.sampled_from(sorted(self.jobs)))
+        job = self.jobs[job_id]
+        result = Admin().cancel(job_id)
+        if job.state in ("succeeded", "failed", "canceled"):
+            assert (result.status, result.state) == ("unchanged", job.state)
+        elif job.state == "active":
+            assert (result.status, result.state) == ("requested", "active")
+            job.cancel_requested = True
+        else:
+            assert (result.status, result.state) == ("changed", "canceled")
+            job.state = "canceled"
+        event(f"cancel: {result.status}")
 
     # -- invariants (one query per step keeps the run short) ----------------
 

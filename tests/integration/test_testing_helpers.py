@@ -23,6 +23,11 @@ def bad_sql() -> None:
         cursor.execute("SELECT 1 / 0")
 
 
+@workhorse.job(queue="tests.helpers.gives_up", name="tests.helpers.gives_up")
+def gives_up() -> None:
+    raise workhorse.JobCancelled("nothing left to do")
+
+
 @workhorse.job(queue="tests.helpers.other", name="tests.helpers.other")
 def other() -> str:
     return "other"
@@ -59,3 +64,12 @@ def test_runs_are_recorded_as_a_worker_records_them(db_rows):
     attempts = db_rows.of_job(handle.id)["attempts"]
     assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "succeeded")]
     assert attempts[0]["worker_id"].startswith("testing:")
+
+
+def test_a_handler_raising_job_cancelled_ends_its_job_canceled_not_failed(db_rows):
+    handle = gives_up.enqueue()
+    report = run_jobs(names=[gives_up])
+    assert [(r.ok, r.will_retry) for r in report] == [(False, False)]
+    assert handle.refresh().status == "canceled"
+    attempts = db_rows.of_job(handle.id)["attempts"]
+    assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "canceled")]

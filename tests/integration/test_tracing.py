@@ -37,6 +37,11 @@ def boom() -> None:
     raise Boom("it broke")
 
 
+@workhorse.job(name="tests.tracing.gives_up", queue=QUEUE)
+def gives_up() -> None:
+    raise workhorse.JobCancelled("nothing to do")
+
+
 @workhorse.job(name="tests.tracing.second_time", queue=QUEUE, backoff=workhorse.fixed(0))
 def second_time() -> None:
     if workhorse.current_job().attempt == 1:
@@ -155,6 +160,17 @@ def test_a_failing_job_records_the_exception_on_its_span(exporter):
     [event] = [e for e in span.events if e.name == "exception"]
     assert event.attributes["exception.type"].endswith("Boom")
     assert event.attributes["exception.message"] == "it broke"
+
+
+def test_a_cancelled_run_is_marked_canceled_on_its_span(exporter):
+    handle, _ = enqueue_in_span(gives_up)
+
+    run_worker()
+
+    [span] = run_spans(exporter, "tests.tracing.gives_up.run")
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.attributes["workhorse.outcome"] == "canceled"
+    assert handle.refresh().status == "canceled"
 
 
 def test_handler_span_name_names_the_span(exporter):

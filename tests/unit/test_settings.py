@@ -36,6 +36,8 @@ BAD_VALUES = [
     pytest.param({"DATABASE": "nowhere"}, "DATABASE", id="database-not-an-alias"),
     pytest.param({"DEFAULT_QUEUE": "-dash"}, "DEFAULT_QUEUE", id="default-queue-bad-name"),
     pytest.param({"TRACE_LINKING": "sometimes"}, "TRACE_LINKING", id="trace-linking-unknown"),
+    pytest.param({"ON_JOB_FAILURE": ""}, "ON_JOB_FAILURE", id="failure-hook-empty"),
+    pytest.param({"ON_JOB_CANCELED": 42}, "ON_JOB_CANCELED", id="cancel-hook-not-a-path"),
 ]
 
 

@@ -63,7 +63,7 @@ def test_a_renewal_refused_because_the_success_committed_is_not_a_lost_lease(own
         partition_days_ahead=1,
         in_flight=lambda: ledger.leases(),
         on_lost=on_lost,
-        on_cancel=lambda job_id: None,
+        on_cancel=lambda job_id, fence, owner: None,
         on_recovered=lambda recovered: None,
     )
 

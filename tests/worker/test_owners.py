@@ -63,7 +63,7 @@ def test_a_batch_of_two_owners_is_renewed_and_written_under_each_owner(cursor):
         partition_days_ahead=1,
         in_flight=ledger.leases,
         on_lost=lambda job_id, fence: lost.append(job_id),
-        on_cancel=lambda job_id: None,
+        on_cancel=lambda job_id, fence, owner: None,
         on_recovered=lambda recovered: None,
     )
     try:

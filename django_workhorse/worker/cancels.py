@@ -1,0 +1,84 @@
+"""Canceled runs: the log line about each and the ``ON_JOB_CANCELED`` call.
+
+A run ends canceled when an operator's cancel reaches its worker (the
+ledger acks it at once), when its handler raises ``JobCancelled``, or when
+its job was flagged and its worker released it at shutdown or died. A cancel
+is not a failure: ``ON_JOB_FAILURE`` is not called for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..store import Recovered
+from .execution import Running
+from .logs import job_extra
+
+logger = logging.getLogger("django_workhorse.worker")
+
+
+@dataclass(frozen=True)
+class JobCanceled:
+    """What ``WORKHORSE['ON_JOB_CANCELED']`` receives once a canceled run is recorded."""
+
+    job_id: int
+    name: str
+    queue: str
+    attempt: int
+    """The attempt that was running when the cancel reached it."""
+    max_attempts: int
+    reason: str | None
+    """The reason given to ``Admin.cancel``, if any."""
+
+
+def log_canceled(running: Running, reason: str | None) -> None:
+    job = running.job
+    logger.info(
+        "job %s %s #%s canceled at attempt %s/%s%s",
+        job.name,
+        job.queue,
+        job.job_id,
+        job.attempt,
+        job.max_attempts,
+        f": {reason}" if reason else "",
+        extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
+    )
+
+
+def log_recovered_cancel(item: Recovered) -> None:
+    logger.warning(
+        "job %s %s #%s canceled: its cancel was requested and its worker stopped renewing "
+        "the lease before it stopped the job",
+        item.name,
+        item.queue,
+        item.job_id,
+        extra=job_extra(item.job_id, item.queue, item.attempt, item.name),
+    )
+
+
+def call_cancel_hook(hook: Callable[[JobCanceled], object] | None, canceled: JobCanceled) -> None:
+    """Tell ``ON_JOB_CANCELED`` about a recorded cancel; a hook that raises is
+    logged and processing goes on."""
+    if hook is None:
+        return
+    try:
+        hook(canceled)
+    except Exception:
+        logger.exception(
+            "workhorse: on_job_canceled hook raised for job %s; processing goes on",
+            canceled.job_id,
+            extra=job_extra(canceled.job_id, canceled.queue, canceled.attempt, canceled.name),
+        )
+
+
+def of_run(running: Running, reason: str | None) -> JobCanceled:
+    job = running.job
+    return JobCanceled(job.job_id, job.name, job.queue, job.attempt, job.max_attempts, reason)
+
+
+def of_recovered(item: Recovered) -> JobCanceled:
+    return JobCanceled(
+        item.job_id, item.name, item.queue, item.attempt, item.max_attempts, reason=None
+    )
