@@ -185,18 +185,6 @@ class JobLifecycle(RuleBasedStateMachine):
         ended = [p for p in depends_on if self.jobs[p].state in TERMINAL]
         self.settle(ended, only={handle.id})
 
-    @rule(data=st.data())
-    def cancel(self, data) -> None:
-        waiting = sorted(
-            job_id for job_id, job in self.jobs.items() if job.state in ("blocked", "ready")
-        )
-        if not waiting:
-            return
-        job_id = data.draw(st.sampled_from(waiting))
-        assert store.cancel_job(self.cursor, job_id, None) == ("changed", "canceled")
-        self.jobs[job_id].state = "canceled"
-        self.settle([job_id])
-
     @rule(
         target=tickets,
         worker=st.sampled_from(WORKERS),
@@ -287,6 +275,7 @@ class JobLifecycle(RuleBasedStateMachine):
         job.owner, job.cancel_requested = None, False
         if canceled:
             job.state = "canceled"
+            self.settle([ticket.job_id])
         elif not will_retry:
             job.state = "failed"
             self.settle([ticket.job_id])
@@ -308,6 +297,7 @@ class JobLifecycle(RuleBasedStateMachine):
         assert call() == (True, job.cancel_requested)
         if job.cancel_requested:  # a release would undo the cancel
             job.state, job.owner, job.cancel_requested = "canceled", None, False
+            self.settle([ticket.job_id])
         else:
             job.state, job.attempt, job.owner = "ready", job.attempt - 1, None
 
@@ -331,6 +321,7 @@ class JobLifecycle(RuleBasedStateMachine):
             job.owner = None
             if r.canceled:
                 job.state, job.cancel_requested = "canceled", False
+                ended.append(r.job_id)
             elif r.failed:
                 job.state = "failed"
                 ended.append(r.job_id)
@@ -353,6 +344,7 @@ class JobLifecycle(RuleBasedStateMachine):
         else:
             assert (result.status, result.state) == ("changed", "canceled")
             job.state = "canceled"
+            self.settle([job_id])
         event(f"cancel: {result.status}")
 
     # -- invariants (one query per step keeps the run short) ----------------
