@@ -22,7 +22,16 @@ from .admin_api import (
 )
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
-from .definitions import BoundJob, JobDefinition, aenqueue, enqueue, job
+from .definitions import (
+    AsyncJobDefinition,
+    BoundJob,
+    JobDecorator,
+    JobDefinition,
+    JobOptions,
+    aenqueue,
+    enqueue,
+    job,
+)
 from .exceptions import (
     InvalidCursorError,
     InvalidJobOptionError,
@@ -41,10 +50,12 @@ from .exceptions import (
     WorkhorseError,
 )
 from .handles import JobHandle
+from .hooks import JobFailure
 
 __all__ = [
     "ActionResult",
     "Admin",
+    "AsyncJobDefinition",
     "BoundJob",
     "InvalidCursorError",
     "InvalidJobOptionError",
@@ -54,9 +65,12 @@ __all__ = [
     "JobAlreadyRegistered",
     "JobCancelled",
     "JobContext",
+    "JobDecorator",
     "JobDefinition",
+    "JobFailure",
     "JobHandle",
     "JobNotFoundError",
+    "JobOptions",
     "JobRow",
     "JobSnapshot",
     "NotInJobError",

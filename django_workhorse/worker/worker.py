@@ -18,6 +18,7 @@ import queue
 import signal
 import threading
 import time
+from typing import Any
 
 import psycopg
 from django.db import close_old_connections
@@ -117,7 +118,7 @@ class Worker:
         the signal and hands the rest to a new thread.
         """
 
-        def handle(signum, frame) -> None:
+        def handle(signum: int, frame: object) -> None:
             self._signals += 1
             threading.Thread(
                 target=self._on_signal, args=(signum, self._signals), daemon=True
@@ -299,6 +300,7 @@ class Worker:
         if self.ledger.has_free_slot():
             due = self.ledger.due
             if due is None:
+                assert self._session.conn is not None, "the loop runs connected"
                 with self._session.conn.cursor() as cursor:
                     next_at = store.next_run_at(cursor, self.options.queues)
                 due = next_at.timestamp() if next_at else None
@@ -316,7 +318,7 @@ class Worker:
         self.ledger.note_due(epoch)
         self._wake.set()
 
-    def _on_register(self, definition: JobDefinition) -> None:
+    def _on_register(self, definition: JobDefinition[..., Any]) -> None:
         check_store(definition, self.options.alias, self.options.queues)
         self._wake.set()
 
@@ -340,18 +342,23 @@ class Worker:
             running = self._start(job, owner, definitions.get(job.name), now)
             if running is None:
                 continue
-            if running.definition.is_async:
+            if running.definition is not None and running.definition.is_async:
                 tasks.append(running)
             else:
                 threads.setdefault(job.queue, []).append(running)
         for name, runs in threads.items():
             self._sync[name].submit(runs)
         if tasks:
+            assert self._async is not None, "async slots start with the first async job"
             self._async.submit(tasks)
         return len(jobs)
 
     def _start(
-        self, job: store.ClaimedJob, owner: str, definition: JobDefinition | None, now: float
+        self,
+        job: store.ClaimedJob,
+        owner: str,
+        definition: JobDefinition[..., Any] | None,
+        now: float,
     ) -> Running | None:
         """Take ``job`` into a slot; returns the run to hand to its threads or
         loop (the caller hands a whole claim over at once), or None when the
@@ -379,6 +386,7 @@ class Worker:
             )
         if job.cancel_requested:
             context._request_cancel()
+        error: Exception
         if job.unreadable is not None:  # a poison job fails alone, never retried
             error = InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
             self._done(Finished(running, False, error=error, retryable=False))
@@ -515,6 +523,7 @@ class Worker:
     def _release(self, leftover: list[Running]) -> None:
         # The claim connection does not wait for WAL flushes; a release does.
         conn = self._session.conn
+        assert conn is not None, "leftover runs are released while connected"
         by_owner: dict[str, list[Running]] = {}
         for running in leftover:
             by_owner.setdefault(running.owner, []).append(running)

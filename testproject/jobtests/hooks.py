@@ -6,7 +6,7 @@ raises, to show that a broken hook does not disturb job processing.
 
 from __future__ import annotations
 
-from django_workhorse.worker.failures import JobFailure
+from django_workhorse import JobFailure
 
 from .models import FailureCall
 
