@@ -79,14 +79,24 @@ class EnqueueOptions:
         are now (``DEFAULT_QUEUE``, ``DEFAULT_MAX_ATTEMPTS``, ``MAX_STALLED_COUNT``)."""
         if None not in (self.queue, self.max_attempts, self.max_stalled):
             return self
+        # A value from the settings is checked like one the caller named
+        # (manage.py check reports it too), so SQL never sees a bad one.
         defaults = job_defaults()
         return replace(
             self,
             queue=_queue(self.queue if self.queue is not None else defaults.queue),
-            max_attempts=(
-                self.max_attempts if self.max_attempts is not None else defaults.max_attempts
+            max_attempts=_whole(
+                "max_attempts",
+                self.max_attempts if self.max_attempts is not None else defaults.max_attempts,
+                MAX_ATTEMPTS_MIN,
+                MAX_ATTEMPTS_MAX,
             ),
-            max_stalled=self.max_stalled if self.max_stalled is not None else defaults.max_stalled,
+            max_stalled=_whole(
+                "max_stalled",
+                self.max_stalled if self.max_stalled is not None else defaults.max_stalled,
+                MAX_STALLED_MIN,
+                MAX_STALLED_MAX,
+            ),
         )
 
 

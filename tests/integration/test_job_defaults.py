@@ -20,6 +20,8 @@ from django_workhorse import conf, defaults
 from django_workhorse.backoff import Exponential
 from django_workhorse.defaults import DEFAULTS_FILE, JOB_DEFAULTS
 from django_workhorse.definitions import JobDefinition
+from django_workhorse.exceptions import InvalidJobOptionError
+from django_workhorse.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -107,6 +109,26 @@ def test_every_setting_that_defaults_a_job_is_read_when_the_job_is_enqueued(curs
         4,
     )
     assert job.queue == JOB_DEFAULTS.queue
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "option"),
+    [
+        ("DEFAULT_QUEUE", "no spaces please", "queue"),
+        ("DEFAULT_MAX_ATTEMPTS", 5000, "max_attempts"),
+        ("MAX_STALLED_COUNT", -1, "max_stalled"),
+    ],
+)
+def test_a_bad_default_from_the_settings_is_refused_at_enqueue_before_any_sql(
+    setting, value, option
+):
+    job = JobDefinition(handler, name="tests.bad_setting")
+    with (
+        override_settings(WORKHORSE={setting: value}),
+        pytest.raises(InvalidJobOptionError, match=option),
+    ):
+        job.enqueue()
+    assert Job.objects.count() == 0
 
 
 def test_the_settings_default_to_the_job_defaults():
