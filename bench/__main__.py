@@ -62,6 +62,12 @@ def main() -> None:
         metavar="COMMIT",
         help="run drain and/or pickup in turns with COMMIT's code (bench/against.py)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="with --against: rounds of each side, taken in turns",
+    )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
     args.sections = args.sections or ["core", "worker", "observed", "peers"]
@@ -83,7 +89,7 @@ def main() -> None:
             parser.error(
                 "--against compares the drain and the pickup only: name drain, pickup or both"
             )
-        against.run(conn, url, args.against, wanted)
+        against.run(conn, url, args.against, wanted, rounds=args.rounds)
         return
     if "calibrate" in args.sections and "core" not in args.sections:
         from . import core

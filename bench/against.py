@@ -168,7 +168,12 @@ def load() -> str:
 
 
 def run(
-    conn: psycopg.Connection, url: str, commit: str, sections: list[str], jobs: int = 20_000
+    conn: psycopg.Connection,
+    url: str,
+    commit: str,
+    sections: list[str],
+    jobs: int = 20_000,
+    rounds: int = ROUNDS,
 ) -> None:
     resolved = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", commit],
@@ -193,7 +198,7 @@ def run(
                 rates: dict[str, list[float]] = {side.label: [] for side in sides}
                 for side in sides:  # one unmeasured drain each: first-touch costs
                     drain_once(side, jobs)
-                for turn in range(ROUNDS):
+                for turn in range(rounds):
                     for side in sides if turn % 2 == 0 else sides[::-1]:
                         rates[side.label].append(drain_once(side, jobs))
                 for side in sides:
@@ -202,14 +207,23 @@ def run(
                         f"drain {jobs:,} no-op jobs, 1 process: {side.label}",
                         median(values),
                         "jobs/s",
-                        f"median of {ROUNDS}, runs {min(values):,.0f}-{max(values):,.0f}",
+                        f"median of {rounds}, runs {min(values):,.0f}-{max(values):,.0f}",
                     )
                 ratio = median(rates[here.label]) / median(rates[there.label])
-                report("  ratio of this tree's drain to the earlier one's", ratio, "x")
+                pairs = sorted(
+                    a / b for a, b in zip(rates[here.label], rates[there.label], strict=True)
+                )
+                report(
+                    "  ratio of this tree's drain to the earlier one's",
+                    ratio,
+                    "x",
+                    f"of the medians; round by round {pairs[0]:.2f}-{pairs[-1]:.2f}, "
+                    f"median {median(pairs):.2f}",
+                )
                 print(f"  ({load()})", flush=True)
             if "pickup" in sections:
                 latencies: dict[str, list[float]] = {side.label: [] for side in sides}
-                for turn in range(ROUNDS):
+                for turn in range(rounds):
                     for side in sides if turn % 2 == 0 else sides[::-1]:
                         latencies[side.label] += pickup_block(side, PICKUP_BLOCK)
                 for pct in (50, 95, 99):
@@ -218,7 +232,7 @@ def run(
                             f"pickup p{pct}: {side.label}",
                             percentile(latencies[side.label], pct),
                             "ms",
-                            f"{ROUNDS} blocks of {PICKUP_BLOCK} in turns",
+                            f"{rounds} blocks of {PICKUP_BLOCK} in turns",
                         )
                 print(f"  ({load()})", flush=True)
         finally:
