@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from django_workhorse import conf, defaults
+from django_workhorse import conf, defaults, registry, schedules
 from django_workhorse.backoff import Exponential
 from django_workhorse.defaults import DEFAULTS_FILE, JOB_DEFAULTS
 from django_workhorse.definitions import JobDefinition
@@ -129,6 +129,28 @@ def test_a_bad_default_from_the_settings_is_refused_at_enqueue_before_any_sql(
     ):
         job.enqueue()
     assert Job.objects.count() == 0
+
+
+def test_the_database_alias_of_a_job_without_using_is_read_when_asked():
+    job = JobDefinition(handler, name="tests.alias_at_use")
+    with override_settings(WORKHORSE={"DATABASE": "reports"}):
+        assert job.using == "reports"
+    assert job.using == "default"
+
+
+def test_a_schedule_takes_the_settings_defaults_as_they_are_when_it_is_synced(monkeypatch):
+    monkeypatch.setattr(registry, "_jobs", {})
+    job = JobDefinition(handler, name="tests.scheduled_defaults")
+    registry.register(job)
+    schedule = schedules.Schedule("nightly", job.name, "0 3 * * *")
+    settings = {"DEFAULT_QUEUE": "nightly", "DEFAULT_MAX_ATTEMPTS": 2, "MAX_STALLED_COUNT": 3}
+    with override_settings(WORKHORSE=settings):
+        (row,) = json.loads(schedules.sync_json([schedule]))
+    assert {key: row["job_options"][key] for key in ("queue", "max_attempts", "max_stalled")} == {
+        "queue": "nightly",
+        "max_attempts": 2,
+        "max_stalled": 3,
+    }
 
 
 def test_the_settings_default_to_the_job_defaults():
