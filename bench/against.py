@@ -108,12 +108,13 @@ def migrated_side(label: str, tree: Path, conn: psycopg.Connection, url: str) ->
     return side
 
 
-def drain_once(side: Side, jobs: int) -> float:
-    """One 1-process drain of ``jobs`` no-op jobs by ``side``'s worker (jobs/s)."""
+def drain_once(side: Side, jobs: int) -> tuple[float, float]:
+    """One 1-process drain of ``jobs`` no-op jobs by ``side``'s worker: (jobs/s,
+    the worker's user+system CPU seconds, start-up included)."""
     original = worker.start_worker
     worker.start_worker = lambda url, *flags, **settings: side.start_worker(*flags, **settings)
     try:
-        return worker.drain(side.conn, side.url, jobs, 1, 100)[0]
+        return worker.drain(side.conn, side.url, jobs, 1, 100)
     finally:
         worker.start_worker = original
 
@@ -196,11 +197,14 @@ def run(
         try:
             if "drain" in sections:
                 rates: dict[str, list[float]] = {side.label: [] for side in sides}
+                cpus: dict[str, list[float]] = {side.label: [] for side in sides}
                 for side in sides:  # one unmeasured drain each: first-touch costs
                     drain_once(side, jobs)
                 for turn in range(rounds):
                     for side in sides if turn % 2 == 0 else sides[::-1]:
-                        rates[side.label].append(drain_once(side, jobs))
+                        rate, cpu = drain_once(side, jobs)
+                        rates[side.label].append(rate)
+                        cpus[side.label].append(cpu)
                 for side in sides:
                     values = rates[side.label]
                     report(
@@ -208,6 +212,14 @@ def run(
                         median(values),
                         "jobs/s",
                         f"median of {rounds}, runs {min(values):,.0f}-{max(values):,.0f}",
+                    )
+                for side in sides:
+                    per_job = [cpu / jobs * 1000 for cpu in cpus[side.label]]
+                    report(
+                        f"  worker CPU per job (start-up included): {side.label}",
+                        median(per_job),
+                        "ms",
+                        f"median of {rounds}, runs {min(per_job):.3f}-{max(per_job):.3f}",
                     )
                 ratio = median(rates[here.label]) / median(rates[there.label])
                 pairs = sorted(
@@ -219,6 +231,12 @@ def run(
                     "x",
                     f"of the medians; round by round {pairs[0]:.2f}-{pairs[-1]:.2f}, "
                     f"median {median(pairs):.2f}",
+                )
+                report(
+                    "  ratio of this tree's CPU per job to the earlier one's",
+                    median(cpus[here.label]) / median(cpus[there.label]),
+                    "x",
+                    "of the medians (below 1: this tree spends less)",
                 )
                 print(f"  ({load()})", flush=True)
             if "pickup" in sections:
