@@ -41,7 +41,7 @@ help:
 	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
 	@echo "make test    run the test suite (PYTEST_ARGS='-k name' to narrow it)"
 	@echo "make test-lts  the LTS_TESTS on Django 5.2 LTS / Python 3.12 (.venv-lts)"
-	@echo "make lint    ruff check and ruff format --check"
+	@echo "make lint    ruff check, ruff format --check and mypy (strict, on django_workhorse/)"
 	@echo "make fmt     ruff check --fix and ruff format"
 	@echo "make soak    the chaos test at length (SOAK_ROUNDS=200 chaos actions)"
 	@echo "make bench   run the benchmarks (BENCH_ARGS=... passed on)"
@@ -100,6 +100,7 @@ schema: $(VENV)
 lint: $(VENV)
 	$(RUFF) check .
 	$(RUFF) format --check .
+	$(VENV)/bin/mypy
 
 # Fix first, then format what the fixes changed; still fail on what is left.
 fmt: $(VENV)

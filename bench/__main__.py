@@ -2,6 +2,7 @@
 
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [control]
                     [deps] [peers] [claimcommit] [admin] [--history N] [--admin-jobs N]
+    python -m bench drain pickup --against COMMIT
 
 With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``
 and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
@@ -18,8 +19,9 @@ retention at ``--admin-jobs`` jobs, see bench/admin.py) runs only when named.
 
 Runs against its own database (``workhorse_bench``, or ``WORKHORSE_BENCH_DB``,
 on the server of DATABASE_URL), which it drops and creates afresh.
-``claimcommit`` measures a claim's latency with and without waiting for its
-WAL flush, in turns.
+``--against COMMIT`` runs the drain and the pickup of this tree and of COMMIT
+in turns (bench/against.py). ``claimcommit`` measures a claim's latency with
+and without waiting for its WAL flush, in turns.
 """
 
 from __future__ import annotations
@@ -62,6 +64,17 @@ def main() -> None:
         default=1_000_000,
         help="jobs in the database for the admin section (then three times as many)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="COMMIT",
+        help="run drain and/or pickup in turns with COMMIT's code (bench/against.py)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="with --against: rounds of each side, taken in turns",
+    )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
     args.sections = args.sections or ["core", "worker", "observed", "control", "deps", "peers"]
@@ -75,6 +88,16 @@ def main() -> None:
         " synchronous_commit:",
         conn.execute("SHOW synchronous_commit").fetchone()[0],
     )
+    if args.against:
+        from . import against
+
+        wanted = [s for s in args.sections if s in ("drain", "pickup")]
+        if not wanted or wanted != args.sections:
+            parser.error(
+                "--against compares the drain and the pickup only: name drain, pickup or both"
+            )
+        against.run(conn, url, args.against, wanted, rounds=args.rounds)
+        return
     if "calibrate" in args.sections and "core" not in args.sections:
         from . import core
 

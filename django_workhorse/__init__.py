@@ -23,7 +23,16 @@ from .admin_api import (
 )
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
-from .definitions import BoundJob, JobDefinition, aenqueue, enqueue, job
+from .definitions import (
+    AsyncJobDefinition,
+    BoundJob,
+    JobDecorator,
+    JobDefinition,
+    JobOptions,
+    aenqueue,
+    enqueue,
+    job,
+)
 from .exceptions import (
     InvalidCursorError,
     InvalidJobOptionError,
@@ -43,10 +52,12 @@ from .exceptions import (
     WorkhorseError,
 )
 from .handles import JobHandle
+from .hooks import JobCanceled, JobFailure
 
 __all__ = [
     "ActionResult",
     "Admin",
+    "AsyncJobDefinition",
     "BoundJob",
     "InvalidCursorError",
     "InvalidJobOptionError",
@@ -54,12 +65,16 @@ __all__ = [
     "InvalidQueryError",
     "InvalidQueueLimitError",
     "JobAlreadyRegistered",
+    "JobCanceled",
     "JobCancelled",
     "JobContext",
+    "JobDecorator",
     "JobDefinition",
     "JobDependency",
+    "JobFailure",
     "JobHandle",
     "JobNotFoundError",
+    "JobOptions",
     "JobRow",
     "JobSnapshot",
     "NotInJobError",

@@ -12,18 +12,19 @@ filters get a message or a 404, never a server error.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from . import admin_api
-from .admin_api import STATES, Admin, InvalidQueryError
+from .admin_api import STATES, Admin, QueueStats
+from .exceptions import InvalidQueryError
 from .models import Job, Queue
 
 PAGE_SIZE = 50
@@ -72,7 +73,7 @@ def _seconds(value: float | None) -> str:
     return f"{days} d {hours} h"
 
 
-def _when(value, pattern: str) -> str:
+def _when(value: Any, pattern: str) -> str:
     return "" if value is None else timezone.localtime(value).strftime(pattern)
 
 
@@ -124,7 +125,7 @@ class OperatorAdmin(admin.ModelAdmin):
 class JobAdmin(OperatorAdmin):
     """The job list and the job page."""
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         wrap = self.admin_site.admin_view
         return [
             path("", wrap(self.changelist_view), name="django_workhorse_job_changelist"),
@@ -138,7 +139,9 @@ class JobAdmin(OperatorAdmin):
             path("<str:object_id>/", wrap(self.change_view), name="django_workhorse_job_page"),
         ]
 
-    def changelist_view(self, request: HttpRequest, extra_context=None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         params = request.GET
@@ -147,7 +150,7 @@ class JobAdmin(OperatorAdmin):
         }
         search = filters.pop("q")
         cursor = filters.pop("cursor")
-        page = admin_api.Page([], None)
+        page: admin_api.Page[admin_api.JobRow] = admin_api.Page([], None)
         service = self.service()
         try:
             kwargs = {k: v for k, v in filters.items() if v is not None}
@@ -172,7 +175,7 @@ class JobAdmin(OperatorAdmin):
                 return None
             query = base.copy()
             query["cursor"] = page_cursor
-            return "?" + query.urlencode()
+            return cast("str | None", "?" + query.urlencode())
 
         state_links = []
         for state in (None, *STATES):
@@ -211,7 +214,13 @@ class JobAdmin(OperatorAdmin):
         )
         return TemplateResponse(request, "admin/django_workhorse/job_list.html", context)
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url="", extra_context=None):
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         job_id = _job_id(object_id)
@@ -311,7 +320,7 @@ shows "1,000+" beyond, so that it reads a bounded number of index entries
 however deep the queues are."""
 
 
-def _limits(stats) -> str:
+def _limits(stats: QueueStats) -> str:
     """The queue's global limits as one short phrase, or '' when it has none."""
     parts = []
     if stats.concurrency_limit is not None:
@@ -325,17 +334,19 @@ def _limits(stats) -> str:
 class QueueAdmin(OperatorAdmin):
     """The queue dashboard, with pause and resume."""
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         wrap = self.admin_site.admin_view
         return [
             path("", wrap(self.changelist_view), name="django_workhorse_queue_changelist"),
             path("act/", wrap(self.action_view), name="django_workhorse_queue_act"),
         ]
 
-    def changelist_view(self, request: HttpRequest, extra_context=None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
-        rows = []
+        rows: list[dict[str, Any]] = []
         for stats in self.service().queue_stats(count_limit=QUEUE_PAGE_COUNT_LIMIT):
             rows.append(
                 {

@@ -9,7 +9,7 @@ The Django admin pages are built on this class and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
@@ -533,7 +533,8 @@ class Admin:
 
     # -- actions ------------------------------------------------------------
 
-    def _act(self, call, *args) -> tuple[str, Any]:
+    def _act(self, call: Callable[..., tuple[Any, Any]], *args: Any) -> tuple[Any, Any]:
+        """``(status, state)`` of one SQL action, in a transaction of its own."""
         with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
             return call(db, *args)
 

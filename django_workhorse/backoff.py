@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from .conf import duration_seconds
+from .defaults import JOB_DEFAULTS
 from .exceptions import InvalidJobOptionError
 from .limits import MAX_DURATION_SECONDS, duration_problem
 
@@ -16,9 +18,9 @@ from .limits import MAX_DURATION_SECONDS, duration_problem
 class Exponential:
     """``base * 2**(attempt-1)`` seconds, capped at ``max``, spread by ±``jitter``."""
 
-    base: float = 1.0
-    max: float = 3600.0
-    jitter: float = 0.1
+    base: float = JOB_DEFAULTS.backoff.base
+    max: float = JOB_DEFAULTS.backoff.max
+    jitter: float = JOB_DEFAULTS.backoff.jitter
 
     def policy(self) -> dict[str, Any]:
         return {"kind": "exponential", "base": self.base, "max": self.max, "jitter": self.jitter}
@@ -34,8 +36,13 @@ class Fixed:
         return {"kind": "fixed", "delay": self.delay}
 
 
-def exponential(base: Any = 1.0, max: Any = 3600.0, jitter: float = 0.1) -> Exponential:
-    """Exponential backoff with jitter (the default: 1 s, 2 s, 4 s ... capped at 1 h)."""
+def exponential(
+    base: float | timedelta = JOB_DEFAULTS.backoff.base,
+    max: float | timedelta = JOB_DEFAULTS.backoff.max,
+    jitter: float = JOB_DEFAULTS.backoff.jitter,
+) -> Exponential:
+    """Exponential backoff with jitter (the default: 1 s, 2 s, 4 s ... capped at 1 h,
+    spread by ±10 %; the values of ``defaults.JOB_DEFAULTS.backoff``)."""
     for field, value in (("base", base), ("max", max)):
         if problem := duration_problem(f"backoff {field}", value, positive=False):
             raise InvalidJobOptionError(problem)
@@ -44,7 +51,7 @@ def exponential(base: Any = 1.0, max: Any = 3600.0, jitter: float = 0.1) -> Expo
     return Exponential(duration_seconds(base), duration_seconds(max), float(jitter))
 
 
-def fixed(delay: Any) -> Fixed:
+def fixed(delay: float | timedelta) -> Fixed:
     """Retry after the same delay each time."""
     if problem := duration_problem("backoff delay", delay, positive=False):
         raise InvalidJobOptionError(problem)

@@ -10,15 +10,21 @@ queue ask for different concurrency; the first registered decides).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError, connections
 
 from . import registry, store
 from .conf import problems, raw_settings
 
+if TYPE_CHECKING:
+    from .definitions import JobDefinition
+
 
 @register("workhorse")
-def check_settings(app_configs=None, **kwargs) -> list[Error]:
+def check_settings(app_configs: object = None, **kwargs: object) -> list[Error]:
     return [
         Error(
             f"WORKHORSE[{key!r}] {message}",
@@ -31,7 +37,9 @@ def check_settings(app_configs=None, **kwargs) -> list[Error]:
 
 
 @register(Tags.database, "workhorse")
-def check_schema(app_configs=None, databases=None, **kwargs) -> list[Error | Warning]:
+def check_schema(
+    app_configs: object = None, databases: Sequence[str] | None = None, **kwargs: object
+) -> list[Error | Warning]:
     """Runs with ``check --database`` and before ``migrate``-less commands that ask."""
     if not databases:
         return []
@@ -71,11 +79,11 @@ def migrations_pending(alias: str) -> bool:
 
 
 @register("workhorse")
-def check_queue_concurrency(app_configs=None, **kwargs) -> list[Warning]:
+def check_queue_concurrency(app_configs: object = None, **kwargs: object) -> list[Warning]:
     """Jobs of one queue that ask for different ``concurrency``: the first
     registered decides (the seed's rule), so the others' wish is ignored."""
-    first: dict[tuple[str, str], object] = {}
-    messages = []
+    first: dict[tuple[str, str], JobDefinition[..., Any]] = {}
+    messages: list[Warning] = []
     for definition in registry.all_jobs().values():
         if definition.concurrency is None:
             continue

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 
+from .defaults import JOB_DEFAULTS
 from .limits import (
     CONCURRENCY_MAX,
     MAX_ATTEMPTS_MAX,
@@ -28,14 +29,14 @@ from .limits import (
 
 DEFAULTS: dict[str, Any] = {
     "DATABASE": "default",
-    "DEFAULT_QUEUE": "default",
-    "DEFAULT_MAX_ATTEMPTS": 5,
+    "DEFAULT_QUEUE": JOB_DEFAULTS.queue,
+    "DEFAULT_MAX_ATTEMPTS": JOB_DEFAULTS.max_attempts,
     "CONCURRENCY": 1,
     "QUEUES": {},
     "LOCK_DURATION": 30.0,
     "LOCK_RENEW_INTERVAL": None,
     "STALLED_INTERVAL": 30.0,
-    "MAX_STALLED_COUNT": 1,
+    "MAX_STALLED_COUNT": JOB_DEFAULTS.max_stalled,
     "POLL_INTERVAL": 5.0,
     "SCHEDULE_SWEEP_INTERVAL": 15.0,
     "QUEUE_METRICS_INTERVAL": None,
@@ -284,9 +285,18 @@ def installed(module: str) -> bool:
         return False
 
 
-def job_defaults() -> tuple[str, str, int, int]:
-    """(DATABASE, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS, MAX_STALLED_COUNT) for job
-    definitions, without validating the rest of the settings.
+class SettingsJobDefaults(NamedTuple):
+    """What a job that names none of these gets, from the settings as they are now."""
+
+    database: str
+    queue: str
+    max_attempts: int
+    max_stalled: int
+
+
+def job_defaults() -> SettingsJobDefaults:
+    """(DATABASE, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS, MAX_STALLED_COUNT), read
+    when a job is enqueued, without validating the rest of the settings.
 
     Job modules are imported while Django starts; an invalid setting elsewhere
     must not stop ``manage.py check`` from reporting it. A value of the wrong
@@ -298,7 +308,7 @@ def job_defaults() -> tuple[str, str, int, int]:
         value = raw.get(key, DEFAULTS[key])
         return value if isinstance(value, kind) and not isinstance(value, bool) else DEFAULTS[key]
 
-    return (
+    return SettingsJobDefaults(
         pick("DATABASE", str),
         pick("DEFAULT_QUEUE", str),
         pick("DEFAULT_MAX_ATTEMPTS", int),
@@ -355,7 +365,7 @@ def import_callable(path: str) -> Callable[..., Any]:
         raise ImproperlyConfigured(f"cannot import {path!r}: {exc}") from exc
     if not callable(target):
         raise ImproperlyConfigured(f"{path!r} is not callable")
-    return target
+    return cast("Callable[..., Any]", target)
 
 
 # -- RETENTION: how long history and finished jobs are kept (docs/retention.md)

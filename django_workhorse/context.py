@@ -79,12 +79,12 @@ def current_job() -> JobContext:
     return context
 
 
-def set_current(context: JobContext | None) -> contextvars.Token:
+def set_current(context: JobContext | None) -> contextvars.Token[JobContext | None]:
     """Make ``context`` the current job; returns the token for ``reset_current``."""
     return _current.set(context)
 
 
-def reset_current(token: contextvars.Token) -> None:
+def reset_current(token: contextvars.Token[JobContext | None]) -> None:
     _current.reset(token)
 
 

@@ -8,10 +8,21 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import (
+    Any,
+    Generic,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+    overload,
+)
 
 from asgiref.sync import sync_to_async
 from django.db import connections
@@ -19,6 +30,7 @@ from django.db import connections
 from . import registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
 from .conf import duration_seconds, job_defaults
+from .defaults import JOB_DEFAULTS
 from .exceptions import InvalidJobOptionError, InvalidPayloadError, UnknownDependencyError
 from .handles import JobHandle
 from .limits import (
@@ -40,6 +52,7 @@ from .payloads import encode_payload
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 DEPENDENCY_POLICIES = ("all_succeeded", "all_finished", "any_succeeded")
 """How a job with ``depends_on`` settles (docs/durable-execution.md)."""
@@ -49,13 +62,32 @@ that the enqueue's JSON and the dependent's snapshot stay reasonable."""
 MAX_JOB_ID = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class EnqueueOptions:
-    """Per-enqueue choices layered over a job's defaults by ``.options()``."""
+class JobOptions(TypedDict, total=False):
+    """The keyword arguments of ``.options(...)``: per-enqueue choices."""
 
     queue: str
     priority: int
     max_attempts: int
+    timeout: float | timedelta | None
+    max_stalled: int | None
+    delay: float | timedelta | None
+    run_at: datetime | None
+    idempotency_key: str | None
+    depends_on: Iterable[JobHandle[Any] | int] | None
+    dependency_policy: Literal["all_succeeded", "all_finished", "any_succeeded"] | None
+
+
+@dataclass(frozen=True)
+class EnqueueOptions:
+    """Per-enqueue choices layered over a job's defaults by ``.options()``.
+
+    ``queue``, ``max_attempts`` and ``max_stalled`` left at None take the
+    settings' defaults when the job is enqueued (``resolved``), like every
+    other default of a job."""
+
+    queue: str | None
+    priority: int
+    max_attempts: int | None
     timeout: float | None
     max_stalled: int | None
     delay: float | None = None
@@ -65,11 +97,36 @@ class EnqueueOptions:
     """Ids of the prerequisites, ascending and without repeats."""
     dependency_policy: str | None = None
 
+    def resolved(self) -> EnqueueOptions:
+        """These options with every default filled in from the settings as they
+        are now (``DEFAULT_QUEUE``, ``DEFAULT_MAX_ATTEMPTS``, ``MAX_STALLED_COUNT``)."""
+        if None not in (self.queue, self.max_attempts, self.max_stalled):
+            return self
+        # A value from the settings is checked like one the caller named
+        # (manage.py check reports it too), so SQL never sees a bad one.
+        defaults = job_defaults()
+        return replace(
+            self,
+            queue=_queue(self.queue if self.queue is not None else defaults.queue),
+            max_attempts=_whole(
+                "max_attempts",
+                self.max_attempts if self.max_attempts is not None else defaults.max_attempts,
+                MAX_ATTEMPTS_MIN,
+                MAX_ATTEMPTS_MAX,
+            ),
+            max_stalled=_whole(
+                "max_stalled",
+                self.max_stalled if self.max_stalled is not None else defaults.max_stalled,
+                MAX_STALLED_MIN,
+                MAX_STALLED_MAX,
+            ),
+        )
+
 
 def _whole(field: str, value: Any, low: int, high: int) -> int:
     if problem := whole_problem(field, value, low, high):
         raise InvalidJobOptionError(problem)
-    return value
+    return cast(int, value)
 
 
 def _seconds(field: str, value: Any, *, positive: bool) -> float:
@@ -81,16 +138,18 @@ def _seconds(field: str, value: Any, *, positive: bool) -> float:
 def _queue(value: Any) -> str:
     if problem := queue_name_problem(value):
         raise InvalidJobOptionError(f"queue: {problem}")
-    return value
+    return cast(str, value)
 
 
 def validate_options(options: EnqueueOptions) -> EnqueueOptions:
     """The options checked field by field against the rules of ``limits``
     (the database's own); InvalidJobOptionError names the field, the value
     and the rule. Nothing is sent to the database before this passes."""
-    _queue(options.queue)
+    if options.queue is not None:
+        _queue(options.queue)
     _whole("priority", options.priority, PRIORITY_MIN, PRIORITY_MAX)
-    _whole("max_attempts", options.max_attempts, MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
+    if options.max_attempts is not None:
+        _whole("max_attempts", options.max_attempts, MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX)
     if options.max_stalled is not None:
         _whole("max_stalled", options.max_stalled, MAX_STALLED_MIN, MAX_STALLED_MAX)
     if options.timeout is not None:
@@ -142,28 +201,29 @@ def dependency_ids(value: Any, using: str) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
-class _Enqueuer(Generic[R]):
+class _Enqueuer(Generic[P, R]):
     """enqueue / enqueue_many over a definition and a set of options."""
 
-    definition: JobDefinition
+    definition: JobDefinition[P, R]
     _options: EnqueueOptions
 
-    def _rows_json(self, payloads: Iterable[Mapping[str, Any]]) -> tuple[str, int]:
+    def _rows_json(
+        self, payloads: Iterable[Mapping[str, Any]], options: EnqueueOptions | None = None
+    ) -> tuple[str, int]:
         """The JSON array for workhorse_enqueue_many_v1, and how many jobs it holds.
 
         The options are the same for every job of one call, so they are encoded
         once and each payload is spliced in.
         """
-        definition, options = self.definition, self._options
+        definition = self.definition
+        options = options or self._options.resolved()
         common: dict[str, Any] = {
             "name": definition.name,
             "queue": options.queue,
             "max_attempts": options.max_attempts,
             "priority": options.priority,
             "backoff": definition.backoff_policy,
-            "max_stalled": (
-                options.max_stalled if options.max_stalled is not None else job_defaults()[3]
-            ),
+            "max_stalled": options.max_stalled,
         }
         if options.timeout is not None:
             common["timeout"] = duration_seconds(options.timeout)
@@ -186,31 +246,41 @@ class _Enqueuer(Generic[R]):
             parts.append('{"payload":' + encode_payload(definition.name, payload) + "," + tail)
         return "[" + ",".join(parts) + "]", len(parts)
 
-    def enqueue(self, **payload: Any) -> JobHandle[R]:
-        """Enqueue one job with ``payload`` as the handler's keyword arguments."""
-        return self.enqueue_many([payload])[0]
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+        """Enqueue one job; the handler will be called with these arguments.
 
-    async def aenqueue(self, **payload: Any) -> JobHandle[R]:
+        A type checker checks them against the handler's parameters. They are
+        stored as the keyword arguments of the handler: positional ones are
+        named after the parameters they fill.
+        """
+        return self.enqueue_many([self.definition.payload_of(args, kwargs)])[0]
+
+    async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """``enqueue`` for async code, in the transaction of Django's sync thread."""
-        return await sync_to_async(self.enqueue)(**payload)
+        payload = self.definition.payload_of(args, kwargs)
+        handles = await sync_to_async(self.enqueue_many)([payload])
+        return handles[0]
 
     def enqueue_many(self, payloads: Iterable[Mapping[str, Any]]) -> list[JobHandle[R]]:
-        """Enqueue many jobs in one round trip; every payload is checked first,
-        so one bad payload writes nothing."""
-        rows_json, count = self._rows_json(payloads)
+        """Enqueue many jobs in one round trip; each payload is a dict of the
+        handler's keyword arguments. Every payload is checked first, so one bad
+        payload writes nothing."""
+        options = self._options.resolved()
+        rows_json, count = self._rows_json(payloads, options)
         if not count:
             return []
         using = self.definition.using
+        queue = cast(str, options.queue)
         with connections[using].cursor() as cursor:
             if self._options.depends_on:
                 self._check_prerequisites_exist(cursor)
             results = store.enqueue_many(cursor, rows_json)
         return [
-            JobHandle(job_id, self.definition.name, self._options.queue, inserted, using)
+            JobHandle(job_id, self.definition.name, queue, inserted, using)
             for job_id, inserted in results
         ]
 
-    def _check_prerequisites_exist(self, cursor) -> None:
+    def _check_prerequisites_exist(self, cursor: store.Cursor) -> None:
         """UnknownDependencyError before any write when a prerequisite does
         not exist (the enqueue function refuses it too, but an error raised
         there would also break the caller's transaction)."""
@@ -225,18 +295,21 @@ class _Enqueuer(Generic[R]):
             )
 
 
-class BoundJob(_Enqueuer[R]):
+class BoundJob(_Enqueuer[P, R]):
     """A job with per-enqueue options applied; made by ``JobDefinition.options``."""
 
-    def __init__(self, definition: JobDefinition, options: EnqueueOptions) -> None:
+    def __init__(self, definition: JobDefinition[P, R], options: EnqueueOptions) -> None:
         self.definition = definition
         self._options = validate_options(options)
 
-    def options(self, **overrides: Any) -> BoundJob[R]:
+    def options(self, **overrides: Unpack[JobOptions]) -> BoundJob[P, R]:
+        """More per-enqueue options over these (the later value of a key wins)."""
         return self.definition._bind(self._options, overrides)
 
 
-def plain_parameters(signature: inspect.Signature) -> tuple[frozenset, frozenset] | None:
+def plain_parameters(
+    signature: inspect.Signature,
+) -> tuple[frozenset[str], frozenset[str]] | None:
     """(accepted, required) keyword names when every parameter is a plain
     keyword-capable one, so that a payload can be checked by set inclusion;
     None when ``Signature.bind`` must decide (``*args``, ``**kwargs``,
@@ -250,8 +323,13 @@ def plain_parameters(signature: inspect.Signature) -> tuple[frozenset, frozenset
     return accepted, required
 
 
-class JobDefinition(_Enqueuer[R], Generic[P, R]):
+class JobDefinition(_Enqueuer[P, R]):
     """A registered job type: its handler, name, queue and policies.
+
+    ``JobDefinition[P, R]`` carries the handler's parameters ``P`` and its
+    result ``R`` (what ``JobHandle.result`` gives back; for an ``async def``
+    handler, the awaited result), so that a type checker checks ``enqueue``
+    and ``options(...).enqueue`` calls against the handler.
 
     Calling the definition calls the handler directly, in-process (handy in
     tests); ``enqueue`` stores a job for a worker to run.
@@ -259,33 +337,33 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
 
     def __init__(
         self,
-        func: Callable[P, R],
+        func: Callable[P, R] | Callable[P, Awaitable[R]],
         *,
         name: str | None = None,
         queue: str | None = None,
         max_attempts: int | None = None,
-        priority: int = 0,
+        priority: int = JOB_DEFAULTS.priority,
         timeout: float | timedelta | None = None,
         backoff: BackoffSpec = None,
-        retry_on: tuple[type[BaseException], ...] = (),
+        retry_on: tuple[type[BaseException], ...] | type[BaseException] = (),
         max_stalled: int | None = None,
         concurrency: int | None = None,
         using: str | None = None,
         schedule: str | None = None,
     ) -> None:
-        database, default_queue, default_max_attempts, _ = job_defaults()
-        self.func = func
+        self.func: Callable[P, Any] = func
         self.name = name or f"{func.__module__}.{func.__qualname__}"
         if problem := job_name_problem(self.name):
             raise InvalidJobOptionError(problem)
         self.is_async = inspect.iscoroutinefunction(func)
         self.signature = inspect.signature(func)
         self._plain_params = plain_parameters(self.signature)
-        self.using = using or database
-        if not isinstance(self.using, str) or self.using not in connections.databases:
+        self._positional_names = positional_names(self.signature)
+        if using is not None and (not isinstance(using, str) or using not in connections.databases):
             raise InvalidJobOptionError(
-                f"job {self.name!r}: using={self.using!r} is not an alias of settings.DATABASES"
+                f"job {self.name!r}: using={using!r} is not an alias of settings.DATABASES"
             )
+        self._using = using
         if concurrency is not None:
             _whole("concurrency", concurrency, 1, CONCURRENCY_MAX)
         self.concurrency = concurrency
@@ -300,9 +378,9 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
         self.backoff_policy = policy_of(backoff)
         self._options = validate_options(
             EnqueueOptions(
-                queue=queue or default_queue,
+                queue=queue,
                 priority=priority,
-                max_attempts=(max_attempts if max_attempts is not None else default_max_attempts),
+                max_attempts=max_attempts,
                 timeout=None if timeout is None else _seconds("timeout", timeout, positive=True),
                 max_stalled=max_stalled,
             )
@@ -317,24 +395,34 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
         self.__wrapped__ = func
 
     @property
+    def using(self) -> str:
+        """The database alias: ``using=`` of the decorator, else ``WORKHORSE['DATABASE']``
+        as it is now."""
+        return self._using if self._using is not None else job_defaults().database
+
+    @property
     def queue(self) -> str:
-        return self._options.queue
+        """The queue: ``queue=`` of the decorator, else ``WORKHORSE['DEFAULT_QUEUE']``
+        as it is now."""
+        return cast(str, self._options.resolved().queue)
 
     @property
     def max_attempts(self) -> int:
-        return self._options.max_attempts
+        """``max_attempts=`` of the decorator, else ``WORKHORSE['DEFAULT_MAX_ATTEMPTS']``
+        as it is now."""
+        return cast(int, self._options.resolved().max_attempts)
 
     @property
     def timeout(self) -> float | None:
         return self._options.timeout
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.func(*args, **kwargs)
+        return cast(R, self.func(*args, **kwargs))
 
     def __repr__(self) -> str:
         return f"<JobDefinition {self.name} queue={self.queue}>"
 
-    def options(self, **overrides: Any) -> BoundJob[R]:
+    def options(self, **overrides: Unpack[JobOptions]) -> BoundJob[P, R]:
         """The job with per-enqueue options: delay, run_at, priority, queue,
         max_attempts, timeout, idempotency_key, max_stalled, and depends_on
         (job handles or ids) with dependency_policy ("all_succeeded", the
@@ -342,7 +430,7 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
         until its prerequisites settle it (docs/durable-execution.md)."""
         return self._bind(self._options, overrides)
 
-    def _bind(self, base: EnqueueOptions, overrides: dict[str, Any]) -> BoundJob[R]:
+    def _bind(self, base: EnqueueOptions, overrides: Mapping[str, Any]) -> BoundJob[P, R]:
         allowed = {
             "queue",
             "priority",
@@ -361,15 +449,40 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
                 f"unknown option(s) {', '.join(sorted(unknown))} for job {self.name!r}; "
                 f"known: {', '.join(sorted(allowed))}"
             )
+        changes = dict(overrides)
         for key in ("delay", "timeout"):
-            if overrides.get(key) is not None:
-                overrides[key] = _seconds(key, overrides[key], positive=key == "timeout")
-        if "depends_on" in overrides:
-            depends_on = overrides["depends_on"]
-            overrides["depends_on"] = (
+            if changes.get(key) is not None:
+                changes[key] = _seconds(key, changes[key], positive=key == "timeout")
+        if "depends_on" in changes:
+            depends_on = changes["depends_on"]
+            changes["depends_on"] = (
                 () if depends_on is None else dependency_ids(depends_on, self.using)
             )
-        return BoundJob(self, replace(base, **overrides))
+        return BoundJob(self, replace(base, **changes))
+
+    def payload_of(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The stored payload of ``enqueue(*args, **kwargs)``: the keyword
+        arguments, with each positional argument named after its parameter.
+        InvalidPayloadError when a positional argument has no named parameter
+        to fill (``*args``, or more arguments than parameters) or fills one
+        that is also passed by keyword."""
+        if not args:
+            return kwargs
+        names = self._positional_names
+        if len(args) > len(names):
+            raise InvalidPayloadError(
+                f"job {self.name!r}{self.signature} takes {len(names)} argument(s) by position "
+                f"but {len(args)} were given; a job's arguments are stored by name, so pass "
+                "the others by keyword"
+            )
+        payload = dict(zip(names, args, strict=False))
+        if twice := sorted(payload.keys() & kwargs.keys()):
+            raise InvalidPayloadError(
+                f"job {self.name!r}{self.signature} got {', '.join(twice)} both by position "
+                "and by keyword"
+            )
+        payload.update(kwargs)
+        return payload
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
         """Refuse a payload that does not fit the handler's signature."""
@@ -399,35 +512,94 @@ class JobDefinition(_Enqueuer[R], Generic[P, R]):
         return not self.retry_on or isinstance(exc, self.retry_on)
 
 
+class AsyncJobDefinition(JobDefinition[P, R]):
+    """The definition of an ``async def`` handler: ``R`` is the awaited result
+    (what the job stores and ``JobHandle.result`` gives back), and calling the
+    definition returns the handler's coroutine, as calling the handler does."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:  # type: ignore[override]
+        return cast(Coroutine[Any, Any, R], self.func(*args, **kwargs))
+
+    def __repr__(self) -> str:
+        return f"<AsyncJobDefinition {self.name} queue={self.queue}>"
+
+
+class JobDecorator(Protocol):
+    """What ``@workhorse.job(...)`` with options returns: the decorator proper."""
+
+    @overload
+    def __call__(
+        self, func: Callable[P, Coroutine[Any, Any, T]], /
+    ) -> AsyncJobDefinition[P, T]: ...
+
+    @overload
+    def __call__(self, func: Callable[P, R], /) -> JobDefinition[P, R]: ...
+
+
+@overload
+def job(func: Callable[P, Coroutine[Any, Any, T]], /) -> AsyncJobDefinition[P, T]: ...
+
+
+@overload
+def job(func: Callable[P, R], /) -> JobDefinition[P, R]: ...
+
+
+@overload
 def job(
-    func: Callable[P, R] | None = None,
+    func: None = None,
+    /,
     *,
     name: str | None = None,
     queue: str | None = None,
     max_attempts: int | None = None,
-    priority: int = 0,
+    priority: int = JOB_DEFAULTS.priority,
     timeout: float | timedelta | None = None,
     backoff: BackoffSpec = None,
-    retry_on: tuple[type[BaseException], ...] = (),
+    retry_on: tuple[type[BaseException], ...] | type[BaseException] = (),
     max_stalled: int | None = None,
     concurrency: int | None = None,
     using: str | None = None,
     schedule: str | None = None,
-) -> Any:
+) -> JobDecorator: ...
+
+
+def job(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    queue: str | None = None,
+    max_attempts: int | None = None,
+    priority: int = JOB_DEFAULTS.priority,
+    timeout: float | timedelta | None = None,
+    backoff: BackoffSpec = None,
+    retry_on: tuple[type[BaseException], ...] | type[BaseException] = (),
+    max_stalled: int | None = None,
+    concurrency: int | None = None,
+    using: str | None = None,
+    schedule: str | None = None,
+) -> JobDefinition[..., Any] | JobDecorator:
     """Register a function as a job type.
 
     ``name`` defaults to ``module.qualname``; ``queue`` to ``WORKHORSE['DEFAULT_QUEUE']``;
-    ``max_attempts`` to ``WORKHORSE['DEFAULT_MAX_ATTEMPTS']``; ``priority`` runs from
-    -100 to 100, higher first; ``timeout`` ends an attempt as timed out; ``backoff``
+    ``max_attempts`` to ``WORKHORSE['DEFAULT_MAX_ATTEMPTS']``; ``max_stalled`` to
+    ``WORKHORSE['MAX_STALLED_COUNT']`` (the settings are read when a job is
+    enqueued, not here); ``priority`` runs from -100 to 100, higher first;
+    ``timeout`` ends an attempt as timed out; ``backoff``
     is ``workhorse.exponential(...)`` (default), ``workhorse.fixed(...)`` or a callable;
     ``retry_on`` limits retries to those exceptions; ``concurrency`` is this job's
     queue's slot count when the worker sets none; ``using`` is the database alias;
     ``schedule`` is a cron expression: workers enqueue the job (without
     arguments) at each of its slots (docs/schedules.md).
+
+    Used bare (``@job``) or with options (``@job(queue=...)``); either way a
+    type checker sees a ``JobDefinition[P, R]`` of the handler's parameters
+    and result (an ``AsyncJobDefinition`` for an ``async def``).
     """
 
-    def decorate(f: Callable[P, R]) -> JobDefinition[P, R]:
-        definition = JobDefinition(
+    def decorate(f: Callable[..., Any]) -> JobDefinition[..., Any]:
+        kind = AsyncJobDefinition if inspect.iscoroutinefunction(f) else JobDefinition
+        definition: JobDefinition[..., Any] = kind(
             f,
             name=name,
             queue=queue,
@@ -444,11 +616,23 @@ def job(
         registry.register(definition)
         return definition
 
-    return decorate(func) if func is not None else decorate
+    return decorate(func) if func is not None else cast(JobDecorator, decorate)
+
+
+def positional_names(signature: inspect.Signature) -> tuple[str, ...]:
+    """The names that positional arguments of ``enqueue`` fill, in order: the
+    leading parameters that may also be passed by keyword."""
+    names = []
+    for parameter in signature.parameters.values():
+        if parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            break
+        names.append(parameter.name)
+    return tuple(names)
 
 
 def enqueue(name: str, /, **payload: Any) -> JobHandle[Any]:
-    """Enqueue a registered job by name; UnknownJobError if there is none."""
+    """Enqueue a registered job by name (keyword arguments only); UnknownJobError
+    if there is none."""
     return registry.get(name).enqueue(**payload)
 
 

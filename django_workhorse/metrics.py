@@ -101,7 +101,7 @@ def serve_merged(port: int, addr: str = "") -> str:
     from prometheus_client.multiprocess import MultiProcessCollector
 
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=directory)
+    MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     start_http_server(port, addr=addr or "0.0.0.0", registry=registry)
     return directory
 
@@ -131,36 +131,46 @@ def is_child() -> bool:
     return os.environ.get(CHILD_ENV) == "1"
 
 
+def _enabled_metrics() -> _Metrics:
+    """The metrics of this process; only called once ``enable()`` made them."""
+    assert _metrics is not None, "metrics are recorded only once enabled"
+    return _metrics
+
+
 def count_finished(queue: str, name: str, outcome: str) -> None:
+    m = _enabled_metrics()
     key = (queue, name, outcome)
-    child = _metrics.finished_by.get(key)
+    child = m.finished_by.get(key)
     if child is None:
-        child = _metrics.finished_by[key] = _metrics.finished.labels(*key)
+        child = m.finished_by[key] = m.finished.labels(*key)
     child.inc()
 
 
 def observe_run(queue: str, name: str, seconds: float) -> None:
+    m = _enabled_metrics()
     key = (queue, name)
-    child = _metrics.run_by.get(key)
+    child = m.run_by.get(key)
     if child is None:
-        child = _metrics.run_by[key] = _metrics.run_seconds.labels(*key)
+        child = m.run_by[key] = m.run_seconds.labels(*key)
     child.observe(seconds)
 
 
 def observe_pickup(queue: str, seconds: float) -> None:
-    child = _metrics.pickup_by.get(queue)
+    m = _enabled_metrics()
+    child = m.pickup_by.get(queue)
     if child is None:
-        child = _metrics.pickup_by[queue] = _metrics.pickup_seconds.labels(queue)
+        child = m.pickup_by[queue] = m.pickup_seconds.labels(queue)
     child.observe(max(0.0, seconds))
 
 
 def set_depth(rows: Iterable[tuple[str, str, Any]]) -> None:
     """Set the depth gauge from ``(queue, state, jobs)``; a queue and state seen
     before and absent now drops to 0."""
+    m = _enabled_metrics()
     seen = set()
     for queue, state, jobs in rows:
-        _metrics.depth.labels(queue, state).set(jobs)
+        m.depth.labels(queue, state).set(jobs)
         seen.add((queue, state))
-    for queue, state in _metrics.depth_labels - seen:
-        _metrics.depth.labels(queue, state).set(0)
-    _metrics.depth_labels |= seen
+    for queue, state in m.depth_labels - seen:
+        m.depth.labels(queue, state).set(0)
+    m.depth_labels |= seen

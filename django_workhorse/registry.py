@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .exceptions import JobAlreadyRegistered, UnknownJobError
 
 if TYPE_CHECKING:
     from .definitions import JobDefinition
 
-_jobs: dict[str, JobDefinition] = {}
-_listeners: list = []
-_resolvers: list[Callable[[str], JobDefinition | None]] = []
+_jobs: dict[str, JobDefinition[..., Any]] = {}
+_listeners: list[Callable[[JobDefinition[..., Any]], object]] = []
+_resolvers: list[Callable[[str], JobDefinition[..., Any] | None]] = []
 
 
-class JobTable(dict):
+class JobTable(dict[str, "JobDefinition[..., Any]"]):
     """The jobs by name, as ``all_jobs()`` returns them.
 
     ``get`` of a name nobody registered asks the resolvers before giving up:
@@ -23,14 +23,16 @@ class JobTable(dict):
     by its import path) registers itself on first use, in the worker too.
     """
 
-    def get(self, name: str, default: JobDefinition | None = None) -> JobDefinition | None:
+    def get(  # type: ignore[override]  # a name (str) only; asks the resolvers
+        self, name: str, default: JobDefinition[..., Any] | None = None
+    ) -> JobDefinition[..., Any] | None:
         found = dict.get(self, name)
         if found is None:
             found = resolve(name)
         return found if found is not None else default
 
 
-def register(definition: JobDefinition) -> None:
+def register(definition: JobDefinition[..., Any]) -> None:
     """Register a job; a different handler under a taken name is an error.
 
     Registering the same function again (a module imported twice) is allowed.
@@ -53,7 +55,7 @@ def register(definition: JobDefinition) -> None:
         listener(definition)
 
 
-def get(name: str) -> JobDefinition:
+def get(name: str) -> JobDefinition[..., Any]:
     """The job registered under ``name``, or UnknownJobError listing what exists."""
     try:
         return _jobs.get(name) or _resolve_or_raise(name)
@@ -65,7 +67,7 @@ def get(name: str) -> JobDefinition:
         ) from None
 
 
-def _resolve_or_raise(name: str) -> JobDefinition:
+def _resolve_or_raise(name: str) -> JobDefinition[..., Any]:
     found = resolve(name)
     if found is None:
         raise KeyError(name)
@@ -77,14 +79,14 @@ def all_jobs() -> JobTable:
     return JobTable(_jobs)
 
 
-def add_resolver(resolver: Callable[[str], JobDefinition | None]) -> None:
+def add_resolver(resolver: Callable[[str], JobDefinition[..., Any] | None]) -> None:
     """Ask ``resolver(name)`` for a job nobody registered under ``name``; it
     registers and returns the definition, or returns None. Added once."""
     if resolver not in _resolvers:
         _resolvers.append(resolver)
 
 
-def resolve(name: str) -> JobDefinition | None:
+def resolve(name: str) -> JobDefinition[..., Any] | None:
     """The definition a resolver finds for an unregistered ``name``, or None."""
     for resolver in list(_resolvers):
         found = resolver(name)
@@ -93,11 +95,11 @@ def resolve(name: str) -> JobDefinition | None:
     return None
 
 
-def on_register(listener) -> None:
+def on_register(listener: Callable[[JobDefinition[..., Any]], object]) -> None:
     """Call ``listener(definition)`` for each job registered from now on."""
     _listeners.append(listener)
 
 
-def remove_listener(listener) -> None:
+def remove_listener(listener: Callable[[JobDefinition[..., Any]], object]) -> None:
     if listener in _listeners:
         _listeners.remove(listener)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from . import store
 from .conf import RetentionSettings, get_retention
+from .store import Cursor
 
 KEEP_FOREVER = datetime(1, 1, 2, tzinfo=UTC)
 """The cut-off used for a window of None: nothing is older."""
@@ -65,7 +66,7 @@ def _cutoff(now: datetime, seconds: float | None) -> datetime:
 
 
 def prune(
-    cursor,
+    cursor: Cursor,
     *,
     dry_run: bool = False,
     settings: RetentionSettings | None = None,
@@ -94,13 +95,13 @@ def prune(
             if action == "busy":
                 report.busy = True
             elif action == "drop_partition":
-                report.dropped_partitions.append(target)
+                report.dropped_partitions.append(str(target))
             elif action == "delete_default":
-                report.deleted_history_rows += count
-                more = more or count >= limit
+                report.deleted_history_rows += count or 0
+                more = more or (count or 0) >= limit
             elif action == "delete_jobs":
-                report.deleted_jobs += count
-                more = more or count >= limit
+                report.deleted_jobs += count or 0
+                more = more or (count or 0) >= limit
         if dry_run or report.busy or not more:
             break
     return report

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
@@ -26,6 +26,7 @@ from cronsim import CronSim
 from . import registry, store
 from .cron import ALL_SLOTS_PER_SWEEP, cron_problem
 from .exceptions import InvalidJobOptionError
+from .store import Cursor
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def check_job_schedule(job_name: str, cron: Any) -> str:
     problem = cron_problem(cron, default_timezone())
     if problem:
         raise InvalidJobOptionError(f"job {job_name!r}: schedule: {problem}")
-    return cron
+    return cast("str", cron)
 
 
 def default_timezone() -> str:
@@ -105,15 +106,15 @@ def sync_json(schedules: list[Schedule]) -> str:
     rows = []
     for schedule in schedules:
         definition = registry.get(schedule.job_name)
-        options = definition._options
+        # The settings' defaults as they are when the worker syncs, as at an enqueue.
+        options = definition._options.resolved()
         job_options: dict[str, Any] = {
             "queue": options.queue,
             "max_attempts": options.max_attempts,
             "priority": options.priority,
             "backoff": definition.backoff_policy,
+            "max_stalled": options.max_stalled,
         }
-        if options.max_stalled is not None:
-            job_options["max_stalled"] = options.max_stalled
         if options.timeout is not None:
             job_options["timeout"] = options.timeout
         rows.append(
@@ -130,7 +131,7 @@ def sync_json(schedules: list[Schedule]) -> str:
     return json.dumps(rows, separators=(",", ":"))
 
 
-def sync(cursor, schedules: list[Schedule]) -> dict[str, str]:
+def sync(cursor: Cursor, schedules: list[Schedule]) -> dict[str, str]:
     """Make the table hold exactly ``schedules``; what happened to each name."""
     return store.sync_schedules(cursor, sync_json(schedules))
 

@@ -43,7 +43,7 @@ class RunSQLFile(migrations.RunSQL):
             reverse = None
         super().__init__(sql=read_sql(filename), reverse_sql=reverse)
 
-    def deconstruct(self):
+    def deconstruct(self) -> tuple[str, list[str], dict[str, str]]:
         kwargs = {}
         if self.reverse_file:
             kwargs["reverse_file"] = self.reverse_file

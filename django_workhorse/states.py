@@ -8,10 +8,25 @@ the two, so neither can change alone. See docs/concepts.md for the diagram.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
 from django.db import models
 
+if TYPE_CHECKING:
+    from enum import StrEnum
 
-class JobState(models.TextChoices):
+    class _TextChoices(StrEnum):
+        """What a type checker knows of Django's ``TextChoices`` (Django ships
+        no types): a ``StrEnum`` whose members have a label."""
+
+        choices: ClassVar[list[tuple[str, str]]]
+        label: str
+
+else:
+    _TextChoices = models.TextChoices
+
+
+class JobState(_TextChoices):
     """Where a job is. The first four live in ``workhorse_job_runtime``, the
     last three in ``workhorse_job_outcome``."""
 
@@ -52,7 +67,7 @@ class JobState(models.TextChoices):
         return self in JobState.terminal()
 
 
-class EventKind(models.TextChoices):
+class EventKind(_TextChoices):
     """What a ``workhorse_job_event`` row records (the CHECK on its kind)."""
 
     ENQUEUED = "enqueued"
@@ -78,7 +93,7 @@ class EventKind(models.TextChoices):
     worker is told and acks the job canceled."""
 
 
-class AttemptOutcome(models.TextChoices):
+class AttemptOutcome(_TextChoices):
     """How one attempt closed (``workhorse_attempt_history.outcome``)."""
 
     SUCCEEDED = "succeeded"

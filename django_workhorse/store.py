@@ -14,7 +14,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
+
+type Cursor = Any
+"""A DB-API cursor on the job's database: Django's ``connections[alias].cursor()``
+or, in the worker, a psycopg cursor. Django ships no types, so it is ``Any``."""
 
 SCHEMA_VERSION = 1
 """The schema version this code speaks; see ``workhorse_schema``."""
@@ -144,13 +148,13 @@ def _json_list(texts: Sequence[str]) -> str:
     return "[" + ",".join(texts) + "]"
 
 
-def enqueue_many(cursor, jobs_json: str) -> list[tuple[int, bool]]:
+def enqueue_many(cursor: Cursor, jobs_json: str) -> list[tuple[int, bool]]:
     """Insert the jobs of a JSON array; ``(job_id, inserted)`` per job, in order."""
     cursor.execute("SELECT job_id, inserted FROM workhorse_enqueue_many_v1(%s::jsonb)", [jobs_json])
     return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
-def missing_jobs(cursor, job_ids: Sequence[int]) -> list[int]:
+def missing_jobs(cursor: Cursor, job_ids: Sequence[int]) -> list[int]:
     """Those of ``job_ids`` that no job has, ascending."""
     cursor.execute(
         "SELECT u.id FROM unnest(%s::bigint[]) AS u(id)"
@@ -161,7 +165,7 @@ def missing_jobs(cursor, job_ids: Sequence[int]) -> list[int]:
 
 
 def claim_many(
-    cursor,
+    cursor: Cursor,
     worker_id: str,
     queues: Sequence[str],
     limits: Sequence[int],
@@ -190,7 +194,7 @@ def _claimed(r: Sequence[Any], trace: tuple[Any, float] | None = None) -> Claime
 
 
 def heartbeat_many(
-    cursor,
+    cursor: Cursor,
     worker_id: str,
     job_ids: Sequence[int],
     fences: Sequence[int],
@@ -206,7 +210,7 @@ def heartbeat_many(
 
 
 def succeed_many(
-    cursor,
+    cursor: Cursor,
     worker_id: str,
     job_ids: Sequence[int],
     fences: Sequence[int],
@@ -222,7 +226,7 @@ def succeed_many(
 
 
 def fail_many(
-    cursor,
+    cursor: Cursor,
     worker_id: str,
     job_ids: Sequence[int],
     fences: Sequence[int],
@@ -249,7 +253,7 @@ def fail_many(
 
 
 def release_many(
-    cursor, worker_id: str, job_ids: Sequence[int], fences: Sequence[int]
+    cursor: Cursor, worker_id: str, job_ids: Sequence[int], fences: Sequence[int]
 ) -> list[tuple[int, bool, bool]]:
     """Give running jobs back to ready without consuming an attempt;
     ``(job_id, ok, canceled)`` per job, canceled True for a job whose cancel
@@ -262,28 +266,28 @@ def release_many(
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
-def recover_stalled(cursor, limit: int = 1000) -> list[Recovered]:
+def recover_stalled(cursor: Cursor, limit: int = 1000) -> list[Recovered]:
     """Take back up to ``limit`` jobs whose lease expired."""
     cursor.execute("SELECT * FROM workhorse_recover_stalled_v1(%s)", [limit])
     return [Recovered(*row) for row in cursor.fetchall()]
 
 
-def next_run_at(cursor, queues: Sequence[str]) -> datetime | None:
+def next_run_at(cursor: Cursor, queues: Sequence[str]) -> datetime | None:
     """The earliest run_at of a scheduled job in ``queues``, or None."""
     cursor.execute("SELECT workhorse_next_run_at_v1(%s::text[])", [list(queues)])
-    return cursor.fetchone()[0]
+    return cast("datetime | None", cursor.fetchone()[0])
 
 
-def ensure_partitions(cursor, days_ahead: int) -> int:
+def ensure_partitions(cursor: Cursor, days_ahead: int) -> int:
     """Create the history partitions from yesterday to ``days_ahead`` days on."""
     cursor.execute(
         "SELECT workhorse_ensure_partitions_v1((now() AT TIME ZONE 'UTC')::date - 1, %s)",
         [days_ahead + 2],
     )
-    return cursor.fetchone()[0]
+    return cast("int", cursor.fetchone()[0])
 
 
-def get_job(cursor, job_id: int) -> dict[str, Any] | None:
+def get_job(cursor: Cursor, job_id: int) -> dict[str, Any] | None:
     """One job's snapshot row as a dict, or None when there is no such job."""
     cursor.execute("SELECT * FROM workhorse_get_job_v1(%s)", [job_id])
     row = cursor.fetchone()
@@ -293,7 +297,7 @@ def get_job(cursor, job_id: int) -> dict[str, Any] | None:
     return _snapshot_row(dict(zip(names, row, strict=True)))
 
 
-def get_jobs(cursor, job_ids: Sequence[int]) -> list[dict[str, Any]]:
+def get_jobs(cursor: Cursor, job_ids: Sequence[int]) -> list[dict[str, Any]]:
     """The snapshot rows of the jobs of ``job_ids`` that exist, in that order."""
     cursor.execute(
         "SELECT g.* FROM unnest(%s::bigint[]) WITH ORDINALITY AS u(id, ord)"
@@ -314,7 +318,7 @@ def _snapshot_row(snapshot: dict[str, Any]) -> dict[str, Any]:
     return snapshot
 
 
-def schema_version(cursor) -> int | None:
+def schema_version(cursor: Cursor) -> int | None:
     """The installed schema version, or None when the tables are not there."""
     cursor.execute("SELECT to_regclass('workhorse_schema') IS NOT NULL")
     if not cursor.fetchone()[0]:
@@ -360,7 +364,7 @@ class DueSchedule:
     db_now: datetime
 
 
-def sync_schedules(cursor, schedules_json: str) -> dict[str, str]:
+def sync_schedules(cursor: Cursor, schedules_json: str) -> dict[str, str]:
     """Make workhorse_schedule hold exactly the schedules of a JSON array;
     ``{name: 'added' | 'updated' | 'unchanged' | 'removed'}``."""
     cursor.execute(
@@ -369,14 +373,14 @@ def sync_schedules(cursor, schedules_json: str) -> dict[str, str]:
     return {row[0]: row[1] for row in cursor.fetchall()}
 
 
-def due_schedules(cursor) -> list[DueSchedule]:
+def due_schedules(cursor: Cursor) -> list[DueSchedule]:
     """The schedules a sweep must look at, with the database clock."""
     cursor.execute("SELECT * FROM workhorse_schedule_due_v1()")
     return [DueSchedule(*row) for row in cursor.fetchall()]
 
 
 def fire_schedule(
-    cursor,
+    cursor: Cursor,
     name: str,
     expected: datetime | None,
     slots: Sequence[datetime],
@@ -392,13 +396,13 @@ def fire_schedule(
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
-def set_schedule_paused(cursor, name: str, paused: bool) -> bool:
+def set_schedule_paused(cursor: Cursor, name: str, paused: bool) -> bool:
     """Pause or resume a schedule; False when there is no schedule ``name``."""
     cursor.execute("SELECT workhorse_schedule_set_paused_v1(%s, %s)", [name, paused])
-    return cursor.fetchone()[0]
+    return cast("bool", cursor.fetchone()[0])
 
 
-def queue_depth(cursor) -> list[tuple[str, str, int]]:
+def queue_depth(cursor: Cursor) -> list[tuple[str, str, int]]:
     """``(queue, state, jobs)`` for every live job, grouped."""
     cursor.execute("SELECT queue, state, jobs FROM workhorse_queue_depth_v1()")
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
@@ -408,15 +412,15 @@ QUEUE_DEPTH_LOCK = 0x776F726B686F7273
 """The advisory lock key held by the one worker that samples queue depth."""
 
 
-def try_depth_sampler_lock(cursor) -> bool:
+def try_depth_sampler_lock(cursor: Cursor) -> bool:
     """Take the session-level advisory lock of the depth sampler, if free.
     The holder keeps it until its connection closes (or dies)."""
     cursor.execute("SELECT pg_try_advisory_lock(%s)", [QUEUE_DEPTH_LOCK])
-    return cursor.fetchone()[0]
+    return cast("bool", cursor.fetchone()[0])
 
 
 def claim_many_observed(
-    cursor,
+    cursor: Cursor,
     worker_id: str,
     queues: Sequence[str],
     limits: Sequence[int],
@@ -439,7 +443,7 @@ def _trace_context(raw: str | None) -> dict[str, Any] | None:
     if not raw:
         return None
     try:
-        return _loads(raw)
+        return cast("dict[str, Any] | None", _loads(raw))
     except (ValueError, RecursionError):
         return None
 
@@ -457,16 +461,16 @@ class AttemptRow:
     error: dict[str, Any] | None
 
 
-def get_attempts(cursor, job_id: int) -> list[AttemptRow]:
+def get_attempts(cursor: Cursor, job_id: int) -> list[AttemptRow]:
     """The closed runs of one job, oldest first."""
     cursor.execute("SELECT * FROM workhorse_get_attempts_v1(%s)", [job_id])
     return [AttemptRow(r[0], r[1], r[2], r[3], r[4], _loads(r[5])) for r in cursor.fetchall()]
 
 
-def make_due(cursor, queues: Sequence[str]) -> int:
+def make_due(cursor: Cursor, queues: Sequence[str]) -> int:
     """Make the scheduled jobs of ``queues`` due now; how many moved."""
     cursor.execute("SELECT workhorse_make_due_v1(%s::text[])", [_names(queues)])
-    return cursor.fetchone()[0]
+    return cast("int", cursor.fetchone()[0])
 
 
 JOB_TABLES = (
@@ -482,7 +486,7 @@ JOB_TABLES = (
 """Every table holding jobs or queue policy, children first."""
 
 
-def delete_every_job(cursor) -> None:
+def delete_every_job(cursor: Cursor) -> None:
     """Delete every job, its history and queue policy: for test teardown only
     (``django_workhorse.testing``), where Django's flush leaves these
     unmanaged tables alone. DELETE, not TRUNCATE: a test leaves few rows."""
@@ -503,7 +507,7 @@ class QueueLimits:
 
 
 def set_queue_limits(
-    cursor, queue: str, concurrency: int | None, rate: int | None, period: float | None
+    cursor: Cursor, queue: str, concurrency: int | None, rate: int | None, period: float | None
 ) -> QueueLimits:
     """Set (or, with None, remove) the concurrency and rate limits of ``queue``."""
     cursor.execute(
@@ -516,13 +520,13 @@ def set_queue_limits(
 # The operator's view: reads, actions and retention (see admin_api.py).
 
 
-def _dict_rows(cursor) -> list[dict[str, Any]]:
+def _dict_rows(cursor: Cursor) -> list[dict[str, Any]]:
     names = [col[0] for col in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def job_timeline(
-    cursor,
+    cursor: Cursor,
     job_id: int,
     after: tuple[datetime, int, int] | None,
     limit: int,
@@ -541,7 +545,7 @@ def job_timeline(
 
 
 def list_jobs(
-    cursor,
+    cursor: Cursor,
     *,
     queue: str | None,
     name: str | None,
@@ -572,7 +576,7 @@ def list_jobs(
 
 
 def queue_stats(
-    cursor, window_seconds: float, buckets: int, count_limit: int | None = None
+    cursor: Cursor, window_seconds: float, buckets: int, count_limit: int | None = None
 ) -> list[dict[str, Any]]:
     """One row per queue: live counts (exact, or up to ``count_limit``), recent
     terminal counts, throughput buckets, limits."""
@@ -583,22 +587,22 @@ def queue_stats(
     return _dict_rows(cursor)
 
 
-def queue_names(cursor) -> list[str]:
+def queue_names(cursor: Cursor) -> list[str]:
     """Every queue with a job or a policy row, in name order."""
     cursor.execute("SELECT queue FROM workhorse_queue_names_v1()")
     return [row[0] for row in cursor.fetchall()]
 
 
-def heartbeat_connections(cursor) -> int:
+def heartbeat_connections(cursor: Cursor) -> int:
     """Worker heartbeat sessions connected to this database right now."""
     cursor.execute(
         "SELECT count(*) FROM pg_stat_activity"
         " WHERE datname = current_database() AND application_name = 'workhorse-heartbeat'"
     )
-    return cursor.fetchone()[0]
+    return cast("int", cursor.fetchone()[0])
 
 
-def workers_holding_jobs(cursor) -> list[dict[str, Any]]:
+def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:
     """Workers with a live lease: (worker_id, jobs, lease_expires_at of the latest)."""
     cursor.execute(
         "SELECT worker_id, count(*) AS jobs, max(lease_expires_at) AS lease_expires_at"
@@ -608,33 +612,33 @@ def workers_holding_jobs(cursor) -> list[dict[str, Any]]:
     return _dict_rows(cursor)
 
 
-def retry_job(cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
+def retry_job(cursor: Cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
     """``(status, state)`` from ``workhorse_retry_v1``."""
     cursor.execute("SELECT * FROM workhorse_retry_v1(%s, %s)", [job_id, reason])
-    return cursor.fetchone()
+    return cast("tuple[str, str | None]", cursor.fetchone())
 
 
-def promote_job(cursor, job_id: int) -> tuple[str, str | None]:
+def promote_job(cursor: Cursor, job_id: int) -> tuple[str, str | None]:
     """``(status, state)`` from ``workhorse_promote_v1``."""
     cursor.execute("SELECT * FROM workhorse_promote_v1(%s)", [job_id])
-    return cursor.fetchone()
+    return cast("tuple[str, str | None]", cursor.fetchone())
 
 
-def cancel_job(cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
+def cancel_job(cursor: Cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
     """``(status, state)`` from ``workhorse_cancel_v1``: 'changed', 'requested'
     (a running job's worker was asked), 'unchanged' or 'unknown'."""
     cursor.execute("SELECT * FROM workhorse_cancel_v1(%s, %s)", [job_id, reason])
-    return cursor.fetchone()
+    return cast("tuple[str, str | None]", cursor.fetchone())
 
 
-def set_queue_paused(cursor, queue: str, paused: bool) -> tuple[str, bool]:
+def set_queue_paused(cursor: Cursor, queue: str, paused: bool) -> tuple[str, bool]:
     """``(status, paused)`` from ``workhorse_set_queue_paused_v1``."""
     cursor.execute("SELECT * FROM workhorse_set_queue_paused_v1(%s, %s)", [queue, paused])
-    return cursor.fetchone()
+    return cast("tuple[str, bool]", cursor.fetchone())
 
 
 def prune_step(
-    cursor,
+    cursor: Cursor,
     history_before: datetime,
     jobs_before: datetime,
     limit: int,
@@ -648,7 +652,7 @@ def prune_step(
     return [tuple(row) for row in cursor.fetchall()]
 
 
-def database_now(cursor) -> datetime:
+def database_now(cursor: Cursor) -> datetime:
     """The database clock, which retention windows are measured on."""
     cursor.execute("SELECT now()")
-    return cursor.fetchone()[0]
+    return cast("datetime", cursor.fetchone()[0])

@@ -180,7 +180,7 @@ def _release(jobs: list[store.ClaimedJob], worker_id: str, alias: str) -> None:
             store.release_many(cursor, worker_id, [j.job_id for j in jobs], [j.fence for j in jobs])
 
 
-def _call(definition: JobDefinition, payload: dict[str, Any], alias: str) -> Any:
+def _call(definition: JobDefinition[..., Any], payload: dict[str, Any], alias: str) -> Any:
     """The handler's return value; inside a test's transaction, under a
     savepoint, so that a failing handler leaves the test's transaction usable."""
 
@@ -230,7 +230,7 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
             and not isinstance(error, JobCancelled)
             and definition.should_retry(error)
         )
-        delay = definition.retry_delay(job.attempt) if retryable else None
+        delay = definition.retry_delay(job.attempt) if definition and retryable else None
         (result,) = store.fail_many(
             cursor,
             worker_id,

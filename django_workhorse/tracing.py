@@ -94,11 +94,13 @@ class RunSpans:
         self.worker_id = worker_id
         self._names: dict[tuple[str, str], str] = {}
 
-    def start(self, job: Any, trace_context: Mapping[str, str] | None, waited: float | None):
+    def start(
+        self, job: Any, trace_context: Mapping[str, str] | None, waited: float | None
+    ) -> tuple[Any, Any]:
         """Start and make current the span of ``job``'s run; pass the result to ``end``."""
         trace = self._trace
         parent = self._context.Context()  # a new trace unless the producer is the parent
-        links = ()
+        links: tuple[Any, ...] = ()
         if trace_context:
             mode = link_mode(self.linking, job.attempt, waited)
             if mode != "off":
@@ -131,10 +133,10 @@ class RunSpans:
         token = self._context.attach(trace.set_span_in_context(span))
         return span, token
 
-    def succeed(self, started) -> None:
+    def succeed(self, started: tuple[Any, Any]) -> None:
         started[0].set_attribute("workhorse.outcome", "succeeded")
 
-    def fail(self, started, exc: BaseException) -> None:
+    def fail(self, started: tuple[Any, Any], exc: BaseException) -> None:
         span = started[0]
         canceled = isinstance(exc, JobCancelled | asyncio.CancelledError)
         span.set_attribute("workhorse.outcome", "canceled" if canceled else "failed")
@@ -143,7 +145,7 @@ class RunSpans:
             self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
         )
 
-    def end(self, started) -> None:
+    def end(self, started: tuple[Any, Any]) -> None:
         span, token = started
         self._context.detach(token)
         span.end()

@@ -20,10 +20,10 @@ CREATE TABLE workhorse_job (
     queue text NOT NULL,
     payload jsonb NOT NULL,
     max_attempts integer NOT NULL,
-    priority smallint NOT NULL DEFAULT 0,
+    priority smallint NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'priority'::text))::smallint,
     timeout interval,
-    backoff jsonb NOT NULL DEFAULT '{"max": 3600, "base": 1, "kind": "exponential", "jitter": 0.1}'::jsonb,
-    max_stalled integer NOT NULL DEFAULT 1,
+    backoff jsonb NOT NULL DEFAULT (workhorse_job_defaults_v1() -> 'backoff'::text),
+    max_stalled integer NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'max_stalled'::text))::integer,
     idempotency_key text,
     trace_context jsonb,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
@@ -173,7 +173,7 @@ CREATE SEQUENCE workhorse_job_event_id_seq;
 CREATE SEQUENCE workhorse_job_id_seq;
 
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
---   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
+--   RETURNS double precision LANGUAGE sql -- body sha256 e8a94957ae10c16e
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 62915dbc35a3ebc7
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
@@ -181,7 +181,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 4224b6b8ad97f6a7
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 6572e4fff6808117
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 1ecdb2e07fbcbb9a
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3a8326753fef970a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
@@ -194,6 +194,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 507b54412444061f
+-- FUNCTION workhorse_job_defaults_v1()
+--   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
 --   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 b8cd312841e000d8
 -- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)

@@ -32,13 +32,15 @@ CREATE TABLE workhorse_job (
         CONSTRAINT workhorse_job_payload_object CHECK (jsonb_typeof(payload) = 'object'),
     max_attempts    integer NOT NULL
         CONSTRAINT workhorse_job_max_attempts_range CHECK (max_attempts BETWEEN 1 AND 1000),
-    priority        smallint NOT NULL DEFAULT 0
+    -- Column defaults come from workhorse_job_defaults_v1(), like enqueue's.
+    priority        smallint NOT NULL
+        DEFAULT (workhorse_job_defaults_v1() ->> 'priority')::smallint
         CONSTRAINT workhorse_job_priority_range CHECK (priority BETWEEN -100 AND 100),
     timeout         interval
         CONSTRAINT workhorse_job_timeout_positive CHECK (timeout > interval '0'),
-    backoff         jsonb NOT NULL
-        DEFAULT '{"kind": "exponential", "base": 1, "max": 3600, "jitter": 0.1}',
-    max_stalled     integer NOT NULL DEFAULT 1
+    backoff         jsonb NOT NULL DEFAULT (workhorse_job_defaults_v1() -> 'backoff'),
+    max_stalled     integer NOT NULL
+        DEFAULT (workhorse_job_defaults_v1() ->> 'max_stalled')::integer
         CONSTRAINT workhorse_job_max_stalled_range CHECK (max_stalled BETWEEN 0 AND 1000),
     idempotency_key text
         CONSTRAINT workhorse_job_idempotency_key_length

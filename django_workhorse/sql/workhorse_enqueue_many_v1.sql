@@ -118,11 +118,16 @@ BEGIN
         INSERT INTO workhorse_job AS j (id, name, queue, payload, max_attempts, priority, timeout,
                                         backoff, max_stalled, idempotency_key, trace_context,
                                         dependency_policy)
-        SELECT i.id, i.name, coalesce(i.queue, 'default'), i.payload,
-               coalesce(i.max_attempts, 5), coalesce(i.priority, 0),
-               make_interval(secs => i.timeout),
-               coalesce(i.backoff, '{"kind": "exponential", "base": 1, "max": 3600, "jitter": 0.1}'),
-               coalesce(i.max_stalled, 1), i.idempotency_key, i.trace_context,
+        -- An option left out takes its default from workhorse_job_defaults_v1()
+        -- (folded to constants when this statement is planned).
+        SELECT i.id, i.name, coalesce(i.queue, workhorse_job_defaults_v1() ->> 'queue'), i.payload,
+               coalesce(i.max_attempts, (workhorse_job_defaults_v1() ->> 'max_attempts')::integer),
+               coalesce(i.priority, (workhorse_job_defaults_v1() ->> 'priority')::smallint),
+               make_interval(secs => coalesce(
+                   i.timeout, (workhorse_job_defaults_v1() ->> 'timeout')::double precision)),
+               coalesce(i.backoff, workhorse_job_defaults_v1() -> 'backoff'),
+               coalesce(i.max_stalled, (workhorse_job_defaults_v1() ->> 'max_stalled')::integer),
+               i.idempotency_key, i.trace_context,
                CASE WHEN jsonb_array_length(CASE WHEN jsonb_typeof(i.depends_on) = 'array'
                                                  THEN i.depends_on END) > 0
                     THEN coalesce(i.dependency_policy, 'all_succeeded') END

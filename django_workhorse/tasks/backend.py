@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from inspect import iscoroutinefunction
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.checks import Error
@@ -98,7 +98,7 @@ class WorkhorseTask(Task):
             "idempotency_key": idempotency_key,
         }
         changes = {key: value for key, value in ours.items() if value is not None}
-        return replace(task, **changes) if changes else task
+        return cast("WorkhorseTask", replace(task, **changes) if changes else task)
 
 
 class WorkhorseBackend(BaseTaskBackend):
@@ -113,7 +113,7 @@ class WorkhorseBackend(BaseTaskBackend):
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
-        self._definitions: dict[str, JobDefinition] = {}
+        self._definitions: dict[str, JobDefinition[..., Any]] = {}
         registry.add_resolver(resolve_task_job)
 
     # -- options -------------------------------------------------------------
@@ -192,7 +192,7 @@ class WorkhorseBackend(BaseTaskBackend):
         if not option_problems(self.options, connections.databases):
             self.definition_for(task)
 
-    def definition_for(self, task: Task) -> JobDefinition:
+    def definition_for(self, task: Task) -> JobDefinition[..., Any]:
         """The job type that runs ``task`` (registered on first use)."""
         name = task.module_path
         definition = self._definitions.get(name)
@@ -275,7 +275,12 @@ class WorkhorseBackend(BaseTaskBackend):
         admin = Admin(using=self.database)
         snapshot = admin.get_job(job_id) if job_id is not None else None
         payload = snapshot.payload if snapshot is not None else None
-        if not isinstance(payload, dict) or payload.get("backend") != self.alias:
+        if (
+            job_id is None
+            or snapshot is None
+            or not isinstance(payload, dict)
+            or payload.get("backend") != self.alias
+        ):
             raise TaskResultDoesNotExist(
                 f"no task result with id {result_id!r} in backend {self.alias!r}"
             )
@@ -311,7 +316,7 @@ def task_at(path: str) -> Task | None:
     return found if isinstance(found, Task) else None
 
 
-def resolve_task_job(name: str) -> JobDefinition | None:
+def resolve_task_job(name: str) -> JobDefinition[..., Any] | None:
     """Registry resolver: a job named by a task's path whose module nobody
     imported yet (a worker started before it was) registers on first claim."""
     task = task_at(name)

@@ -7,7 +7,7 @@ task can still set its own, see ``WorkhorseTask``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ def backoff_from(value: Any) -> tuple[BackoffSpec, str | None]:
         return None, f"must be a dict with a 'kind' of 'exponential' or 'fixed', got {value!r}"
     args = dict(value)
     kind = args.pop("kind", None)
-    makers = {"exponential": exponential, "fixed": fixed}
+    makers: dict[str, Callable[..., BackoffSpec]] = {"exponential": exponential, "fixed": fixed}
     if kind not in makers:
         return None, f"'kind' must be 'exponential' or 'fixed', got {kind!r}"
     try:

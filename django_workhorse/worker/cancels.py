@@ -10,27 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from ..hooks import JobCanceled
 from ..store import Recovered
 from .execution import Running
 from .logs import job_extra
 
 logger = logging.getLogger("django_workhorse.worker")
-
-
-@dataclass(frozen=True)
-class JobCanceled:
-    """What ``WORKHORSE['ON_JOB_CANCELED']`` receives once a canceled run is recorded."""
-
-    job_id: int
-    name: str
-    queue: str
-    attempt: int
-    """The attempt that was running when the cancel reached it."""
-    max_attempts: int
-    reason: str | None
-    """The reason given to ``Admin.cancel``, if any."""
 
 
 def log_canceled(running: Running, reason: str | None) -> None:

@@ -51,5 +51,6 @@ class ClaimSession:
         """Claim up to ``limits[i]`` jobs of ``queues[i]``; the owner name
         they were claimed under, and the jobs."""
         owner = self.owner
+        assert self.conn is not None, "claims are made while connected"
         with self.conn.cursor() as cursor:
             return owner, instruments.claim_many(cursor, owner, queues, limits, lease_seconds)

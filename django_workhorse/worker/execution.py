@@ -41,7 +41,7 @@ class Running:
     """
 
     job: ClaimedJob
-    definition: JobDefinition | None
+    definition: JobDefinition[..., Any] | None
     context: JobContext
     started: float = field(default_factory=time.monotonic)
     owner: str = ""
@@ -195,7 +195,7 @@ class AsyncSlots:
     def __init__(self, done: Callable[[Finished], None], name: str) -> None:
         self._done = done
         self._closing = False
-        self._tasks: dict[Running, asyncio.Task] = {}
+        self._tasks: dict[Running, asyncio.Task[Any]] = {}
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=f"{name}-asyncio", daemon=True)
         self._thread.start()
@@ -240,7 +240,7 @@ class AsyncSlots:
         except BaseException as exc:
             self._done(Finished(running, False, error=exc))
 
-    def _ended(self, running: Running, task: asyncio.Task) -> None:
+    def _ended(self, running: Running, task: asyncio.Task[Any]) -> None:
         self._tasks.pop(running, None)
         if task.cancelled():
             # Cancelled before its first step, so ``_run`` never ran to

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..exceptions import JobCancelled, StalledJobError
+from ..hooks import JobFailure
 from ..states import AttemptOutcome
 from ..store import FailResult, Recovered
 from .execution import Finished, Running
@@ -42,24 +43,6 @@ def error_json(exc: BaseException, *, message: str | None = None) -> str:
     return json.dumps(error_envelope(exc, message=message), separators=(",", ":"))
 
 
-@dataclass(frozen=True)
-class JobFailure:
-    """What ``WORKHORSE['ON_JOB_FAILURE']`` receives after a failed run is recorded."""
-
-    job_id: int
-    name: str
-    queue: str
-    attempt: int
-    max_attempts: int
-    will_retry: bool
-    """True when the job will run again; False when it ended failed."""
-    exception: BaseException
-    timed_out: bool = False
-    stalled: bool = False
-    """True when the job failed for stalling past its ``max_stalled``; then
-    ``exception`` is a ``StalledJobError`` saying how often it stalled."""
-
-
 @dataclass(frozen=True, slots=True)
 class Failure:
     """How a failed run closes, as ``workhorse_fail_many_v1`` is told."""
@@ -74,6 +57,7 @@ class Failure:
 
     @property
     def exception(self) -> BaseException:
+        assert self.item.error is not None, "a failure carries its exception"
         return self.item.error
 
     @property
@@ -98,6 +82,7 @@ def classify(item: Finished) -> Failure:
     if is_cancel(item):
         return Failure(item, AttemptOutcome.CANCELED.value, False, None)
     exc = item.error
+    assert exc is not None, "only failed runs are classified"
     running = item.running
     definition = running.definition
     retryable = item.retryable

@@ -11,10 +11,17 @@ they are, nothing is imported.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import metrics, store, tracing
 from ..conf import WorkhorseSettings
+from ..store import Cursor
+
+if TYPE_CHECKING:
+    from ..definitions import JobDefinition
+    from .execution import Finished, Running
+    from .failures import Failure
 
 
 class Instruments:
@@ -24,7 +31,7 @@ class Instruments:
         self.tracing = tracing.RunSpans(settings, worker_id) if tracing_on else None
         self.metrics_on = metrics.enabled()
 
-    def claim(self, cursor, *args) -> list[store.ClaimedJob]:
+    def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
         jobs, pickups = store.claim_many_observed(cursor, *args)
         if self.metrics_on:
             for job, pickup in zip(jobs, pickups, strict=True):
@@ -32,47 +39,47 @@ class Instruments:
                     metrics.observe_pickup(job.queue, pickup)
         return jobs
 
-    def call(self, running) -> Any:
+    def call(self, running: Running) -> Any:
         job = running.job
         started = time.perf_counter()
-        span = None
+        spans, span = self.tracing, None
         try:
-            if self.tracing is not None:
-                span = self.tracing.start(job, *(job.trace or (None, None)))
-            value = running.definition.func(**job.payload)
+            if spans is not None:
+                span = spans.start(job, *(job.trace or (None, None)))
+            value = _definition(running).func(**job.payload)
         except BaseException as exc:
-            if span is not None:
-                self.tracing.fail(span, exc)
+            if spans is not None and span is not None:
+                spans.fail(span, exc)
             raise
         else:
-            if span is not None:
-                self.tracing.succeed(span)
+            if spans is not None and span is not None:
+                spans.succeed(span)
             return value
         finally:
-            if span is not None:
-                self.tracing.end(span)
+            if spans is not None and span is not None:
+                spans.end(span)
             if self.metrics_on:
                 metrics.observe_run(job.queue, job.name, time.perf_counter() - started)
 
-    async def call_async(self, running) -> Any:
+    async def call_async(self, running: Running) -> Any:
         job = running.job
         started = time.perf_counter()
-        span = None
+        spans, span = self.tracing, None
         try:
-            if self.tracing is not None:
-                span = self.tracing.start(job, *(job.trace or (None, None)))
-            value = await running.definition.func(**job.payload)
+            if spans is not None:
+                span = spans.start(job, *(job.trace or (None, None)))
+            value = await _definition(running).func(**job.payload)
         except BaseException as exc:
-            if span is not None:
-                self.tracing.fail(span, exc)
+            if spans is not None and span is not None:
+                spans.fail(span, exc)
             raise
         else:
-            if span is not None:
-                self.tracing.succeed(span)
+            if spans is not None and span is not None:
+                spans.succeed(span)
             return value
         finally:
-            if span is not None:
-                self.tracing.end(span)
+            if spans is not None and span is not None:
+                spans.end(span)
             if self.metrics_on:
                 metrics.observe_run(job.queue, job.name, time.perf_counter() - started)
 
@@ -91,7 +98,13 @@ def configure(settings: WorkhorseSettings, worker_id: str) -> None:
     )
 
 
-def claim_many(cursor, worker_id, queues, limits, lease_seconds) -> list[store.ClaimedJob]:
+def claim_many(
+    cursor: Cursor,
+    worker_id: str,
+    queues: Sequence[str],
+    limits: Sequence[int],
+    lease_seconds: float,
+) -> list[store.ClaimedJob]:
     """The worker's claim: ``store.claim_many``, or its observed form while
     tracing or metrics are on (same jobs, one round trip)."""
     active = ACTIVE
@@ -100,23 +113,28 @@ def claim_many(cursor, worker_id, queues, limits, lease_seconds) -> list[store.C
     return active.claim(cursor, worker_id, queues, limits, lease_seconds)
 
 
-def call_handler(running) -> Any:
+def _definition(running: Running) -> JobDefinition[..., Any]:
+    assert running.definition is not None, "only runs of a registered job reach a handler"
+    return running.definition
+
+
+def call_handler(running: Running) -> Any:
     """Run a sync handler (in a span, timed, when switched on)."""
     active = ACTIVE
     if active is None:
-        return running.definition.func(**running.job.payload)
+        return _definition(running).func(**running.job.payload)
     return active.call(running)
 
 
-async def await_handler(running) -> Any:
+async def await_handler(running: Running) -> Any:
     """Run an async handler (in a span, timed, when switched on)."""
     active = ACTIVE
     if active is None:
-        return await running.definition.func(**running.job.payload)
+        return await _definition(running).func(**running.job.payload)
     return await active.call_async(running)
 
 
-def count_successes(successes, succeeded) -> None:
+def count_successes(successes: Sequence[Finished], succeeded: Sequence[tuple[int, bool]]) -> None:
     """After the writer recorded successes: count them (or their lost leases)."""
     if ACTIVE is None or not ACTIVE.metrics_on:
         return
@@ -125,7 +143,7 @@ def count_successes(successes, succeeded) -> None:
         metrics.count_finished(job.queue, job.name, "succeeded" if ok else "lost")
 
 
-def count_failures(failures, failed) -> None:
+def count_failures(failures: Sequence[Failure], failed: Sequence[store.FailResult]) -> None:
     """After the writer recorded failures: count them by outcome."""
     if ACTIVE is None or not ACTIVE.metrics_on:
         return

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 from .. import store
 from ..conf import QUEUE_LIMIT_KEYS, WorkhorseSettings, duration_seconds
+from ..store import Cursor
 
 logger = logging.getLogger("django_workhorse.worker")
 
 
-def configured(settings: WorkhorseSettings, queues: Iterable[str]) -> dict[str, tuple]:
+def configured(settings: WorkhorseSettings, queues: Iterable[str]) -> dict[str, tuple[Any, ...]]:
     """(concurrency, rate, period seconds) per served queue whose settings name limits."""
     found = {}
     for name in queues:
@@ -34,7 +36,7 @@ def configured(settings: WorkhorseSettings, queues: Iterable[str]) -> dict[str, 
     return found
 
 
-def sync(cursor, settings: WorkhorseSettings, queues: Iterable[str]) -> None:
+def sync(cursor: Cursor, settings: WorkhorseSettings, queues: Iterable[str]) -> None:
     """Write the configured limits of ``queues``; log the ones that changed."""
     for name, (concurrency, rate, period) in configured(settings, queues).items():
         result = store.set_queue_limits(cursor, name, concurrency, rate, period)

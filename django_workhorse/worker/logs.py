@@ -9,6 +9,7 @@ attributes through ``extra``; other records have none of them.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..context import peek_current
 
@@ -22,7 +23,7 @@ def install_record_factory() -> None:
         return
     previous = logging.getLogRecordFactory()
 
-    def factory(*args, **kwargs) -> logging.LogRecord:
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = previous(*args, **kwargs)
         context = peek_current()
         if context is not None:

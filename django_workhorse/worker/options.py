@@ -12,6 +12,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from secrets import token_hex
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -123,7 +124,7 @@ def resolve_options(
     )
 
 
-def check_store(definition: JobDefinition, alias: str, served: Iterable[str]) -> None:
+def check_store(definition: JobDefinition[..., Any], alias: str, served: Iterable[str]) -> None:
     """A job of a queue this worker serves must live in the worker's database."""
     if definition.queue in served and definition.using != alias:
         raise StoreMismatchError(

@@ -14,6 +14,7 @@ import threading
 
 import psycopg
 
+from ..store import Cursor
 from .connection import connect
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -32,7 +33,7 @@ class PeriodicThread(threading.Thread):
         self._stopping = threading.Event()
         self._conn: psycopg.Connection | None = None
 
-    def tick(self, cursor) -> None:
+    def tick(self, cursor: Cursor) -> None:
         raise NotImplementedError
 
     def first_wait(self) -> float:

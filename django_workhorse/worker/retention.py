@@ -15,6 +15,7 @@ import random
 
 from .. import retention
 from ..conf import RetentionSettings, get_retention
+from ..store import Cursor
 from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -35,7 +36,7 @@ class RetentionSweeper(PeriodicThread):
     def first_wait(self) -> float:
         return random.uniform(0.0, self.interval)
 
-    def tick(self, cursor) -> None:
+    def tick(self, cursor: Cursor) -> None:
         report = retention.prune(cursor, settings=self.settings, max_steps=MAX_STEPS_PER_TURN)
         if report.did_anything:
             logger.info("workhorse retention: %s", "; ".join(report.lines()))

@@ -9,16 +9,21 @@ number of workers may sweep at once: the losers simply get no rows.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 
 from .. import schedules, store
+from ..store import Cursor
 from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
 
 
-def sync_at_start(alias: str, settings_schedules, conn: psycopg.Connection) -> None:
+def sync_at_start(
+    alias: str, settings_schedules: Mapping[str, Mapping[str, Any]], conn: psycopg.Connection
+) -> None:
     """Write the declared schedules to the table (one transaction, serialised
     with other workers' syncs by the SQL function)."""
     declared = schedules.declared(alias, settings_schedules)
@@ -32,7 +37,7 @@ def sync_at_start(alias: str, settings_schedules, conn: psycopg.Connection) -> N
         )
 
 
-def sweep(cursor) -> int:
+def sweep(cursor: Cursor) -> int:
     """One sweep: enqueue the due slots of every running schedule; the jobs
     this call inserted."""
     inserted = 0
@@ -67,5 +72,5 @@ class ScheduleSweeper(PeriodicThread):
     def __init__(self, alias: str, interval: float) -> None:
         super().__init__(alias, interval, name="workhorse-schedules")
 
-    def tick(self, cursor) -> None:
+    def tick(self, cursor: Cursor) -> None:
         sweep(cursor)

@@ -13,7 +13,9 @@ import logging
 import psycopg
 
 from .. import metrics, store
+from ..store import Cursor
 from . import instruments
+from .options import WorkerOptions
 from .periodic import PeriodicThread
 from .scheduler import ScheduleSweeper, sync_at_start
 
@@ -32,7 +34,7 @@ class DepthSampler(PeriodicThread):
         super().__init__(alias, interval, name="workhorse-metrics")
         self.holder = False
 
-    def tick(self, cursor) -> None:
+    def tick(self, cursor: Cursor) -> None:
         if not self.holder:
             self.holder = store.try_depth_sampler_lock(cursor)
         if self.holder:
@@ -53,7 +55,7 @@ class Sidecars:
                 thread.stop()
 
 
-def start(options, conn: psycopg.Connection) -> Sidecars:
+def start(options: WorkerOptions, conn: psycopg.Connection) -> Sidecars:
     """Switch the hooks on or off, sync schedules, start the sweeper and sampler.
 
     A ``--burst`` worker syncs but does not sweep: it runs what is due and exits.

@@ -44,7 +44,7 @@ class Supervisor:
     def __init__(self, argv: Sequence[str], processes: int) -> None:
         self.argv = list(argv)
         self.processes = processes
-        self.children: list[subprocess.Popen | None] = [None] * processes
+        self.children: list[subprocess.Popen[bytes] | None] = [None] * processes
         self.started: list[float] = [0.0] * processes
         self.stopping = False
         self.boot_failures = 0
@@ -59,7 +59,7 @@ class Supervisor:
         self.started[index] = time.monotonic()
         logger.info("workhorse supervisor: started worker %s (pid %s)", index, child.pid)
 
-    def _forward(self, signum, frame) -> None:
+    def _forward(self, signum: int, frame: object) -> None:
         self.stopping = True
         for child in self.children:
             if child is not None and child.poll() is None:

@@ -132,7 +132,10 @@ class Listener(threading.Thread):
                 "workhorse listener: unreadable control message %r ignored", payload[:200]
             )
             return
+        on_cancel = self.on_cancel
+        if on_cancel is None:
+            return
         try:
-            self.on_cancel(job_id, fence, str(owner))
+            on_cancel(job_id, fence, str(owner))
         except Exception:  # the listener must go on hearing wake-ups
             logger.exception("workhorse listener: the cancel of job #%s failed", job_id)

@@ -18,6 +18,7 @@ import queue
 import signal
 import threading
 import time
+from typing import Any
 
 import psycopg
 from django.db import close_old_connections
@@ -122,7 +123,7 @@ class Worker:
         the signal and hands the rest to a new thread.
         """
 
-        def handle(signum, frame) -> None:
+        def handle(signum: int, frame: object) -> None:
             self._signals += 1
             threading.Thread(
                 target=self._on_signal, args=(signum, self._signals), daemon=True
@@ -305,6 +306,7 @@ class Worker:
         if self.ledger.has_free_slot():
             due = self.ledger.due
             if due is None:
+                assert self._session.conn is not None, "the loop runs connected"
                 with self._session.conn.cursor() as cursor:
                     next_at = store.next_run_at(cursor, self.options.queues)
                 due = next_at.timestamp() if next_at else None
@@ -322,7 +324,7 @@ class Worker:
         self.ledger.note_due(epoch)
         self._wake.set()
 
-    def _on_register(self, definition: JobDefinition) -> None:
+    def _on_register(self, definition: JobDefinition[..., Any]) -> None:
         check_store(definition, self.options.alias, self.options.queues)
         self._wake.set()
 
@@ -346,18 +348,23 @@ class Worker:
             running = self._start(job, owner, definitions.get(job.name), now)
             if running is None:
                 continue
-            if running.definition.is_async:
+            if running.definition is not None and running.definition.is_async:
                 tasks.append(running)
             else:
                 threads.setdefault(job.queue, []).append(running)
         for name, runs in threads.items():
             self._sync[name].submit(runs)
         if tasks:
+            assert self._async is not None, "async slots start with the first async job"
             self._async.submit(tasks)
         return len(jobs)
 
     def _start(
-        self, job: store.ClaimedJob, owner: str, definition: JobDefinition | None, now: float
+        self,
+        job: store.ClaimedJob,
+        owner: str,
+        definition: JobDefinition[..., Any] | None,
+        now: float,
     ) -> Running | None:
         """Take ``job`` into a slot; returns the run to hand to its threads or
         loop (the caller hands a whole claim over at once), or None when the
@@ -385,6 +392,7 @@ class Worker:
             )
         if job.cancel_requested:
             context._request_cancel()
+        error: Exception
         if job.unreadable is not None:  # a poison job fails alone, never retried
             error = InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
             self._done(Finished(running, False, error=error, retryable=False))
@@ -554,6 +562,7 @@ class Worker:
     def _release(self, leftover: list[Running]) -> None:
         # The claim connection does not wait for WAL flushes; a release does.
         conn = self._session.conn
+        assert conn is not None, "leftover runs are released while connected"
         by_owner: dict[str, list[Running]] = {}
         for running in leftover:
             by_owner.setdefault(running.owner, []).append(running)
@@ -581,8 +590,10 @@ class Worker:
 
     def _report_release_cancels(self, canceled: list[Running]) -> None:
         """Log each job the release ended canceled and tell ``ON_JOB_CANCELED``."""
+        conn = self._session.conn
+        assert conn is not None, "the release ran connected"
         for running in canceled:
-            with self._session.conn.cursor() as cursor:
+            with conn.cursor() as cursor:
                 snapshot = store.get_job(cursor, running.job.job_id) or {}
             error = snapshot.get("error")
             reason = error.get("reason") if isinstance(error, dict) else None

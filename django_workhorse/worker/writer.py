@@ -21,18 +21,20 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from django.db import close_old_connections
 
 from .. import store
 from ..exceptions import InvalidPayloadError
+from ..hooks import JobCanceled, JobFailure
 from ..payloads import encode_result
 from . import instruments
-from .cancels import JobCanceled, call_cancel_hook, log_canceled, of_run
+from .cancels import call_cancel_hook, log_canceled, of_run
 from .connection import connect, retry_delays
 from .execution import Finished, Running
-from .failures import Failure, JobFailure, call_hook, classify, error_json, log_failure, report_lost
+from .failures import Failure, call_hook, classify, error_json, log_failure, report_lost
 from .linger import Linger
 from .logs import job_extra
 
@@ -81,7 +83,7 @@ class Writer(threading.Thread):
         self.in_flight = in_flight
         self.on_written = on_written
         self.on_error = on_error
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._linger = Linger()
         self._give_up = give_up  # set: stop retrying a lost connection (a forced stop)
         self._conn: psycopg.Connection | None = None
@@ -283,6 +285,7 @@ class Writer(threading.Thread):
         cursor = self._cursor()
         # One call is its own transaction (autocommit); two share one.
         both = successes and failures
+        assert self._conn is not None, "_cursor() connects"
         with cursor, self._conn.transaction() if both else contextlib.nullcontext():
             if successes:
                 succeeded = store.succeed_many(

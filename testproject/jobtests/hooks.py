@@ -6,8 +6,7 @@ raises, to show that a broken hook does not disturb job processing.
 
 from __future__ import annotations
 
-from django_workhorse.worker.cancels import JobCanceled
-from django_workhorse.worker.failures import JobFailure
+from django_workhorse import JobCanceled, JobFailure
 
 from .models import FailureCall
 

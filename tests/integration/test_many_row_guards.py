@@ -12,6 +12,7 @@ writes nothing.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from django.db import DataError, IntegrityError, transaction
@@ -23,6 +24,7 @@ from tests.factories import ActiveJobFactory
 pytestmark = pytest.mark.django_db
 
 ERROR = json.dumps({"type": "RuntimeError", "message": "boom"})
+SQL_DIR = Path(store.__file__).parent / "sql"
 
 
 def refused(call, match: str) -> None:
@@ -98,16 +100,80 @@ def test_other_jobs_of_the_call_are_not_written_when_one_is_named_twice(cursor, 
     assert [db_rows.fingerprint(j.id) for j in (first, second, third)] == before
 
 
+MISMATCHED = {
+    "workhorse_heartbeat_many_v1": [
+        (lambda c: store.heartbeat_many(c, "w", [1, 2], [1], 30), "2 ids, 1 fences"),
+    ],
+    "workhorse_release_many_v1": [
+        (lambda c: store.release_many(c, "w", [1], [1, 2]), "1 ids, 2 fences"),
+    ],
+    "workhorse_succeed_many_v1": [
+        (lambda c: store.succeed_many(c, "w", [1, 2], [1], ["1", "2"]), "2 ids, 1 fences"),
+        (lambda c: store.succeed_many(c, "w", [1, 2], [1, 2], ["1"]), "2 fences, 1 results"),
+    ],
+    "workhorse_fail_many_v1": [
+        (
+            lambda c: store.fail_many(
+                c, "w", [1, 2], [1], [ERROR] * 2, ["failed"] * 2, [True] * 2, [0.0] * 2
+            ),
+            "2 ids, 1 fences",
+        ),
+        (
+            lambda c: store.fail_many(
+                c, "w", [1, 2], [1, 2], [ERROR], ["failed"] * 2, [True] * 2, [0.0] * 2
+            ),
+            "2 fences, 1 errors",
+        ),
+        (
+            lambda c: store.fail_many(
+                c, "w", [1, 2], [1, 2], [ERROR] * 2, ["failed"], [True] * 2, [0.0] * 2
+            ),
+            "1 kinds",
+        ),
+        (
+            lambda c: store.fail_many(
+                c, "w", [1, 2], [1, 2], [ERROR] * 2, ["failed"] * 2, [True], [0.0] * 2
+            ),
+            "1 retryable",
+        ),
+        (
+            lambda c: store.fail_many(
+                c, "w", [1, 2], [1, 2], [ERROR] * 2, ["failed"] * 2, [True] * 2, [0.0]
+            ),
+            "1 delays",
+        ),
+    ],
+    "workhorse_claim_many_v1": [
+        (lambda c: store.claim_many(c, "w", ["a", "b"], [1], 30), "2 queues but 1 limits"),
+    ],
+    "workhorse_claim_many_observed_v1": [
+        (
+            lambda c: store.claim_many_observed(c, "w", ["a"], [1, 2], 30),
+            "1 queues but 2 limits",
+        ),
+    ],
+}
+"""Every many-row function that takes parallel arrays, with calls whose arrays
+do not line up. ``workhorse_enqueue_many_v1`` takes one JSON array of whole
+jobs, so nothing in it can fail to line up."""
+
+ONE_ARRAY = {"workhorse_enqueue_many_v1"}
+
+
+def test_every_many_row_function_has_its_mismatched_arrays_tested():
+    functions = {
+        path.stem for path in SQL_DIR.glob("workhorse_*_many*_v1.sql") if "_many" in path.stem
+    }
+    assert functions - ONE_ARRAY == set(MISMATCHED)
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (
-            lambda c: store.heartbeat_many(c, "w", [1, 2], [1], 30),
-            "heartbeat_many_v1: 2 ids, 1 fences",
-        ),
-        (lambda c: store.release_many(c, "w", [1], [1, 2]), "release_many_v1: 1 ids, 2 fences"),
+        pytest.param(call, match, id=name)
+        for name, calls in MISMATCHED.items()
+        for call, match in calls
     ],
-    ids=["heartbeat_many", "release_many"],
 )
 def test_arrays_that_do_not_line_up_are_refused(cursor, call, match):
     refused(lambda: call(cursor), match)

@@ -1,12 +1,17 @@
-"""``manage.py check`` warns when jobs of one queue ask for different concurrency."""
+"""``manage.py check`` warns when jobs of one queue ask for different
+concurrency, naming both; and the slot count a worker gives a queue follows
+the order docs/settings.md states: ``QUEUES``, then the first registered
+job's ``concurrency``, then ``--concurrency``, then ``CONCURRENCY``."""
 
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from django_workhorse import registry
 from django_workhorse.checks import check_queue_concurrency
 from django_workhorse.definitions import JobDefinition
+from django_workhorse.worker.options import resolve_options
 
 
 @pytest.fixture(autouse=True)
@@ -38,3 +43,25 @@ def test_jobs_that_agree_or_leave_it_unset_are_not_reported():
     register("a.three", "a", None)
     register("b.one", "b", 2)
     assert check_queue_concurrency() == []
+
+
+def slots(queue: str, *, flag: int | None = None, **workhorse) -> int:
+    with override_settings(WORKHORSE=workhorse):
+        return resolve_options(queues=[queue], concurrency=flag).concurrency[queue]
+
+
+def test_queues_setting_wins_over_the_jobs_and_the_flag():
+    register("mail.first", "mail", 3)
+    assert slots("mail", flag=7, QUEUES={"mail": {"concurrency": 5}}) == 5
+
+
+def test_the_first_registered_job_wins_over_the_flag_and_a_later_job():
+    register("mail.first", "mail", 3)
+    register("mail.second", "mail", 8)
+    assert slots("mail", flag=7, CONCURRENCY=2) == 3
+
+
+def test_the_flag_wins_over_the_setting_for_a_queue_nobody_sizes():
+    register("mail.first", "mail", None)
+    assert slots("mail", flag=7, CONCURRENCY=2) == 7
+    assert slots("mail", CONCURRENCY=2) == 2

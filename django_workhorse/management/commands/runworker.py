@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import metrics
 from ...conf import get_settings
@@ -26,13 +28,14 @@ from ...limits import (
     text_problem,
 )
 from ...worker.logs import use_log_format
+from ...worker.options import resolve_options
 from ...worker.supervisor import Supervisor, child_argv
-from ...worker.worker import Worker, resolve_options
+from ...worker.worker import Worker
 
 VERBOSITY_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
 
-def whole_number(low: int, high: int | None = None):
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``low`` (and at most ``high``)."""
 
     def parse(value: str) -> int:
@@ -105,9 +108,9 @@ def queue_list(value: str) -> list[str]:
 
 class Command(BaseCommand):
     help = "Run django-workhorse workers: claim jobs from the database and run their handlers."
-    requires_system_checks = []  # the worker checks the schema itself, naming the fix
+    requires_system_checks: list[str] = []  # the worker checks the schema itself, naming the fix
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--queues",
             type=queue_list,
@@ -146,7 +149,7 @@ class Command(BaseCommand):
                 help=f"override WORKHORSE['{key}'] for this run",
             )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         logging.getLogger("django_workhorse").setLevel(
             VERBOSITY_LEVELS.get(options["verbosity"], logging.DEBUG)
         )

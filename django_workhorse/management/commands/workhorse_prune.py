@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
 from ...conf import get_retention
@@ -17,7 +19,7 @@ class Command(BaseCommand):
         "Live jobs are never touched."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--dry-run",
             action="store_true",
@@ -25,7 +27,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--database", default=None, help="database alias (default: DATABASE)")
 
-    def handle(self, *args, dry_run: bool, database: str | None, **options) -> None:
+    def handle(self, *args: Any, dry_run: bool, database: str | None, **options: Any) -> None:
         alias = database_alias(database)
         try:
             settings = get_retention()

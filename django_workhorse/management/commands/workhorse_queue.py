@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...admin_api import Admin
 from ...exceptions import WorkhorseError
@@ -12,12 +14,14 @@ from ._operator import database_alias
 class Command(BaseCommand):
     help = "Pause or resume a queue: a paused queue hands out no jobs; running jobs finish."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["pause", "resume"])
         parser.add_argument("queue", help="the queue's name")
         parser.add_argument("--database", default=None, help="database alias (default: DATABASE)")
 
-    def handle(self, *args, action: str, queue: str, database: str | None, **options) -> None:
+    def handle(
+        self, *args: Any, action: str, queue: str, database: str | None, **options: Any
+    ) -> None:
         try:
             admin = Admin(using=database_alias(database))
             result = admin.pause_queue(queue) if action == "pause" else admin.resume_queue(queue)

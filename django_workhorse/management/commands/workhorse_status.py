@@ -108,12 +108,12 @@ class Command(BaseCommand):
 
     def handle(
         self,
-        *args,
+        *args: Any,
         json: bool,
         watch: float | None,
         count: int | None,
         database: str | None,
-        **options,
+        **options: Any,
     ) -> None:
         as_json = json
         admin = Admin(using=database_alias(database))

@@ -8,10 +8,13 @@ explains each grant.
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
 from ...limits import text_problem
+from ...store import Cursor
 
 READ_WRITE = (
     "workhorse_job",
@@ -33,7 +36,7 @@ SEQUENCES = (
 )
 
 
-def grant_statements(cursor, role: str) -> list[str]:
+def grant_statements(cursor: Cursor, role: str) -> list[str]:
     """The GRANT statements for ``role`` in the database of ``cursor``."""
     cursor.execute(
         "SELECT quote_ident(%s), quote_ident(current_database()), quote_ident(current_schema())",
@@ -61,16 +64,16 @@ class Command(BaseCommand):
         "Print (or --apply) the grants that let a database role run django-workhorse "
         "workers without any right to change the schema or read other tables."
     )
-    requires_system_checks = []
+    requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "role", help="an existing role, e.g. created with CREATE ROLE ... LOGIN"
         )
         parser.add_argument("--database", default="default", help="the database alias")
         parser.add_argument("--apply", action="store_true", help="run the grants now")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         role, alias = options["role"], options["database"]
         if problem := text_problem(role, "the role name"):
             raise CommandError(problem)
