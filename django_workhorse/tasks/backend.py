@@ -9,6 +9,7 @@ builds backends while user modules are still importing.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from inspect import iscoroutinefunction
@@ -70,6 +71,11 @@ class WorkhorseTask(Task):
     """``workhorse.exponential(...)``, ``workhorse.fixed(...)`` or a callable; decorator only."""
     idempotency_key: str | None = None
     """A second enqueue with the same key returns the first task's result; per enqueue."""
+    depends_on: tuple[Any, ...] | None = None
+    """Tasks (their ``TaskResult`` or result id) or jobs (``JobHandle`` or id)
+    this task waits for, blocked; per enqueue (docs/durable-execution.md)."""
+    dependency_policy: str | None = None
+    """``"all_succeeded"`` (the default), ``"all_finished"`` or ``"any_succeeded"``."""
 
     def using(
         self,
@@ -82,6 +88,8 @@ class WorkhorseTask(Task):
         timeout: float | timedelta | None = None,
         max_stalled: int | None = None,
         idempotency_key: str | None = None,
+        depends_on: Iterable[Any] | None = None,
+        dependency_policy: str | None = None,
     ) -> WorkhorseTask:
         """Django's ``using()`` plus the workhorse options that may change per enqueue."""
         task = Task.using(
@@ -96,6 +104,8 @@ class WorkhorseTask(Task):
             "timeout": timeout,
             "max_stalled": max_stalled,
             "idempotency_key": idempotency_key,
+            "depends_on": prerequisites(depends_on) if depends_on is not None else None,
+            "dependency_policy": dependency_policy,
         }
         changes = {key: value for key, value in ours.items() if value is not None}
         return cast("WorkhorseTask", replace(task, **changes) if changes else task)
@@ -252,7 +262,14 @@ class WorkhorseBackend(BaseTaskBackend):
             "run_at": run_after,
         }
         if isinstance(task, WorkhorseTask):
-            for field in ("max_attempts", "timeout", "max_stalled", "idempotency_key"):
+            for field in (
+                "max_attempts",
+                "timeout",
+                "max_stalled",
+                "idempotency_key",
+                "depends_on",
+                "dependency_policy",
+            ):
                 if getattr(task, field) is not None:
                     changes[field] = getattr(task, field)
         try:
@@ -294,6 +311,31 @@ class WorkhorseBackend(BaseTaskBackend):
         with connections[self.database].cursor() as cursor:
             attempts = store.get_attempts(cursor, job_id)
         return build_result(task, self.alias, snapshot, attempts)
+
+
+def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:
+    """``depends_on`` of ``using()``: each ``TaskResult`` or result id becomes its
+    job id; job handles and ids pass on as they are (the job options check
+    them). InvalidTask names an item that is none of these."""
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
+        raise InvalidTask(
+            f"depends_on must be a list of task results, result ids, job handles or job ids; "
+            f"got {type(items).__name__}"
+        )
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, TaskResult):
+            item = item.id
+        if isinstance(item, str):
+            job_id = parse_result_id(item)
+            if job_id is None:
+                raise InvalidTask(
+                    f"depends_on: {item!r:.60} is not a task result id (a whole number as a "
+                    "string, as TaskResult.id holds)"
+                )
+            item = job_id
+        out.append(item)
+    return tuple(out)
 
 
 def parse_result_id(result_id: Any) -> int | None:

@@ -180,3 +180,23 @@ def test_aenqueue_and_aget_result_from_async_code():
 
     result, found = async_to_sync(enqueue_and_read)()
     assert (result.status, found.id, found.args) == ("READY", result.id, [3, 4])
+
+
+def test_a_task_can_wait_for_another_task_and_for_a_job():
+    first = add.enqueue(1, 2)
+    job = enqueue("jobtests.jobs.record", label="before the task")
+
+    later = add.using(depends_on=[first, str(job.id)], dependency_policy="all_finished").enqueue(
+        3, 4
+    )
+
+    snapshot = Admin().get_job(int(later.id))
+    assert snapshot.state == "blocked" and later.status == TaskResultStatus.READY
+    assert snapshot.dependency_policy == "all_finished"
+    assert [p.id for p in snapshot.prerequisites] == sorted([int(first.id), job.id])
+
+
+@pytest.mark.parametrize("bad", [["not-an-id"], "12", [1.5], [987654321]])
+def test_bad_task_dependencies_are_refused_with_invalid_task(bad):
+    with pytest.raises(InvalidTask, match="depends_on|unknown|987654321"):
+        add.using(depends_on=bad).enqueue(1, 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from django_workhorse.testing import assert_enqueued, assert_not_enqueued, run_jobs
-from shop.jobs import charge_card, place_order, reserve_stock, send_receipt
+from shop.jobs import charge_card, fulfil, place_order, reserve_stock, send_receipt
 from shop.tasks import notify_warehouse
 
 
@@ -86,3 +86,32 @@ def test_the_fixture_works_in_a_transactional_test(workhorse_jobs):
     workhorse_jobs.assert_enqueued(charge_card, order_id=12, amount=10)
     with pytest.raises(AssertionError, match=r"no shop\.jobs\.charge_card job"):
         workhorse_jobs.assert_enqueued(charge_card, order_id=13)
+
+
+@pytest.mark.django_db
+def test_a_fulfilment_graph_ships_only_after_the_charge_and_the_packing():
+    ship = fulfil(order_id=14, amount=250)
+    assert ship.refresh().status == "blocked"
+
+    report = run_jobs()
+
+    names = report.names()
+    assert names.index("shop.jobs.ship_parcel") > names.index("shop.jobs.charge_card")
+    assert names.index("shop.jobs.ship_parcel") > names.index("shop.jobs.pack_parcel")
+    assert names.index("shop.tasks.notify_warehouse") > names.index("shop.jobs.ship_parcel")
+    assert ship.refresh().result == {"order_id": 14, "charged": 250}
+
+
+@pytest.mark.django_db
+def test_a_declined_card_cancels_the_shipment_and_the_warehouse_note():
+    ship = fulfil(order_id=15, amount=0)
+
+    report = run_jobs()
+
+    assert "shop.jobs.ship_parcel" not in report.names()
+    ship.refresh()
+    assert ship.status == "canceled"
+    charge = assert_enqueued(charge_card, order_id=15, amount=0)
+    assert (ship.error["prerequisite"], ship.error["prerequisite_state"]) == (charge.id, "failed")
+    note = notify_warehouse.get_result(str(assert_enqueued(notify_warehouse, args=[15]).id))
+    assert note.status == "FAILED"
