@@ -177,7 +177,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 62915dbc35a3ebc7
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 71d9967e625690f5
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 4224b6b8ad97f6a7
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)

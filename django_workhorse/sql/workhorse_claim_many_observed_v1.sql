@@ -5,6 +5,13 @@
 -- Workers call it instead of the plain claim only while tracing or metrics
 -- are on, so that those cost no second round trip per claim. Rows come in
 -- the plain claim's order.
+--
+-- Two statements, not one: the claim (a PL/pgSQL function) reads with a
+-- snapshot of its own, taken after the calling statement's. A job committed
+-- between the two is claimed, yet a join in the calling statement would not
+-- see its rows and would drop it: claimed, leased, and never handed to the
+-- worker until its lease expired. The second statement here starts after the
+-- claim, so it sees every claimed job; the LEFT JOIN keeps a row even so.
 CREATE OR REPLACE FUNCTION workhorse_claim_many_observed_v1(
     p_worker text,
     p_queues text[],
@@ -16,21 +23,52 @@ CREATE OR REPLACE FUNCTION workhorse_claim_many_observed_v1(
     lease_expires_at timestamptz, cancel_requested boolean,
     trace_context jsonb, waited_seconds double precision, pickup_seconds double precision
 )
-LANGUAGE sql AS $$
-    SELECT c.job_id, c.name, c.queue, c.payload, c.attempt, c.max_attempts, c.fence,
-           c.timeout_seconds, c.lease_expires_at, c.cancel_requested,
-           x.trace_context, x.waited_seconds, x.pickup_seconds
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_ids      bigint[];
+    v_names    text[];
+    v_queues   text[];
+    v_payloads jsonb[];
+    v_attempts integer[];
+    v_max      integer[];
+    v_fences   bigint[];
+    v_timeouts double precision[];
+    v_leases   timestamptz[];
+    v_cancels  boolean[];
+BEGIN
+    SELECT array_agg(c.job_id ORDER BY c.ord), array_agg(c.name ORDER BY c.ord),
+           array_agg(c.queue ORDER BY c.ord), array_agg(c.payload ORDER BY c.ord),
+           array_agg(c.attempt ORDER BY c.ord), array_agg(c.max_attempts ORDER BY c.ord),
+           array_agg(c.fence ORDER BY c.ord), array_agg(c.timeout_seconds ORDER BY c.ord),
+           array_agg(c.lease_expires_at ORDER BY c.ord),
+           array_agg(c.cancel_requested ORDER BY c.ord)
+    INTO v_ids, v_names, v_queues, v_payloads, v_attempts, v_max, v_fences, v_timeouts,
+         v_leases, v_cancels
     FROM workhorse_claim_many_v1(p_worker, p_queues, p_limits, p_lease_seconds)
-        WITH ORDINALITY AS c
+        WITH ORDINALITY AS c(job_id, name, queue, payload, attempt, max_attempts, fence,
+                             timeout_seconds, lease_expires_at, cancel_requested, ord);
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT u.job_id, u.name, u.queue, u.payload, u.attempt, u.max_attempts, u.fence,
+           u.timeout_seconds, u.lease_expires_at, u.cancel_requested,
+           x.trace_context, x.waited_seconds, x.pickup_seconds
+    FROM unnest(v_ids, v_names, v_queues, v_payloads, v_attempts, v_max, v_fences, v_timeouts,
+                v_leases, v_cancels)
+        WITH ORDINALITY AS u(job_id, name, queue, payload, attempt, max_attempts, fence,
+                             timeout_seconds, lease_expires_at, cancel_requested, ord)
     -- Primary-key probes, kept parameterized by OFFSET 0 (as in the claim).
-    -- They read the rows as they were before the claim (this statement's
-    -- snapshot): run_at is the due time; now() is the claim's start time.
-    CROSS JOIN LATERAL (
+    -- run_at is the due time (the claim does not move it); now() is the
+    -- claim's transaction start.
+    LEFT JOIN LATERAL (
         SELECT j.trace_context,
                extract(epoch FROM now() - j.created_at)::double precision AS waited_seconds,
                extract(epoch FROM now() - rt.run_at)::double precision AS pickup_seconds
         FROM workhorse_job j JOIN workhorse_job_runtime rt ON rt.job_id = j.id
-        WHERE j.id = c.job_id OFFSET 0
-    ) x
-    ORDER BY c.ordinality
+        WHERE j.id = u.job_id OFFSET 0
+    ) x ON true
+    ORDER BY u.ord;
+END;
 $$;
