@@ -27,7 +27,8 @@ from . import registry, store
 from .conf import get_settings
 from .context import JobContext, reset_current, set_current
 from .definitions import JobDefinition
-from .exceptions import JobCancelled, UnknownJobError
+from .durable import SleepRequested
+from .exceptions import InvalidCheckpointError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .payloads import encode_result
 
@@ -55,6 +56,9 @@ class JobRun:
     """The exception the handler raised when not ``ok``."""
     will_retry: bool = False
     """A failed run whose job goes back to the queue for another attempt."""
+    slept: bool = False
+    """A run that ended in ``ctx.sleep``: the job runs again once it wakes
+    (at once, with ``skip_waits``). Neither succeeded nor failed."""
 
 
 @dataclass
@@ -69,7 +73,7 @@ class RunReport:
 
     @property
     def failed(self) -> list[JobRun]:
-        return [r for r in self.runs if not r.ok]
+        return [r for r in self.runs if not r.ok and not r.slept]
 
     def names(self) -> list[str]:
         """The job names in the order they ran (a retried job appears once per run)."""
@@ -207,14 +211,20 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         max_attempts=job.max_attempts,
         worker_id=worker_id,
         using=alias,
+        _owner=worker_id,
+        _fence=job.fence,
+        _cursor=connections[alias].cursor,
     )
     token = set_current(context)
+    sleep: SleepRequested | None = None
     try:
         if definition is None:
             raise UnknownJobError(f"no job named {job.name!r} is registered")
         definition.check_payload(job.payload)
         value = _call(definition, job.payload, alias)
         encoded = encode_result(value)
+    except SleepRequested as request:
+        error, sleep = None, request
     except Exception as exc:
         error: Exception | None = exc
     else:
@@ -222,12 +232,23 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     finally:
         reset_current(token)
     with connections[alias].cursor() as cursor:
+        if sleep is not None:
+            store.sleep_many(
+                cursor,
+                worker_id,
+                [job.job_id],
+                [job.fence],
+                [sleep.name],
+                [sleep.wake_at],
+                [sleep.delay],
+            )
+            return JobRun(job.job_id, job.name, job.queue, job.attempt, False, slept=True)
         if error is None:
             store.succeed_many(cursor, worker_id, [job.job_id], [job.fence], [encoded])
             return JobRun(job.job_id, job.name, job.queue, job.attempt, True, value=value)
         retryable = (
             definition is not None
-            and not isinstance(error, JobCancelled)
+            and not isinstance(error, JobCancelled | InvalidCheckpointError)
             and definition.should_retry(error)
         )
         delay = definition.retry_delay(job.attempt) if retryable else None

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..exceptions import JobCancelled, StalledJobError
+from ..exceptions import InvalidCheckpointError, JobCancelled, StalledJobError
 from ..states import AttemptOutcome
 from ..store import FailResult, Recovered
 from .execution import Finished, Running
@@ -81,7 +81,9 @@ def classify(item: Finished) -> Failure:
     exc = item.error
     running = item.running
     definition = running.definition
-    retryable = item.retryable and not isinstance(exc, JobCancelled)
+    # A cancel is final, and a checkpoint result that is not JSON would be
+    # refused again: neither is retried.
+    retryable = item.retryable and not isinstance(exc, JobCancelled | InvalidCheckpointError)
     if definition is not None and retryable:
         retryable = definition.should_retry(exc)
     delay = None
@@ -124,6 +126,19 @@ def log_failure(running: Running, result: FailResult, kind: str, exc: BaseExcept
             extra=extra,
             exc_info=(type(exc), exc, exc.__traceback__),
         )
+
+
+def log_sleep(running: Running, name: str, run_at: object) -> None:
+    """An INFO line for a job put to sleep (``ctx.sleep``)."""
+    job = running.job
+    logger.info(
+        "job %s #%s sleeps (%r) until %s; no attempt used",
+        job.name,
+        job.job_id,
+        name,
+        run_at,
+        extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
+    )
 
 
 def report_lost(running: Running, what: str) -> None:

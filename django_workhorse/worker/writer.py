@@ -1,10 +1,10 @@
 """The writer thread: records finished runs in batches, from its own connection.
 
 A handler's slot is free as soon as it returns; its result waits here for the
-next batch. Each batch is one transaction of at most two SQL calls
-(``succeed_many`` and ``fail_many``), whatever its size, so the claim loop
-never waits on a finish and the database works on the finishes while Python
-starts the next jobs. Until its write lands a run keeps its lease: the
+next batch. Each batch is one transaction of at most three SQL calls
+(``succeed_many``, ``fail_many`` and ``sleep_many``), whatever its size, so
+the claim loop never waits on a finish and the database works on the
+finishes while Python starts the next jobs. Until its write lands a run keeps its lease: the
 heartbeat renews it with the running ones.
 
 A batch whose transaction fails on a lost connection (or a deadlock, or a
@@ -26,12 +26,22 @@ import psycopg
 from django.db import close_old_connections
 
 from .. import store
+from ..durable import SleepRequested
 from ..exceptions import InvalidPayloadError
 from ..payloads import encode_result
 from . import instruments
 from .connection import connect, retry_delays
 from .execution import Finished, Running
-from .failures import Failure, JobFailure, call_hook, classify, error_json, log_failure, report_lost
+from .failures import (
+    Failure,
+    JobFailure,
+    call_hook,
+    classify,
+    error_json,
+    log_failure,
+    log_sleep,
+    report_lost,
+)
 from .linger import Linger
 from .logs import job_extra
 
@@ -266,6 +276,7 @@ class Writer(threading.Thread):
         successes: list[Finished] = []
         encoded: list[str] = []
         failures: list[Failure] = []
+        sleeps: list[Finished] = []
         for item in batch:
             if item.ok:
                 try:
@@ -276,11 +287,24 @@ class Writer(threading.Thread):
                     item = Finished(
                         item.running, False, error=exc, retryable=False, abandoned=item.abandoned
                     )
+            elif type(item.error) is SleepRequested:
+                sleeps.append(item)
+                continue
             failures.append(classify(item))
         cursor = self._cursor()
-        # One call is its own transaction (autocommit); two share one.
-        both = successes and failures
-        with cursor, self._conn.transaction() if both else contextlib.nullcontext():
+        # One call is its own transaction (autocommit); two or three share one.
+        several = (bool(successes) + bool(failures) + bool(sleeps)) > 1
+        with cursor, self._conn.transaction() if several else contextlib.nullcontext():
+            if sleeps:
+                slept = store.sleep_many(
+                    cursor,
+                    owner,
+                    [f.running.job.job_id for f in sleeps],
+                    [f.running.job.fence for f in sleeps],
+                    [f.error.name for f in sleeps],
+                    [f.error.wake_at for f in sleeps],
+                    [f.error.delay for f in sleeps],
+                )
             if successes:
                 succeeded = store.succeed_many(
                     cursor,
@@ -301,6 +325,12 @@ class Writer(threading.Thread):
                     [f.delay for f in failures],
                 )
         self.on_written([item.running for item in batch])
+        if sleeps:
+            for (_job_id, ok, run_at), item in zip(slept, sleeps, strict=True):
+                if ok:
+                    log_sleep(item.running, item.error.name, run_at)
+                else:
+                    report_lost(item.running, f"sleep {item.error.name!r}")
         if successes:
             for (_job_id, ok), item in zip(succeeded, successes, strict=True):
                 if not ok:
