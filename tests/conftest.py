@@ -139,7 +139,14 @@ class DbRows:
             "attempts": self._dicts(
                 "SELECT * FROM workhorse_attempt_history WHERE job_id = %s ORDER BY id", [job_id]
             ),
+            "checkpoints": self.checkpoints(job_id),
         }
+
+    def checkpoints(self, job_id: int) -> list[dict[str, Any]]:
+        """The job's checkpoint and sleep rows, by name."""
+        return self._dicts(
+            "SELECT * FROM workhorse_job_checkpoint WHERE job_id = %s ORDER BY name", [job_id]
+        )
 
     def fingerprint(self, job_id: int) -> tuple:
         """A one-query summary of ``of_job``: live and terminal rows, history counts."""
