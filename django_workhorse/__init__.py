@@ -14,6 +14,7 @@ Everything a user calls is importable from here::
 from .admin_api import (
     ActionResult,
     Admin,
+    Checkpoint,
     JobRow,
     JobSnapshot,
     Page,
@@ -24,6 +25,8 @@ from .backoff import exponential, fixed
 from .context import JobContext, current_job
 from .definitions import BoundJob, JobDefinition, aenqueue, enqueue, job
 from .exceptions import (
+    DuplicateCheckpointError,
+    InvalidCheckpointError,
     InvalidCursorError,
     InvalidJobOptionError,
     InvalidPayloadError,
@@ -46,6 +49,9 @@ __all__ = [
     "ActionResult",
     "Admin",
     "BoundJob",
+    "Checkpoint",
+    "DuplicateCheckpointError",
+    "InvalidCheckpointError",
     "InvalidCursorError",
     "InvalidJobOptionError",
     "InvalidPayloadError",

@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 from django.core import signing
 from django.db import connections, transaction
 
-from . import store
+from . import durable, store
 from .conf import get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
 from .limits import JOB_NAME_RE, QUEUE_NAME_RE, queue_name_problem
@@ -62,10 +62,29 @@ class JobSnapshot:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    checkpoints: tuple[Checkpoint, ...] = ()
+    """The job's recorded stages and sleeps, oldest first; kept after it ends,
+    until retention deletes the job."""
+    sleeping_until: datetime | None = None
+    """The wake time of a job asleep in ``ctx.sleep`` (scheduled, with its
+    run_at at the wake time the sleep recorded); None otherwise."""
 
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A recorded stage (``ctx.checkpoint``) or sleep (``ctx.sleep``) of a job."""
+
+    name: str
+    kind: Literal["checkpoint", "sleep"]
+    result: Any
+    """The stage's stored result; for a sleep ``{"wake_at": "<ISO time>"}``."""
+    written_at: datetime
+    attempt: int
+    """The attempt that recorded it."""
 
 
 @dataclass(frozen=True)
@@ -243,10 +262,20 @@ class Admin:
         job_id = _check_job_id(job_id)
         with connections[self.using].cursor() as cursor:
             row = store.get_job(cursor, job_id)
-        if row is None:
-            return None
+            if row is None:
+                return None
+            stored = store.get_checkpoints(cursor, job_id)
         row["id"] = row.pop("job_id")
-        return JobSnapshot(**row)
+        checkpoints = tuple(
+            Checkpoint(c.name, c.kind, c.result, c.written_at, c.attempt)  # type: ignore[arg-type]
+            for c in stored
+        )
+        sleeping_until = None
+        if row["state"] == JobState.SCHEDULED:
+            wakes = {durable.wake_time(c) for c in stored}
+            if row["run_at"] in wakes:
+                sleeping_until = row["run_at"]
+        return JobSnapshot(**row, checkpoints=checkpoints, sleeping_until=sleeping_until)
 
     def pause_schedule(self, name: str) -> None:
         """Stop a repeatable schedule from enqueuing until ``resume_schedule``;

@@ -127,3 +127,6 @@ async def async_blocks_loop(seconds: float) -> None:
     await run_record().asave()
     time.sleep(seconds)
     await asyncio.sleep(0.05)
+
+
+from . import durable_jobs  # noqa: E402, F401  (jobs with checkpoints and sleeps)
