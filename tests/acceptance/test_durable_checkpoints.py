@@ -99,7 +99,7 @@ def test_a_frozen_worker_cannot_record_a_stage_after_another_took_its_job(
 @pytest.mark.parametrize(
     ("how", "error", "message"),
     [
-        ("not-json", "InvalidCheckpointError", "the result['when'] is an object, which is not JSON"),
+        ("not-json", "InvalidCheckpointError", "result['when'] is an object, which is not JSON"),
         ("twice", "DuplicateCheckpointError", "the name 'stage' was already used in this run"),
         ("other-thread", "NotInJobError", "ctx.sleep() was called outside a running job"),
     ],
