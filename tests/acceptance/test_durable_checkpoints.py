@@ -57,9 +57,7 @@ def test_a_stage_completed_before_a_crash_is_not_run_again(start_worker, wait_un
     assert checkpoints(handle.id) == {"one": victim.pid, "two": {"pid": rescuer.pid}}
 
 
-def test_a_frozen_worker_cannot_record_a_stage_after_another_took_its_job(
-    start_worker, wait_until
-):
+def test_a_frozen_worker_cannot_record_a_stage_after_another_took_its_job(start_worker, wait_until):
     handle = staged.enqueue(hold=3, rerun_hold=0)
     frozen = start_worker("--queues", "jobtests.staged", "--id", "frozen", settings=SHORT_LEASES)
     wait_until(lambda: runs(handle.id, "two"), what="stage two running in the first worker")
