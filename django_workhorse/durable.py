@@ -10,18 +10,22 @@ handler goes on. A sleep not yet taken ends the run: the worker records it
 wake time; on the run after the wake-up the same sleep returns at once.
 
 Every check on the caller's input happens before any SQL, and a refused
-input writes nothing. See docs/durable-execution.md.
+input writes nothing. Async handlers read and write through
+``sync_to_async`` (thread-sensitive, as Django's async ORM does), so the
+connection used is the one a sync caller on that thread would use.
+See docs/durable-execution.md.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from asgiref.sync import sync_to_async
 
 from . import store
 from .exceptions import (
@@ -85,6 +89,8 @@ class Journal:
 
     stored: dict[str, store.CheckpointRow]
     used: set[str] = field(default_factory=set)
+    written: dict[str, str] = field(default_factory=dict)
+    """The stages this run recorded, as the JSON text written."""
 
 
 def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> str:
@@ -150,6 +156,7 @@ def _write(ctx: JobContext, journal: Journal, name: str, encoded: str) -> None:
         )
     if not ok:
         raise LeaseLost(f"checkpoint {name!r}")
+    journal.written[name] = encoded
     if cancel_requested:
         ctx._request_cancel()
         raise JobCancelled(f"job {ctx.job_id} was cancelled by an operator")
@@ -181,14 +188,14 @@ async def acheckpoint(ctx: JobContext, name: str, afn: Callable[[], Awaitable[T]
         )
     journal = ctx._journal
     if journal is None:
-        journal = await asyncio.to_thread(_load, ctx)
+        journal = await sync_to_async(_load)(ctx)
     row = _replay(ctx, journal, CHECKPOINT, name)
     if row is not None:
         return row.result
     ctx.raise_if_cancelled()
     value = await afn()
     encoded = _encode(ctx, name, value)
-    await asyncio.to_thread(_write, ctx, journal, name, encoded)
+    await sync_to_async(_write)(ctx, journal, name, encoded)
     return value
 
 
@@ -230,7 +237,7 @@ async def asleep(ctx: JobContext, name: str, when: float | timedelta | datetime)
     request = _wake(ctx, "asleep", name, when)
     journal = ctx._journal
     if journal is None:
-        journal = await asyncio.to_thread(_load, ctx)
+        journal = await sync_to_async(_load)(ctx)
     if _replay(ctx, journal, SLEEP, name) is not None:
         return
     ctx.raise_if_cancelled()

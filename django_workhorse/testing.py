@@ -199,6 +199,17 @@ def _call(definition: JobDefinition, payload: dict[str, Any], alias: str) -> Any
     return call()
 
 
+def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
+    """Write again the stages a failed or slept run recorded: the savepoint its
+    handler ran under (see ``_call``) was rolled back with them, where a
+    worker's checkpoints, written on a connection of their own, stay."""
+    journal = context._journal
+    for name, encoded in (journal.written if journal is not None else {}).items():
+        store.write_checkpoint(
+            cursor, context.job_id, context._owner, context._fence, name, encoded
+        )
+
+
 def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     from .worker.failures import error_json  # the worker's error envelope, unchanged
 
@@ -232,6 +243,8 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     finally:
         reset_current(token)
     with connections[alias].cursor() as cursor:
+        if (error is not None or sleep is not None) and connections[alias].in_atomic_block:
+            _rewrite_checkpoints(cursor, context)
         if sleep is not None:
             store.sleep_many(
                 cursor,

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 
+from asgiref.sync import sync_to_async
+
 import django_workhorse as workhorse
 
 from .jobs import finish_run, start_run  # jobs.py imports this module at its end
@@ -84,3 +86,17 @@ def misuse(how: str) -> None:
         thread.start()
         thread.join()
         raise errors[0]
+
+
+@workhorse.job(queue="jobtests.asyncnap")
+async def async_nap(seconds: float) -> dict:
+    """``nap`` for an async handler: acheckpoint, asleep, then one more stage."""
+    ctx = workhorse.current_job()
+
+    async def before() -> int:
+        return (await sync_to_async(_run_record)("before")).pid
+
+    first = await ctx.acheckpoint("before", before)
+    await ctx.asleep("nap", seconds)
+    after = await sync_to_async(_run_record)("after")
+    return {"before": first, "after": after.pid}

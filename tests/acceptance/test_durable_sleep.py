@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 from django.db import transaction
-from jobtests.durable_jobs import nap, nap_neighbour
+from jobtests.durable_jobs import async_nap, nap, nap_neighbour
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
@@ -89,3 +89,21 @@ def test_a_sleep_outlives_its_worker_and_ends_in_the_next_one(start_worker, wait
     assert outcome.result == {"before": first.pid, "after": second.pid}
     assert history(handle.id) == [(1, "slept"), (1, "succeeded")]
     assert Admin().get_job(handle.id).sleeping_until is None
+
+
+def test_an_async_handler_checkpoints_and_sleeps_too(start_worker, wait_until):
+    handle = async_nap.enqueue(seconds=1)
+    worker = start_worker("--queues", "jobtests.asyncnap")
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=handle.id).exists(),
+        timeout=20,
+        what="the async job finished",
+    )
+    assert worker.stop() == 0
+
+    outcome = JobOutcome.objects.get(job_id=handle.id)
+    assert (outcome.state, outcome.attempts) == ("succeeded", 1)
+    assert outcome.result == {"before": worker.pid, "after": worker.pid}
+    assert run_of(handle.id, "after").started_at >= wake_time(handle.id)
+    assert RunRecord.objects.filter(job_id=handle.id, label="before").count() == 1
+    assert history(handle.id) == [(1, "slept"), (1, "succeeded")]
