@@ -1,13 +1,15 @@
 """Any sequence of lifecycle operations keeps the store's invariants.
 
-Hypothesis drives enqueue, claim, heartbeat, succeed, fail, release and
-recovery in random order, by several workers, and replays old (worker, fence)
-tickets on purpose. A small model predicts what each call must report; after
-every step the database must hold:
+Hypothesis drives enqueue, claim, heartbeat, succeed, fail, release,
+recovery, checkpoint writes and durable sleeps in random order, by several
+workers, and replays old (worker, fence) tickets on purpose. A small model
+predicts what each call must report; after every step the database must hold:
 
 * exactly one runtime row or one outcome row per job, never both, never neither;
 * fences that never go backwards, and attempts within max_attempts;
-* the state, attempt, stall count and owner the model predicts.
+* the state, attempt, stall count and owner the model predicts;
+* the checkpoints and sleeps the model predicts (only a ticket's current
+  holder can add one; a sleep gives its attempt back).
 
 A refused call (a stale or forged ticket) must report the lost lease and
 leave the job's rows and history exactly as they were.
@@ -19,7 +21,7 @@ lease of 0 seconds has expired by the next statement and recovery takes it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from demo.jobs import add
@@ -55,6 +57,8 @@ class ModelJob:
     stall_count: int = 0
     owner: tuple[str, int] | None = None
     lease_expired: bool = False
+    checkpoints: dict[str, str] = field(default_factory=dict)
+    """name → kind ('checkpoint' or 'sleep') of what the job recorded."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,48 @@ class JobLifecycle(RuleBasedStateMachine):
         job = self.jobs[ticket.job_id]
         job.state, job.attempt, job.owner = "ready", job.attempt - 1, None
 
+    @rule(ticket=tickets, tamper=tampering, name=st.sampled_from(["one", "two"]))
+    def checkpoint(self, ticket: Ticket, tamper: str, name: str) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> bool:
+            ok, cancel = store.write_checkpoint(
+                self.cursor, ticket.job_id, worker, fence, name, '{"stage": true}'
+            )
+            assert cancel is False
+            return ok
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, call)
+            return
+        assert call() is True
+        self.jobs[ticket.job_id].checkpoints[name] = "checkpoint"
+
+    @rule(
+        ticket=tickets,
+        tamper=tampering,
+        name=st.sampled_from(["nap", "two"]),
+        delay=st.sampled_from([0.0, 3600.0]),
+    )
+    def sleep(self, ticket: Ticket, tamper: str, name: str, delay: float) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> bool:
+            ((_, ok, _),) = store.sleep_many(
+                self.cursor, worker, [ticket.job_id], [fence], [name], [None], [delay]
+            )
+            return ok
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, call)
+            return
+        assert call() is True
+        event(f"slept {delay:.0f} s")
+        job = self.jobs[ticket.job_id]
+        job.state = "ready" if delay == 0 else "scheduled"
+        job.attempt, job.owner = job.attempt - 1, None
+        job.checkpoints[name] = "sleep"
+
     @rule()
     def recover(self) -> None:
         expired = {
@@ -272,6 +318,14 @@ class JobLifecycle(RuleBasedStateMachine):
             job = self.jobs[job_id]
             assert (state, attempt, stalls) == (job.state, job.attempt, job.stall_count)
             assert (worker, fence) == job.owner if state == "active" else worker is None
+        # Checkpoints and sleeps are what the holders of the jobs recorded.
+        self.cursor.execute("SELECT job_id, name, kind FROM workhorse_job_checkpoint")
+        recorded = {(job_id, name): kind for job_id, name, kind in self.cursor.fetchall()}
+        assert recorded == {
+            (job_id, name): kind
+            for job_id, job in self.jobs.items()
+            for name, kind in job.checkpoints.items()
+        }
         # No foreign key ties the split rows to the job: the functions must.
         self.cursor.execute(
             """
