@@ -1,9 +1,10 @@
 """``make bench``: print the figures the issues ask for.
 
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [peers]
-                    [claimcommit] [admin] [--history N] [--admin-jobs N]
+                    [claimcommit] [admin] [durable] [--history N] [--admin-jobs N]
 
-With no section named it runs ``core``, ``worker``, ``observed`` and ``peers`` (``core``
+With no section named it runs ``core``, ``worker``, ``observed``, ``durable`` and
+``peers`` (``core``
 starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``observed`` compares the
 drain with tracing and metrics on to the plain drain, in turns; ``peers`` runs pgqueuer side
@@ -14,7 +15,9 @@ retention at ``--admin-jobs`` jobs, see bench/admin.py) runs only when named.
 Runs against its own database (``workhorse_bench``, or ``WORKHORSE_BENCH_DB``,
 on the server of DATABASE_URL), which it drops and creates afresh.
 ``claimcommit`` measures a claim's latency with and without waiting for its
-WAL flush, in turns.
+WAL flush, in turns. ``durable`` measures checkpoint writes, a drain of
+jobs that sleep once against the plain drain, and where checkpoints are
+loaded (bench/durable.py).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def main() -> None:
             "peers",
             "claimcommit",
             "admin",
+            "durable",
         ],
     )
     parser.add_argument(
@@ -57,7 +61,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
-    args.sections = args.sections or ["core", "worker", "observed", "peers"]
+    args.sections = args.sections or ["core", "worker", "observed", "durable", "peers"]
     url = setup_django()
     conn = raw_connection()
     print(f"benchmark database: {url}")
@@ -102,6 +106,11 @@ def main() -> None:
         from . import worker
 
         worker.run(conn, url, args.history)
+    if "durable" in args.sections:
+        from . import common, durable
+
+        common.reset(conn)
+        durable.run(conn, url)
     if "admin" in args.sections:
         from . import admin
 
