@@ -9,7 +9,7 @@ CREATE TABLE workhorse_attempt_history (
     started_at timestamp with time zone NOT NULL,
     finished_at timestamp with time zone NOT NULL DEFAULT now(),
     error jsonb,
-    CONSTRAINT workhorse_attempt_outcome CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text])))
+    CONSTRAINT workhorse_attempt_outcome CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text, 'slept'::text])))
 ) PARTITION BY RANGE (finished_at);
 
 CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
@@ -38,6 +38,18 @@ CREATE TABLE workhorse_job (
     CONSTRAINT workhorse_job_timeout_positive CHECK ((timeout > '00:00:00'::interval))
 );
 
+CREATE TABLE workhorse_job_checkpoint (
+    job_id bigint NOT NULL,
+    name text NOT NULL,
+    kind text NOT NULL DEFAULT 'checkpoint'::text,
+    result jsonb,
+    written_at timestamp with time zone NOT NULL DEFAULT now(),
+    attempt integer NOT NULL,
+    CONSTRAINT workhorse_checkpoint_kind CHECK ((kind = ANY (ARRAY['checkpoint'::text, 'sleep'::text]))),
+    CONSTRAINT workhorse_checkpoint_name_format CHECK (((name ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$'::text) AND (length(name) <= 100))),
+    CONSTRAINT workhorse_job_checkpoint_pkey PRIMARY KEY (job_id, name)
+);
+
 CREATE TABLE workhorse_job_event (
     id bigint NOT NULL DEFAULT nextval('workhorse_job_event_id_seq'::regclass),
     job_id bigint NOT NULL,
@@ -46,7 +58,7 @@ CREATE TABLE workhorse_job_event (
     attempt integer,
     worker_id text,
     data jsonb,
-    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text])))
+    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text, 'slept'::text])))
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
@@ -138,6 +150,7 @@ CREATE TABLE workhorse_schema (
 );
 
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
+CREATE UNIQUE INDEX workhorse_job_checkpoint_pkey ON public.workhorse_job_checkpoint USING btree (job_id, name);
 CREATE INDEX workhorse_job_event_job ON ONLY public.workhorse_job_event USING btree (job_id, at, id);
 CREATE UNIQUE INDEX workhorse_job_idempotency ON public.workhorse_job USING btree (name, idempotency_key) WHERE (idempotency_key IS NOT NULL);
 CREATE UNIQUE INDEX workhorse_job_outcome_pkey ON public.workhorse_job_outcome USING btree (job_id);
@@ -164,6 +177,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS double precision LANGUAGE sql -- body sha256 7699eeb3064e0849
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 f2edbb00dd2c47e3
+-- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
+--   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 10bbead34bfef8d1
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql -- body sha256 30a0909aefd7acbe
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
@@ -178,6 +193,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer) LANGUAGE plpgsql -- body sha256 f109a8e66dbd8504
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
+-- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
+--   RETURNS TABLE(name text, kind text, result jsonb, written_at timestamp with time zone, attempt integer) LANGUAGE sql -- body sha256 ecd5b52586fa2c7c
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE sql -- body sha256 d7e691b0618a534b
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
@@ -193,7 +210,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 a670a692e2644d17
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 8712c02370ea9833
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
@@ -218,5 +235,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(status text, concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 7609c965fd6a2e00
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
+-- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
+--   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 c4d2acf37f26ddde
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 34393f7bf73c07bb
