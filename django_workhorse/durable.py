@@ -19,7 +19,6 @@ See docs/durable-execution.md.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -93,7 +92,7 @@ class Journal:
     """The stages this run recorded, as the JSON text written."""
 
 
-def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> str:
+def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> None:
     """The run may record ``name`` now; raises before any SQL when it may not."""
     from .context import peek_current  # context imports this module
 
@@ -111,7 +110,6 @@ def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> str:
             f"ctx.{what}(): the name {name!r} was already used in this run of job "
             f"{ctx.name!r} #{ctx.job_id}; give every checkpoint and sleep of a job its own name"
         )
-    return name  # type: ignore[return-value]
 
 
 def _load(ctx: JobContext) -> Journal:
@@ -248,11 +246,6 @@ def wake_time(row: store.CheckpointRow) -> datetime | None:
     """The wake time a sleep row records, or None."""
     if row.kind != SLEEP or not isinstance(row.result, dict):
         return None
-    with contextlib.suppress(TypeError, ValueError):
+    with contextlib.suppress(KeyError, TypeError, ValueError):
         return datetime.fromisoformat(row.result["wake_at"])
     return None
-
-
-def result_json(value: Any) -> str:
-    """A stored result as indented JSON text, for the admin page."""
-    return json.dumps(value, indent=2, ensure_ascii=False)

@@ -1,8 +1,9 @@
 """The connections handlers record their checkpoints on.
 
 A checkpoint is written while the handler waits, from the handler's own
-thread (or, for an async handler, from a thread of the event loop's
-executor), in a transaction of its own: never inside a transaction the
+thread (for an async handler, from the thread ``sync_to_async`` runs
+thread-sensitive code on, as for Django's async ORM), in a transaction of
+its own: never inside a transaction the
 handler has open on Django's connection, whose row locks would then be held
 for as long as the handler's transaction lasts. Each thread opens its
 connection on its first checkpoint and keeps it for the next ones, so a
