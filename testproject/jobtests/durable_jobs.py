@@ -100,3 +100,11 @@ async def async_nap(seconds: float) -> dict:
     await ctx.asleep("nap", seconds)
     after = await sync_to_async(_run_record)("after")
     return {"before": first, "after": after.pid}
+
+
+@workhorse.job(queue="jobtests.slowstage", timeout=1, max_attempts=1)
+def slow_stage(seconds: float) -> None:
+    """A stage that outlasts the job's one-second timeout, then one more stage."""
+    ctx = workhorse.current_job()
+    ctx.checkpoint("slow", lambda: time.sleep(seconds) or seconds)
+    _run_record("after")

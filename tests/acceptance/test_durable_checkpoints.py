@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 
 import pytest
-from jobtests.durable_jobs import misuse, staged
+from jobtests.durable_jobs import misuse, slow_stage, staged
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
@@ -121,3 +121,22 @@ def test_a_misused_checkpoint_or_sleep_fails_the_job_clearly_and_records_nothing
     expected = {"stage": runs(handle.id, "stage")[0]} if how == "twice" else {}
     assert checkpoints(handle.id) == expected
     assert len(runs(handle.id, "stage")) == (1 if how == "twice" else 0)
+
+
+def test_a_timed_out_run_cannot_record_its_stage_and_stops_there(start_worker, wait_until):
+    handle = slow_stage.enqueue(seconds=2)
+    worker = start_worker("--queues", "jobtests.slowstage")
+    wait_until(
+        lambda: "its checkpoint 'slow' was refused" in worker.stderr,
+        timeout=15,
+        what="the abandoned run's checkpoint refused",
+    )
+    assert worker.stop() == 0
+
+    snapshot = Admin().get_job(handle.id)
+    assert (snapshot.state, snapshot.error["type"]) == (
+        "failed",
+        "django_workhorse.worker.execution.JobTimeout",
+    )
+    assert snapshot.checkpoints == ()
+    assert runs(handle.id, "after") == []

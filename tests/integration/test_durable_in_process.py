@@ -229,3 +229,45 @@ def test_a_context_kept_after_its_run_cannot_checkpoint():
     with pytest.raises(workhorse.NotInJobError):
         kept[0].checkpoint("late", stage("late"))
     assert CALLS == []
+
+
+def test_a_promoted_sleeping_job_wakes_early_and_its_sleep_returns_at_once():
+    handle = naps.enqueue(seconds=3600)
+    run_jobs(names=[naps], skip_waits=False)
+
+    assert workhorse.Admin().promote(handle.id).changed
+    run_jobs(names=[naps], skip_waits=False)
+
+    assert handle.refresh().result == "awake"
+    assert CALLS == ["before", "after"]
+
+
+def test_a_sleeping_job_can_be_canceled_and_keeps_its_checkpoints():
+    handle = naps.enqueue(seconds=3600)
+    run_jobs(names=[naps], skip_waits=False)
+
+    assert workhorse.Admin().cancel(handle.id).changed
+
+    snapshot = handle.refresh().snapshot
+    assert (snapshot.state, snapshot.sleeping_until) == ("canceled", None)
+    assert [c.name for c in snapshot.checkpoints] == ["before", "nap"]
+
+
+def test_a_checkpoint_after_a_recorded_cancel_request_raises_job_cancelled(cursor):
+    @workhorse.job(queue="tests.durable.cancel", name="tests.durable.cancel", max_attempts=3)
+    def cancelled() -> None:
+        ctx = workhorse.current_job()
+        cursor.execute(
+            "UPDATE workhorse_job_runtime SET cancel_requested = true WHERE job_id = %s",
+            [ctx.job_id],
+        )
+        ctx.checkpoint("first", stage("first"))
+        ctx.checkpoint("second", stage("second"))
+
+    handle = cancelled.enqueue()
+
+    report = run_jobs(names=[cancelled])
+
+    assert isinstance(report.runs[0].error, workhorse.JobCancelled)
+    assert CALLS == ["first"]
+    assert (handle.refresh().status, handle.attempts) == ("failed", 1)  # not retried
