@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from . import durable
 from .exceptions import JobCancelled, NotInJobError
@@ -36,12 +35,12 @@ class JobContext:
     _cancelled: bool = field(default=False, repr=False, compare=False)
     # Set by the worker that runs the job: the owner name and fence its
     # checkpoints are written under, and where it gets a cursor for them.
-    _owner: str = field(default="", repr=False, compare=False)
-    _fence: int = field(default=0, repr=False, compare=False)
-    _cursor: Callable[[], AbstractContextManager[Any]] | None = field(
-        default=None, repr=False, compare=False
-    )
-    _journal: durable.Journal | None = field(default=None, repr=False, compare=False)
+    # One field, not three: the context is built for every run, and each
+    # field of a frozen dataclass costs its own setattr.
+    _run: durable.RunTicket | None = field(default=None, repr=False, compare=False)
+    # The run's recorded stages, read on its first checkpoint or sleep. Not
+    # a dataclass field: a run that never checkpoints never sets it.
+    _journal = None
 
     @property
     def cancel_requested(self) -> bool:

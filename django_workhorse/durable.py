@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from asgiref.sync import sync_to_async
 
@@ -82,6 +83,16 @@ class LeaseLost(RunEnded):
         self.what = what
 
 
+class RunTicket(NamedTuple):
+    """What a run's checkpoints are written with (``JobContext._run``)."""
+
+    owner: str
+    """The owner name the job was claimed under."""
+    fence: int
+    cursor: Callable[[], AbstractContextManager[Any]]
+    """A cursor outside the handler's own transactions (worker/checkpoints.py)."""
+
+
 @dataclass
 class Journal:
     """The recorded stages of one run's job, and the names this run used."""
@@ -96,7 +107,7 @@ def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> None:
     """The run may record ``name`` now; raises before any SQL when it may not."""
     from .context import peek_current  # context imports this module
 
-    if ctx._cursor is None or peek_current() is not ctx:
+    if ctx._run is None or peek_current() is not ctx:
         raise NotInJobError(
             f"ctx.{what}() was called outside a running job: call it from the job's "
             "handler (or code it calls) while a worker runs the job"
@@ -116,7 +127,7 @@ def _load(ctx: JobContext) -> Journal:
     """The run's journal, reading the job's recorded stages on first use."""
     journal = ctx._journal
     if journal is None:
-        with ctx._cursor() as cursor:
+        with ctx._run.cursor() as cursor:
             rows = store.get_checkpoints(cursor, ctx.job_id)
         journal = Journal({row.name: row for row in rows})
         object.__setattr__(ctx, "_journal", journal)
@@ -148,9 +159,10 @@ def _encode(ctx: JobContext, name: str, value: Any) -> str:
 
 def _write(ctx: JobContext, journal: Journal, name: str, encoded: str) -> None:
     """Record the stage under the run's fence; a refusal ends the run."""
-    with ctx._cursor() as cursor:
+    owner, fence, cursor_of = ctx._run
+    with cursor_of() as cursor:
         ok, cancel_requested = store.write_checkpoint(
-            cursor, ctx.job_id, ctx._owner, ctx._fence, name, encoded
+            cursor, ctx.job_id, owner, fence, name, encoded
         )
     if not ok:
         raise LeaseLost(f"checkpoint {name!r}")

@@ -27,7 +27,7 @@ from . import registry, store
 from .conf import get_settings
 from .context import JobContext, reset_current, set_current
 from .definitions import JobDefinition
-from .durable import SleepRequested
+from .durable import RunTicket, SleepRequested
 from .exceptions import InvalidCheckpointError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .payloads import encode_result
@@ -206,7 +206,7 @@ def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
     journal = context._journal
     for name, encoded in (journal.written if journal is not None else {}).items():
         store.write_checkpoint(
-            cursor, context.job_id, context._owner, context._fence, name, encoded
+            cursor, context.job_id, context._run.owner, context._run.fence, name, encoded
         )
 
 
@@ -222,9 +222,7 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         max_attempts=job.max_attempts,
         worker_id=worker_id,
         using=alias,
-        _owner=worker_id,
-        _fence=job.fence,
-        _cursor=connections[alias].cursor,
+        _run=RunTicket(worker_id, job.fence, connections[alias].cursor),
     )
     token = set_current(context)
     sleep: SleepRequested | None = None

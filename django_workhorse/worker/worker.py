@@ -26,7 +26,7 @@ from .. import registry, store
 from ..conf import import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
-from ..durable import LeaseLost
+from ..durable import LeaseLost, RunTicket
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
 from . import limits, sidecars
 from .checkpoints import RunConnections
@@ -368,9 +368,7 @@ class Worker:
             max_attempts=job.max_attempts,
             worker_id=self.worker_id,
             using=self.options.alias,
-            _owner=owner,
-            _fence=job.fence,
-            _cursor=self._checkpoint_cursor,
+            _run=RunTicket(owner, job.fence, self._checkpoint_cursor),
         )
         deadline = now + job.timeout if job.timeout else None
         running = Running(job, definition, context, now, owner, deadline)
