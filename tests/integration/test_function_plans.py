@@ -156,9 +156,7 @@ def test_heartbeat_and_release_of_a_batch_stay_on_indexes(warmed, cursor, explai
     assert problems(explained) == []
 
 
-def test_putting_a_batch_to_sleep_and_recording_a_stage_stay_on_indexes(
-    warmed, cursor, explained
-):
+def test_putting_a_batch_to_sleep_and_recording_a_stage_stay_on_indexes(warmed, cursor, explained):
     jobs = claim(cursor)
     for _ in range(6):  # past PL/pgSQL's switch to a generic plan
         store.write_checkpoint(cursor, jobs[0].job_id, "plan-w", jobs[0].fence, "s", "1")
