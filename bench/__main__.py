@@ -1,11 +1,12 @@
 """``make bench``: print the figures the issues ask for.
 
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [control]
-                    [deps] [peers] [claimcommit] [admin] [--history N] [--admin-jobs N]
+                    [deps] [durable] [peers] [claimcommit] [admin] [--history N] [--admin-jobs N]
     python -m bench drain pickup --against COMMIT
 
-With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``
-and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and ``ratio`` (the
+With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``,
+``durable`` and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and
+``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``observed`` compares the
 drain with tracing and metrics on to the plain drain, in turns; ``control``
 (bench/control.py) compares drains of queues with limits that never bind to
@@ -21,7 +22,9 @@ Runs against its own database (``workhorse_bench``, or ``WORKHORSE_BENCH_DB``,
 on the server of DATABASE_URL), which it drops and creates afresh.
 ``--against COMMIT`` runs the drain and the pickup of this tree and of COMMIT
 in turns (bench/against.py). ``claimcommit`` measures a claim's latency with
-and without waiting for its WAL flush, in turns.
+and without waiting for its WAL flush, in turns. ``durable`` measures
+checkpoint writes, a drain of jobs that sleep once against the plain drain,
+and where checkpoints are loaded (bench/durable.py).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def main() -> None:
             "claimcommit",
             "admin",
             "deps",
+            "durable",
         ],
     )
     parser.add_argument(
@@ -77,7 +81,15 @@ def main() -> None:
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
-    args.sections = args.sections or ["core", "worker", "observed", "control", "deps", "peers"]
+    args.sections = args.sections or [
+        "core",
+        "worker",
+        "observed",
+        "control",
+        "deps",
+        "durable",
+        "peers",
+    ]
     url = setup_django()
     conn = raw_connection()
     print(f"benchmark database: {url}")
@@ -141,6 +153,11 @@ def main() -> None:
         from . import deps
 
         deps.run(conn)
+    if "durable" in args.sections:
+        from . import common, durable
+
+        common.reset(conn)
+        durable.run(conn, url)
     if "admin" in args.sections:
         from . import admin
 

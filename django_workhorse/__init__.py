@@ -14,6 +14,7 @@ Everything a user calls is importable from here::
 from .admin_api import (
     ActionResult,
     Admin,
+    Checkpoint,
     JobDependency,
     JobRow,
     JobSnapshot,
@@ -34,6 +35,8 @@ from .definitions import (
     job,
 )
 from .exceptions import (
+    DuplicateCheckpointError,
+    InvalidCheckpointError,
     InvalidCursorError,
     InvalidJobOptionError,
     InvalidPayloadError,
@@ -59,6 +62,9 @@ __all__ = [
     "Admin",
     "AsyncJobDefinition",
     "BoundJob",
+    "Checkpoint",
+    "DuplicateCheckpointError",
+    "InvalidCheckpointError",
     "InvalidCursorError",
     "InvalidJobOptionError",
     "InvalidPayloadError",

@@ -256,6 +256,16 @@ class JobAdmin(OperatorAdmin):
             job_actions=actions,
             object_id=job.id,
             payload_json=json.dumps(job.payload, indent=2, ensure_ascii=False),
+            checkpoints=[
+                {
+                    "name": c.name,
+                    "kind": c.kind,
+                    "result_json": json.dumps(c.result, indent=2, ensure_ascii=False),
+                    "written_at": _when(c.written_at, "%Y-%m-%d %H:%M:%S.%f"),
+                    "attempt": c.attempt,
+                }
+                for c in job.checkpoints
+            ],
             result_json=json.dumps(job.result, indent=2, ensure_ascii=False),
         )
         return TemplateResponse(request, "admin/django_workhorse/job_page.html", context)

@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 from django.core import signing
 from django.db import connections, transaction
 
-from . import store
+from . import durable, store
 from .conf import get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
 from .limits import JOB_NAME_RE, QUEUE_NAME_RE, queue_name_problem
@@ -82,18 +82,38 @@ class JobSnapshot:
     """Every job this one depends on, in id order, with its state."""
     dependents: tuple[JobDependency, ...] = ()
     """The first 100 jobs that depend on this one, in id order, with their states."""
+    checkpoints: tuple[Checkpoint, ...] = ()
+    """The job's recorded stages and sleeps, oldest first; kept after it ends,
+    until retention deletes the job."""
+    sleeping_until: datetime | None = None
+    """The wake time of a job asleep in ``ctx.sleep`` (scheduled, with its
+    run_at at the wake time the sleep recorded); None otherwise."""
 
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
 
 
-def snapshot_of(row: dict[str, Any]) -> JobSnapshot:
-    """A JobSnapshot from a row of ``store.get_job`` / ``store.get_jobs``."""
+def snapshot_of(row: dict[str, Any], **extra: Any) -> JobSnapshot:
+    """A JobSnapshot from a row of ``store.get_job`` / ``store.get_jobs``, with
+    ``extra`` fields (checkpoints, sleeping_until) read separately."""
     row["id"] = row.pop("job_id")
     for key in ("prerequisites", "dependents"):
         row[key] = tuple(JobDependency(**link) for link in row[key])
-    return JobSnapshot(**row)
+    return JobSnapshot(**row, **extra)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A recorded stage (``ctx.checkpoint``) or sleep (``ctx.sleep``) of a job."""
+
+    name: str
+    kind: Literal["checkpoint", "sleep"]
+    result: Any
+    """The stage's stored result; for a sleep ``{"wake_at": "<ISO time>"}``."""
+    written_at: datetime
+    attempt: int
+    """The attempt that recorded it."""
 
 
 @dataclass(frozen=True)
@@ -280,13 +300,23 @@ class Admin:
         job_id = _check_job_id(job_id)
         with connections[self.using].cursor() as cursor:
             row = store.get_job(cursor, job_id)
-        if row is None:
-            return None
-        return snapshot_of(row)
+            if row is None:
+                return None
+            stored = store.get_checkpoints(cursor, job_id)
+        checkpoints = tuple(
+            Checkpoint(c.name, c.kind, c.result, c.written_at, c.attempt)  # type: ignore[arg-type]
+            for c in stored
+        )
+        sleeping_until = None
+        if row["state"] == JobState.SCHEDULED:
+            wakes = {durable.wake_time(c) for c in stored}
+            if row["run_at"] in wakes:
+                sleeping_until = row["run_at"]
+        return snapshot_of(row, checkpoints=checkpoints, sleeping_until=sleeping_until)
 
     def get_jobs(self, job_ids: Sequence[int]) -> list[JobSnapshot]:
         """The snapshots of the jobs of ``job_ids`` that exist, in that order,
-        read in one query."""
+        read in one query (without their checkpoints: ``get_job`` has them)."""
         ids = [_check_job_id(job_id) for job_id in job_ids]
         if not ids:
             return []

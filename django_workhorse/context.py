@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from . import durable
 from .exceptions import JobCancelled, NotInJobError
 
 if TYPE_CHECKING:
     from .admin_api import JobSnapshot
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,14 @@ class JobContext:
     using: str = "default"
     """The database alias the job lives in."""
     _cancelled: bool = field(default=False, repr=False, compare=False)
+    # Set by the worker that runs the job: the owner name and fence its
+    # checkpoints are written under, and where it gets a cursor for them.
+    # One field, not three: the context is built for every run, and each
+    # field of a frozen dataclass costs its own setattr.
+    _run: durable.RunTicket | None = field(default=None, repr=False, compare=False)
+    # The run's recorded stages, read on its first checkpoint or sleep. Not
+    # a dataclass field: a run that never checkpoints never sets it.
+    _journal: ClassVar[durable.Journal | None] = None
 
     @property
     def cancel_requested(self) -> bool:
@@ -49,6 +62,48 @@ class JobContext:
         """
         if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled by an operator")
+
+    def checkpoint(self, name: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` once for this job and return its result.
+
+        The first run that gets here calls ``fn()`` and records its JSON
+        result under ``name`` before going on; every later run of the job
+        (a retry, a recovery after a crash, the run after a sleep) gets the
+        recorded result back without calling ``fn``. A crash while ``fn``
+        runs, before the result is recorded, runs ``fn`` again.
+
+        Raises ``InvalidCheckpointError`` for a bad name or a result that is
+        not JSON, ``DuplicateCheckpointError`` for a name this run already
+        used, ``NotInJobError`` outside the running job (all before anything
+        is written), and ``JobCancelled`` once an operator asked to cancel
+        the job. If the run has lost its job to another run (its lease
+        expired), the write is refused and the run ends at once.
+        """
+        return durable.checkpoint(self, name, fn)
+
+    async def acheckpoint(self, name: str, afn: Callable[[], Awaitable[T]]) -> T:
+        """``checkpoint`` for async handlers: ``afn`` is awaited the first time."""
+        return await durable.acheckpoint(self, name, afn)
+
+    def sleep(self, name: str, until: float | timedelta | datetime) -> None:
+        """Wait durably: ``until`` is seconds or a timedelta from now, or an
+        aware datetime.
+
+        The first time a run gets here the run ends: the job goes back to
+        ``scheduled`` with ``run_at`` at the wake time, holding no worker
+        slot and consuming no attempt, and survives any worker restart. When
+        it wakes, the handler runs again from the top: its checkpoints
+        replay, and this call, with the same ``name``, returns at once.
+        Code after a sleep that is not inside a checkpoint runs only after it.
+
+        Errors are those of ``checkpoint`` (name, duplicate, outside a job),
+        and ``InvalidCheckpointError`` for a wake time that is not valid.
+        """
+        durable.sleep(self, name, until)
+
+    async def asleep(self, name: str, until: float | timedelta | datetime) -> None:
+        """``sleep`` for async handlers."""
+        await durable.asleep(self, name, until)
 
     def prerequisites(self) -> list[JobSnapshot]:
         """The snapshots of the jobs this one depends on (``depends_on``), in

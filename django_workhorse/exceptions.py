@@ -44,6 +44,15 @@ class JobCancelled(WorkhorseError):
     """Raised inside a handler whose job an operator cancelled."""
 
 
+class InvalidCheckpointError(WorkhorseError, ValueError):
+    """A checkpoint or sleep was given a bad name, a result that is not JSON,
+    or a wake time that is not valid; nothing was written."""
+
+
+class DuplicateCheckpointError(InvalidCheckpointError):
+    """One run used a checkpoint or sleep name a second time; nothing was written."""
+
+
 class ReadOnlyModelError(WorkhorseError, TypeError):
     """Code tried to write a django-workhorse table through the ORM; the SQL
     functions (through a job's ``enqueue``, the worker or ``Admin``) own every write."""

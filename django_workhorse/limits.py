@@ -29,6 +29,11 @@ QUEUE_NAME_RE = re.compile(rf"{QUEUE_NAME_PATTERN[:-1]}{{0,{QUEUE_NAME_MAX - 1}}
 """Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 JOB_NAME_RE = re.compile(rf"{JOB_NAME_PATTERN[:-1]}{{0,{JOB_NAME_MAX - 1}}}")
 
+CHECKPOINT_NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9_.:-]*"
+CHECKPOINT_NAME_MAX = 100
+CHECKPOINT_NAME_RE = re.compile(rf"{CHECKPOINT_NAME_PATTERN[:-1]}{{0,{CHECKPOINT_NAME_MAX - 1}}}")
+"""The name of a checkpoint or a sleep (``workhorse_job_checkpoint.name``)."""
+
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX = 1, 1000
 MAX_STALLED_MIN, MAX_STALLED_MAX = 0, 1000
@@ -105,6 +110,15 @@ def job_name_problem(name: object) -> str | None:
     return (
         f"job name {_show(name)} is not valid: use 1 to {JOB_NAME_MAX} letters, digits, "
         "'_', '.', ':' and '-', starting with a letter or '_'"
+    )
+
+
+def checkpoint_name_problem(name: object, what: str = "checkpoint") -> str | None:
+    if isinstance(name, str) and CHECKPOINT_NAME_RE.fullmatch(name):
+        return None
+    return (
+        f"{what} name {_show(name)} is not valid: use 1 to {CHECKPOINT_NAME_MAX} letters, "
+        "digits, '_', '.', ':' and '-', starting with a letter, a digit or '_'"
     )
 
 

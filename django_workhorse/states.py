@@ -36,14 +36,16 @@ class JobState(_TextChoices):
     ``workhorse_settle_dependents_v1`` when a prerequisite's end settles it
     under its dependency policy, or by an operator's cancel."""
     SCHEDULED = "scheduled"
-    """Waiting for its run_at: set at enqueue with a delay and by a retry
-    with backoff; promoted to ready by the next claim of its queue once due."""
+    """Waiting for its run_at: set at enqueue with a delay, by a retry
+    with backoff and by a durable sleep (``ctx.sleep``); promoted to ready
+    by the next claim of its queue once due."""
     READY = "ready"
     """Claimable now: set at enqueue, by promotion, a retry without delay, a
     release at shutdown and stall recovery; left when a worker claims it."""
     ACTIVE = "active"
     """Claimed by a worker under a lease and a fence; left by the worker's
-    success, failure or release, or by stall recovery once the lease expires."""
+    success, failure, release or sleep, or by stall recovery once the lease
+    expires."""
     SUCCEEDED = "succeeded"
     """Terminal: the handler returned (``workhorse_succeed_many_v1``)."""
     FAILED = "failed"
@@ -91,6 +93,9 @@ class EventKind(_TextChoices):
     CANCEL_REQUESTED = "cancel_requested"
     """An operator asked to cancel a running job (``Admin.cancel``); its
     worker is told and acks the job canceled."""
+    SLEPT = "slept"
+    """A running job went to sleep (``ctx.sleep``): back to scheduled until
+    its wake time, its attempt given back (``workhorse_sleep_many_v1``)."""
 
 
 class AttemptOutcome(_TextChoices):
@@ -101,6 +106,9 @@ class AttemptOutcome(_TextChoices):
     TIMED_OUT = "timed_out"
     STALLED = "stalled"
     CANCELED = "canceled"
+    SLEPT = "slept"
+    """The handler called ``ctx.sleep``: the run ended without using up the
+    attempt, and the job waits for its wake time."""
 
     @classmethod
     def of_failures(cls) -> tuple[AttemptOutcome, ...]:

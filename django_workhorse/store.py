@@ -266,6 +266,63 @@ def release_many(
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
+def sleep_many(
+    cursor: Cursor,
+    worker_id: str,
+    job_ids: Sequence[int],
+    fences: Sequence[int],
+    names: Sequence[str],
+    wake_ats: Sequence[datetime | None],
+    delays: Sequence[float | None],
+) -> list[tuple[int, bool, datetime | None]]:
+    """Put running jobs to sleep until ``wake_ats[i]`` (or ``delays[i]``
+    seconds from now on the database clock); ``(job_id, ok, run_at)`` per job,
+    ok False for a lost lease."""
+    cursor.execute(
+        "SELECT job_id, ok, run_at FROM workhorse_sleep_many_v1(%s, %s::bigint[],"
+        " %s::bigint[], %s::text[], %s::timestamptz[], %s::double precision[])",
+        [worker_id, _ints(job_ids), _ints(fences), _names(names), list(wake_ats), list(delays)],
+    )
+    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    """One recorded stage or sleep of a job (``workhorse_job_checkpoint``)."""
+
+    name: str
+    kind: str
+    """'checkpoint' or 'sleep'."""
+    result: Any
+    """The stage's JSON result, as text when Python cannot decode it; for a
+    sleep ``{"wake_at": ...}``."""
+    written_at: datetime
+    attempt: int
+
+
+def get_checkpoints(cursor: Cursor, job_id: int) -> list[CheckpointRow]:
+    """The recorded stages and sleeps of one job, oldest first."""
+    cursor.execute("SELECT * FROM workhorse_get_checkpoints_v1(%s)", [job_id])
+    rows = []
+    for name, kind, raw, written_at, attempt in cursor.fetchall():
+        decoded, why = _readable(raw, f"checkpoint {name!r}")
+        rows.append(CheckpointRow(name, kind, raw if why else decoded, written_at, attempt))
+    return rows
+
+
+def write_checkpoint(
+    cursor: Cursor, job_id: int, owner: str, fence: int, name: str, result_json: str
+) -> tuple[bool, bool]:
+    """Record one stage under the run's fence: ``(ok, cancel_requested)``,
+    ok False when the run no longer holds the job."""
+    cursor.execute(
+        "SELECT ok, cancel_requested FROM workhorse_checkpoint_v1(%s, %s, %s, %s, %s::jsonb)",
+        [job_id, owner, fence, name, result_json],
+    )
+    ok, cancel_requested = cursor.fetchone()
+    return ok, cancel_requested
+
+
 def recover_stalled(cursor: Cursor, limit: int = 1000) -> list[Recovered]:
     """Take back up to ``limit`` jobs whose lease expired."""
     cursor.execute("SELECT * FROM workhorse_recover_stalled_v1(%s)", [limit])
@@ -474,6 +531,7 @@ def make_due(cursor: Cursor, queues: Sequence[str]) -> int:
 
 
 JOB_TABLES = (
+    "workhorse_job_checkpoint",
     "workhorse_job_runtime",
     "workhorse_job_outcome",
     "workhorse_job_query",

@@ -27,7 +27,8 @@ from . import registry, store
 from .conf import get_settings
 from .context import JobContext, reset_current, set_current
 from .definitions import JobDefinition
-from .exceptions import JobCancelled, UnknownJobError
+from .durable import RunTicket, SleepRequested
+from .exceptions import InvalidCheckpointError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .payloads import encode_result
 
@@ -55,6 +56,9 @@ class JobRun:
     """The exception the handler raised when not ``ok``."""
     will_retry: bool = False
     """A failed run whose job goes back to the queue for another attempt."""
+    slept: bool = False
+    """A run that ended in ``ctx.sleep``: the job runs again once it wakes
+    (at once, with ``skip_waits``). Neither succeeded nor failed."""
 
 
 @dataclass
@@ -69,7 +73,7 @@ class RunReport:
 
     @property
     def failed(self) -> list[JobRun]:
-        return [r for r in self.runs if not r.ok]
+        return [r for r in self.runs if not r.ok and not r.slept]
 
     def names(self) -> list[str]:
         """The job names in the order they ran (a retried job appears once per run)."""
@@ -195,6 +199,17 @@ def _call(definition: JobDefinition[..., Any], payload: dict[str, Any], alias: s
     return call()
 
 
+def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
+    """Write again the stages a failed or slept run recorded: the savepoint its
+    handler ran under (see ``_call``) was rolled back with them, where a
+    worker's checkpoints, written on a connection of their own, stay."""
+    journal, run = context._journal, context._run
+    if journal is None or run is None:
+        return
+    for name, encoded in journal.written.items():
+        store.write_checkpoint(cursor, context.job_id, run.owner, run.fence, name, encoded)
+
+
 def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     from .worker.failures import error_json  # the worker's error envelope, unchanged
 
@@ -207,27 +222,45 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         max_attempts=job.max_attempts,
         worker_id=worker_id,
         using=alias,
+        _run=RunTicket(worker_id, job.fence, connections[alias].cursor),
     )
     token = set_current(context)
+    sleep: SleepRequested | None = None
+    error: Exception | None = None
+    value: Any = None
+    encoded = ""
     try:
         if definition is None:
             raise UnknownJobError(f"no job named {job.name!r} is registered")
         definition.check_payload(job.payload)
         value = _call(definition, job.payload, alias)
         encoded = encode_result(value)
+    except SleepRequested as request:
+        sleep = request
     except Exception as exc:
-        error: Exception | None = exc
-    else:
-        error = None
+        error = exc
     finally:
         reset_current(token)
     with connections[alias].cursor() as cursor:
+        if (error is not None or sleep is not None) and connections[alias].in_atomic_block:
+            _rewrite_checkpoints(cursor, context)
+        if sleep is not None:
+            store.sleep_many(
+                cursor,
+                worker_id,
+                [job.job_id],
+                [job.fence],
+                [sleep.name],
+                [sleep.wake_at],
+                [sleep.delay],
+            )
+            return JobRun(job.job_id, job.name, job.queue, job.attempt, False, slept=True)
         if error is None:
             store.succeed_many(cursor, worker_id, [job.job_id], [job.fence], [encoded])
             return JobRun(job.job_id, job.name, job.queue, job.attempt, True, value=value)
         retryable = (
             definition is not None
-            and not isinstance(error, JobCancelled)
+            and not isinstance(error, JobCancelled | InvalidCheckpointError)
             and definition.should_retry(error)
         )
         delay = definition.retry_delay(job.attempt) if definition and retryable else None

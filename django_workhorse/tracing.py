@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .conf import installed
+from .durable import SleepRequested
 from .exceptions import JobCancelled
 
 AUTO_PARENT_WINDOW = 60.0
@@ -138,6 +139,9 @@ class RunSpans:
 
     def fail(self, started: tuple[Any, Any], exc: BaseException) -> None:
         span = started[0]
+        if isinstance(exc, SleepRequested):  # the run ended in ctx.sleep: no error
+            span.set_attribute("workhorse.outcome", "slept")
+            return
         canceled = isinstance(exc, JobCancelled | asyncio.CancelledError)
         span.set_attribute("workhorse.outcome", "canceled" if canceled else "failed")
         span.record_exception(exc)

@@ -9,7 +9,7 @@ CREATE TABLE workhorse_attempt_history (
     started_at timestamp with time zone NOT NULL,
     finished_at timestamp with time zone NOT NULL DEFAULT now(),
     error jsonb,
-    CONSTRAINT workhorse_attempt_outcome CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text])))
+    CONSTRAINT workhorse_attempt_outcome CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text, 'slept'::text])))
 ) PARTITION BY RANGE (finished_at);
 
 CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
@@ -40,6 +40,18 @@ CREATE TABLE workhorse_job (
     CONSTRAINT workhorse_job_timeout_positive CHECK ((timeout > '00:00:00'::interval))
 );
 
+CREATE TABLE workhorse_job_checkpoint (
+    job_id bigint NOT NULL,
+    name text NOT NULL,
+    kind text NOT NULL DEFAULT 'checkpoint'::text,
+    result jsonb,
+    written_at timestamp with time zone NOT NULL DEFAULT now(),
+    attempt integer NOT NULL,
+    CONSTRAINT workhorse_checkpoint_kind CHECK ((kind = ANY (ARRAY['checkpoint'::text, 'sleep'::text]))),
+    CONSTRAINT workhorse_checkpoint_name_format CHECK (((name ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$'::text) AND (length(name) <= 100))),
+    CONSTRAINT workhorse_job_checkpoint_pkey PRIMARY KEY (job_id, name)
+);
+
 CREATE TABLE workhorse_job_dependency (
     prerequisite_id bigint NOT NULL,
     job_id bigint NOT NULL,
@@ -55,7 +67,7 @@ CREATE TABLE workhorse_job_event (
     attempt integer,
     worker_id text,
     data jsonb,
-    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text, 'unblocked'::text, 'cancel_requested'::text])))
+    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text, 'unblocked'::text, 'cancel_requested'::text, 'slept'::text])))
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
@@ -147,6 +159,7 @@ CREATE TABLE workhorse_schema (
 );
 
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
+CREATE UNIQUE INDEX workhorse_job_checkpoint_pkey ON public.workhorse_job_checkpoint USING btree (job_id, name);
 CREATE INDEX workhorse_job_dependency_job ON public.workhorse_job_dependency USING btree (job_id);
 CREATE UNIQUE INDEX workhorse_job_dependency_pkey ON public.workhorse_job_dependency USING btree (prerequisite_id, job_id);
 CREATE INDEX workhorse_job_event_job ON ONLY public.workhorse_job_event USING btree (job_id, at, id);
@@ -176,6 +189,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS double precision LANGUAGE sql -- body sha256 e8a94957ae10c16e
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 62915dbc35a3ebc7
+-- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
+--   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 10bbead34bfef8d1
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 71d9967e625690f5
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
@@ -190,6 +205,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql -- body sha256 516fe097b8a76a47
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
+-- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
+--   RETURNS TABLE(name text, kind text, result jsonb, written_at timestamp with time zone, attempt integer) LANGUAGE sql -- body sha256 ecd5b52586fa2c7c
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
@@ -207,7 +224,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 eb3f8a63deae4812
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 632d08aded4520fb
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
@@ -234,5 +251,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 59841fc01ffa84c3
+-- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
+--   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 c4d2acf37f26ddde
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 50310112c9e7ca18

@@ -139,18 +139,28 @@ class DbRows:
             "attempts": self._dicts(
                 "SELECT * FROM workhorse_attempt_history WHERE job_id = %s ORDER BY id", [job_id]
             ),
+            "checkpoints": self.checkpoints(job_id),
         }
 
+    def checkpoints(self, job_id: int) -> list[dict[str, Any]]:
+        """The job's checkpoint and sleep rows, by name."""
+        return self._dicts(
+            "SELECT * FROM workhorse_job_checkpoint WHERE job_id = %s ORDER BY name", [job_id]
+        )
+
     def fingerprint(self, job_id: int) -> tuple:
-        """A one-query summary of ``of_job``: live and terminal rows, history counts."""
+        """A one-query summary of ``of_job``: live and terminal rows, history
+        counts, checkpoints."""
         self.cursor.execute(
             """
             SELECT (SELECT row_to_json(rt)::text FROM workhorse_job_runtime rt WHERE job_id = %s),
                    (SELECT row_to_json(o)::text FROM workhorse_job_outcome o WHERE job_id = %s),
                    (SELECT count(*) FROM workhorse_job_event WHERE job_id = %s),
-                   (SELECT count(*) FROM workhorse_attempt_history WHERE job_id = %s)
+                   (SELECT count(*) FROM workhorse_attempt_history WHERE job_id = %s),
+                   (SELECT string_agg(name || ':' || kind || ':' || result::text, ',' ORDER BY name)
+                    FROM workhorse_job_checkpoint WHERE job_id = %s)
             """,
-            [job_id] * 4,
+            [job_id] * 5,
         )
         return self.cursor.fetchone()
 

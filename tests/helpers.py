@@ -18,6 +18,7 @@ WORKHORSE_TABLES = (
     "workhorse_attempt_history",
     "workhorse_queue",
     "workhorse_schedule",
+    "workhorse_job_checkpoint",
 )
 """Every table that holds jobs or queue policy (not the schema version)."""
 

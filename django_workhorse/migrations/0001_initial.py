@@ -62,6 +62,12 @@ class Migration(migrations.Migration):
             "workhorse_set_queue_paused_v1.sql", drops_function="workhorse_set_queue_paused_v1"
         ),
         RunSQLFile("workhorse_prune_v1.sql", drops_function="workhorse_prune_v1"),
+        # Durable execution: checkpoints and sleep.
+        RunSQLFile("workhorse_checkpoint_v1.sql", drops_function="workhorse_checkpoint_v1"),
+        RunSQLFile(
+            "workhorse_get_checkpoints_v1.sql", drops_function="workhorse_get_checkpoints_v1"
+        ),
+        RunSQLFile("workhorse_sleep_many_v1.sql", drops_function="workhorse_sleep_many_v1"),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),
@@ -71,7 +77,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
                 ("job_id", models.BigIntegerField()),
                 ("attempt", models.IntegerField()),
-                ("outcome", models.TextField(choices=[("succeeded", "Succeeded"), ("failed", "Failed"), ("timed_out", "Timed Out"), ("stalled", "Stalled"), ("canceled", "Canceled")])),
+                ("outcome", models.TextField(choices=[("succeeded", "Succeeded"), ("failed", "Failed"), ("timed_out", "Timed Out"), ("stalled", "Stalled"), ("canceled", "Canceled"), ("slept", "Slept")])),
                 ("worker_id", models.TextField()),
                 ("started_at", models.DateTimeField()),
                 ("finished_at", models.DateTimeField()),
@@ -110,7 +116,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
                 ("job_id", models.BigIntegerField()),
                 ("at", models.DateTimeField()),
-                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due"), ("retried", "Retried"), ("canceled", "Canceled"), ("unblocked", "Unblocked"), ("cancel_requested", "Cancel Requested")])),
+                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due"), ("retried", "Retried"), ("canceled", "Canceled"), ("unblocked", "Unblocked"), ("cancel_requested", "Cancel Requested"), ("slept", "Slept")])),
                 ("attempt", models.IntegerField(null=True)),
                 ("worker_id", models.TextField(null=True)),
                 ("data", models.JSONField(null=True)),

@@ -164,7 +164,7 @@ CREATE TABLE workhorse_job_event (
         CONSTRAINT workhorse_event_kind CHECK (kind IN (
             'enqueued', 'promoted', 'claimed', 'succeeded', 'retry_scheduled',
             'failed', 'released', 'stalled', 'made_due', 'retried', 'canceled',
-            'unblocked', 'cancel_requested')),
+            'unblocked', 'cancel_requested', 'slept')),
     attempt   integer,
     worker_id text,
     data      jsonb
@@ -179,7 +179,7 @@ CREATE TABLE workhorse_attempt_history (
     attempt     integer NOT NULL,
     outcome     text NOT NULL
         CONSTRAINT workhorse_attempt_outcome
-        CHECK (outcome IN ('succeeded', 'failed', 'timed_out', 'stalled', 'canceled')),
+        CHECK (outcome IN ('succeeded', 'failed', 'timed_out', 'stalled', 'canceled', 'slept')),
     worker_id   text NOT NULL,
     started_at  timestamptz NOT NULL,
     finished_at timestamptz NOT NULL DEFAULT now(),
@@ -187,6 +187,28 @@ CREATE TABLE workhorse_attempt_history (
 ) PARTITION BY RANGE (finished_at);
 CREATE INDEX workhorse_attempt_history_job ON workhorse_attempt_history (job_id, finished_at, id);
 CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
+
+-- The completed stages of a job (ctx.checkpoint) and the durable sleeps it
+-- took (ctx.sleep), one row per name. Only workhorse_checkpoint_v1 and
+-- workhorse_sleep_many_v1 write it, each under the fence of the run that
+-- holds the job; the rows stay readable after the job ends and are deleted
+-- with the job by retention (workhorse_prune_v1). No foreign key, like the
+-- runtime and outcome rows: a key check would lock the job row on every write.
+CREATE TABLE workhorse_job_checkpoint (
+    job_id     bigint NOT NULL,
+    -- The rule of limits.CHECKPOINT_NAME_RE.
+    name       text NOT NULL
+        CONSTRAINT workhorse_checkpoint_name_format
+        CHECK (name ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$' AND length(name) <= 100),
+    -- 'checkpoint': result is the stage's JSON result. 'sleep': result is
+    -- {"wake_at": <timestamptz>}, the time the job slept until.
+    kind       text NOT NULL DEFAULT 'checkpoint'
+        CONSTRAINT workhorse_checkpoint_kind CHECK (kind IN ('checkpoint', 'sleep')),
+    result     jsonb,
+    written_at timestamptz NOT NULL DEFAULT now(),
+    attempt    integer NOT NULL,
+    PRIMARY KEY (job_id, name)
+);
 
 -- Per-queue policy set by operators. A queue without a row runs unpaused.
 CREATE TABLE workhorse_queue (

@@ -7,7 +7,7 @@
 --     deleted from each default partition (rows that arrived when their
 --     day's partition was missing).
 --   * 'delete_jobs': up to p_limit finished jobs whose outcome is older than
---     p_jobs_before lose their job, outcome, query and dependency rows.
+--     p_jobs_before lose their job, outcome, query, dependency and checkpoint rows.
 --   * 'busy': another session is pruning; nothing was done.
 -- Live jobs (those with a runtime row) are never touched. Callers repeat
 -- the step while a delete returns p_limit rows; every step is its own
@@ -112,6 +112,10 @@ BEGIN
         ),
         job AS (
             DELETE FROM workhorse_job j USING outcome d WHERE j.id = d.job_id
+        ),
+        -- A job's checkpoints and sleeps go with it.
+        checkpoint AS (
+            DELETE FROM workhorse_job_checkpoint c USING outcome d WHERE c.job_id = d.job_id
         )
         SELECT count(*) INTO v_count FROM outcome;
     END IF;

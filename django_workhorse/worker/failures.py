@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..exceptions import JobCancelled, StalledJobError
+from ..exceptions import InvalidCheckpointError, JobCancelled, StalledJobError
 from ..hooks import JobFailure
 from ..states import AttemptOutcome
 from ..store import FailResult, Recovered
@@ -85,7 +85,8 @@ def classify(item: Finished) -> Failure:
     assert exc is not None, "only failed runs are classified"
     running = item.running
     definition = running.definition
-    retryable = item.retryable
+    # A checkpoint result that is not JSON would be refused again: not retried.
+    retryable = item.retryable and not isinstance(exc, InvalidCheckpointError)
     if definition is not None and retryable:
         retryable = definition.should_retry(exc)
     delay = None
@@ -128,6 +129,19 @@ def log_failure(running: Running, result: FailResult, kind: str, exc: BaseExcept
             extra=extra,
             exc_info=(type(exc), exc, exc.__traceback__),
         )
+
+
+def log_sleep(running: Running, name: str, run_at: object) -> None:
+    """An INFO line for a job put to sleep (``ctx.sleep``)."""
+    job = running.job
+    logger.info(
+        "job %s #%s sleeps (%r) until %s; no attempt used",
+        job.name,
+        job.job_id,
+        name,
+        run_at,
+        extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
+    )
 
 
 def report_lost(running: Running, what: str) -> None:

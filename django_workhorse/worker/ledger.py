@@ -55,6 +55,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from ..durable import LeaseLost
 from ..exceptions import JobCancelled
 from ..states import AttemptOutcome
 from .execution import Finished, JobTimeout, Running
@@ -170,9 +171,10 @@ class Ledger:
             current = self._running.get(job.job_id) is running
             if current:
                 del self._running[job.job_id]
-                # A timed-out run's attempt is already recorded, and a run
-                # whose job was claimed again is superseded: neither is written.
-                if not running.timed_out:
+                # A timed-out run's attempt is already recorded, a run
+                # whose job was claimed again is superseded, and a run whose
+                # checkpoint was refused has lost its job: none is written.
+                if not running.timed_out and type(item.error) is not LeaseLost:
                     self._writing[running] = None
                     self._hand_over(item)
             return self._freed

@@ -27,13 +27,15 @@ from .. import registry, store
 from ..conf import import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
+from ..durable import LeaseLost, RunTicket
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
 from . import limits, sidecars
 from .cancels import call_cancel_hook, log_canceled, log_recovered_cancel, of_recovered, of_run
+from .checkpoints import RunConnections
 from .claims import ClaimSession
 from .connection import connect, retry_delays
 from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
-from .failures import call_stall_hook, log_recovered
+from .failures import call_stall_hook, log_recovered, report_lost
 from .heartbeat import Heartbeat
 from .ledger import Ledger
 from .linger import Linger
@@ -93,6 +95,8 @@ class Worker:
         )
         self.ledger = Ledger(options.concurrency, hand_over=self._writer.put)
         self._session = ClaimSession(self.worker_id, self._connect)
+        self._run_connections = RunConnections(options.alias)
+        self._checkpoint_cursor = self._run_connections.cursor
         self._sync: dict[str, SyncSlots] = {}
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
@@ -377,6 +381,7 @@ class Worker:
             max_attempts=job.max_attempts,
             worker_id=self.worker_id,
             using=self.options.alias,
+            _run=RunTicket(owner, job.fence, self._checkpoint_cursor),
         )
         deadline = now + job.timeout if job.timeout else None
         running = Running(job, definition, context, now, owner, deadline)
@@ -423,6 +428,8 @@ class Worker:
         freed = self.ledger.finish(item)
         if freed is not None and self._linger.arrived(freed) and not self._wake.is_set():
             self._wake.set()
+        if type(item.error) is LeaseLost and freed is not None:
+            report_lost(item.running, item.error.what)
 
     def _running_count(self) -> int:
         return self.ledger.running_count()
@@ -616,5 +623,6 @@ class Worker:
         if self._async:
             self._async.close()
         self._session.close()
+        self._run_connections.close()
         if self._heartbeat:
             self._heartbeat.join(2.0)

@@ -1,10 +1,10 @@
 """The writer thread: records finished runs in batches, from its own connection.
 
 A handler's slot is free as soon as it returns; its result waits here for the
-next batch. Each batch is one transaction of at most two SQL calls
-(``succeed_many`` and ``fail_many``), whatever its size, so the claim loop
-never waits on a finish and the database works on the finishes while Python
-starts the next jobs. Until its write lands a run keeps its lease: the
+next batch. Each batch is one transaction of at most three SQL calls
+(``succeed_many``, ``fail_many`` and ``sleep_many``), whatever its size, so
+the claim loop never waits on a finish and the database works on the
+finishes while Python starts the next jobs. Until its write lands a run keeps its lease: the
 heartbeat renews it with the running ones.
 
 A batch whose transaction fails on a lost connection (or a deadlock, or a
@@ -21,12 +21,13 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from django.db import close_old_connections
 
 from .. import store
+from ..durable import SleepRequested
 from ..exceptions import InvalidPayloadError
 from ..hooks import JobCanceled, JobFailure
 from ..payloads import encode_result
@@ -34,7 +35,15 @@ from . import instruments
 from .cancels import call_cancel_hook, log_canceled, of_run
 from .connection import connect, retry_delays
 from .execution import Finished, Running
-from .failures import Failure, call_hook, classify, error_json, log_failure, report_lost
+from .failures import (
+    Failure,
+    call_hook,
+    classify,
+    error_json,
+    log_failure,
+    log_sleep,
+    report_lost,
+)
 from .linger import Linger
 from .logs import job_extra
 
@@ -271,6 +280,7 @@ class Writer(threading.Thread):
         successes: list[Finished] = []
         encoded: list[str] = []
         failures: list[Failure] = []
+        sleeps: list[Finished] = []
         for item in batch:
             if item.ok:
                 try:
@@ -281,12 +291,26 @@ class Writer(threading.Thread):
                     item = Finished(
                         item.running, False, error=exc, retryable=False, abandoned=item.abandoned
                     )
+            elif type(item.error) is SleepRequested:
+                sleeps.append(item)
+                continue
             failures.append(classify(item))
         cursor = self._cursor()
-        # One call is its own transaction (autocommit); two share one.
-        both = successes and failures
+        # One call is its own transaction (autocommit); two or three share one.
+        several = (bool(successes) + bool(failures) + bool(sleeps)) > 1
         assert self._conn is not None, "_cursor() connects"
-        with cursor, self._conn.transaction() if both else contextlib.nullcontext():
+        with cursor, self._conn.transaction() if several else contextlib.nullcontext():
+            if sleeps:
+                requests = [cast(SleepRequested, f.error) for f in sleeps]
+                slept = store.sleep_many(
+                    cursor,
+                    owner,
+                    [f.running.job.job_id for f in sleeps],
+                    [f.running.job.fence for f in sleeps],
+                    [r.name for r in requests],
+                    [r.wake_at for r in requests],
+                    [r.delay for r in requests],
+                )
             if successes:
                 succeeded = store.succeed_many(
                     cursor,
@@ -307,6 +331,12 @@ class Writer(threading.Thread):
                     [f.delay for f in failures],
                 )
         self.on_written([item.running for item in batch])
+        if sleeps:
+            for (_job_id, ok, run_at), item, request in zip(slept, sleeps, requests, strict=True):
+                if ok:
+                    log_sleep(item.running, request.name, run_at)
+                else:
+                    report_lost(item.running, f"sleep {request.name!r}")
         if successes:
             for (_job_id, ok), item in zip(succeeded, successes, strict=True):
                 if not ok:

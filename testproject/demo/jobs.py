@@ -60,3 +60,16 @@ def hang_first_run(marker: str) -> str:
         path.write_text(str(os.getpid()))
         time.sleep(600)
     return "recovered"
+
+
+@workhorse.job(queue="bench-checkpoints")
+def ten_checkpoints() -> int:
+    """Records ten trivial stages: the benchmark measures the checkpoint writes."""
+    ctx = workhorse.current_job()
+    return sum(ctx.checkpoint(f"stage-{i}", lambda i=i: i) for i in range(10))
+
+
+@workhorse.job(queue="bench-sleep")
+def sleep_once() -> None:
+    """Sleeps once for 0 s, then returns: the benchmark's durable-sleep round trip."""
+    workhorse.current_job().sleep("nap", 0)

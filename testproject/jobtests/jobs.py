@@ -212,3 +212,6 @@ def cancels_itself() -> None:
     """Decides on its own that there is nothing to do: raises JobCancelled."""
     start_run("gives up", finished=True)
     raise workhorse.JobCancelled("nothing left to do")
+
+
+from . import durable_jobs  # noqa: E402, F401  (jobs with checkpoints and sleeps)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import django_workhorse as workhorse
-
 from django_workhorse import JobHandle
 
 from .tasks import notify_warehouse

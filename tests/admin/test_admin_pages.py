@@ -8,7 +8,7 @@ from django.contrib.messages import get_messages
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from django_workhorse import Admin
+from django_workhorse import Admin, store
 from django_workhorse import admin as admin_module
 from tests.factories import (
     ActiveJobFactory,
@@ -145,6 +145,32 @@ def test_the_job_page_shows_prerequisites_and_dependents_with_their_states(opera
     assert f'href="{JOBS}{second.id}/"' in prerequisites and "wh-active" in prerequisites
     dependents = prerequisite_page.split('id="wh-dependents"')[1].split("</ul>")[0]
     assert f'href="{JOBS}{blocked.id}/"' in dependents and "wh-blocked" in dependents
+
+
+def test_the_job_page_shows_checkpoints_and_the_wake_time_of_a_sleeping_job(operator_client):
+    job = ActiveJobFactory()
+    with connection.cursor() as cursor:
+        store.write_checkpoint(cursor, job.id, job.worker, job.fence, "charge", '{"paid": 42}')
+        ((_, _, wake_at),) = store.sleep_many(
+            cursor, job.worker, [job.id], [job.fence], ["cool-off"], [None], [3600]
+        )
+
+    response = operator_client.get(f"{JOBS}{job.id}/")
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="wh-checkpoints"' in body
+    assert "<td>charge</td><td>checkpoint</td>" in body
+    assert "&quot;paid&quot;: 42" in body
+    assert "<td>cool-off</td><td>sleep</td>" in body
+    assert 'id="wh-sleeping-until"' in body
+    assert response.context["job"].sleeping_until == wake_at
+
+
+def test_a_job_without_checkpoints_shows_no_checkpoint_table(operator_client):
+    job = SucceededJobFactory()
+    response = operator_client.get(f"{JOBS}{job.id}/")
+    assert 'id="wh-checkpoints"' not in response.content.decode()
 
 
 def test_a_bad_timeline_cursor_gets_a_message_and_the_first_page(operator_client):

@@ -31,7 +31,13 @@ from django_workhorse.conf import DEFAULTS, problems
 from django_workhorse.testing import WorkhorseJobs
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = ["getting-started.md", "django-tasks.md", "testing.md", "migrating.md"]
+PAGES = [
+    "getting-started.md",
+    "django-tasks.md",
+    "testing.md",
+    "migrating.md",
+    "durable-execution.md",
+]
 BLOCK_RE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 

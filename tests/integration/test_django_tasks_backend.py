@@ -198,5 +198,5 @@ def test_a_task_can_wait_for_another_task_and_for_a_job():
 
 @pytest.mark.parametrize("bad", [["not-an-id"], "12", [1.5], [987654321]])
 def test_bad_task_dependencies_are_refused_with_invalid_task(bad):
-    with pytest.raises(InvalidTask, match="depends_on|unknown|987654321"):
+    with pytest.raises(InvalidTask, match=r"depends_on|unknown|987654321"):
         add.using(depends_on=bad).enqueue(1, 2)

@@ -156,6 +156,28 @@ def test_heartbeat_and_release_of_a_batch_stay_on_indexes(warmed, cursor, explai
     assert problems(explained) == []
 
 
+def test_putting_a_batch_to_sleep_and_recording_a_stage_stay_on_indexes(warmed, cursor, explained):
+    jobs = claim(cursor)
+    for _ in range(6):  # past PL/pgSQL's switch to a generic plan
+        store.write_checkpoint(cursor, jobs[0].job_id, "plan-w", jobs[0].fence, "s", "1")
+    explained.clear()
+    n = len(jobs)
+
+    ok, _ = store.write_checkpoint(cursor, jobs[1].job_id, "plan-w", jobs[1].fence, "s", "1")
+    slept = store.sleep_many(
+        cursor,
+        "plan-w",
+        [j.job_id for j in jobs],
+        [j.fence for j in jobs],
+        ["nap"] * n,
+        [None] * n,
+        [0.0 if j.job_id % 2 else 60.0 for j in jobs],  # half ready at once, half scheduled
+    )
+
+    assert ok and all(r[1] for r in slept)
+    assert problems(explained) == []
+
+
 def test_the_check_finds_a_whole_table_scan(cursor, explained):
     """The detector itself: a plain scan of the runtime table is reported."""
     cursor.execute("SET LOCAL enable_indexscan = off")

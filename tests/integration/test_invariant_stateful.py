@@ -1,17 +1,19 @@
 """Any sequence of lifecycle operations keeps the store's invariants.
 
 Hypothesis drives enqueue, claim, heartbeat, succeed, fail (or a worker's
-ack of a cancel), release, recovery, an operator's cancel and the enqueue of
-jobs that depend on others in random order, by several workers, and replays
-old (worker, fence) tickets on purpose. A small model predicts what each call
-must report, including how an end settles blocked dependents (released,
-canceled, or still waiting with one prerequisite fewer, down the graph);
-after every step the database must hold:
+ack of a cancel), release, recovery, an operator's cancel, the enqueue of
+jobs that depend on others, checkpoint writes and durable sleeps in random
+order, by several workers, and replays old (worker, fence) tickets on
+purpose. A small model predicts what each call must report, including how an
+end settles blocked dependents (released, canceled, or still waiting with one
+prerequisite fewer, down the graph); after every step the database must hold:
 
 * exactly one runtime row or one outcome row per job, never both, never neither;
 * fences that never go backwards, and attempts within max_attempts;
 * the state, attempt, stall count and owner the model predicts, and for a
-  blocked job the number of prerequisites it still waits for.
+  blocked job the number of prerequisites it still waits for;
+* the checkpoints and sleeps the model predicts (only a ticket's current
+  holder can add one; a sleep gives its attempt back).
 
 A refused call (a stale or forged ticket) must report the lost lease and
 leave the job's rows and history exactly as they were.
@@ -23,7 +25,7 @@ lease of 0 seconds has expired by the next statement and recovery takes it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from demo.jobs import add
@@ -63,6 +65,8 @@ class ModelJob:
     policy: str = "all_succeeded"
     pending: int = 0
     cancel_requested: bool = False
+    checkpoints: dict[str, str] = field(default_factory=dict)
+    """name → kind ('checkpoint' or 'sleep') of what the job recorded."""
 
 
 @dataclass(frozen=True)
@@ -301,6 +305,48 @@ class JobLifecycle(RuleBasedStateMachine):
         else:
             job.state, job.attempt, job.owner = "ready", job.attempt - 1, None
 
+    @rule(ticket=tickets, tamper=tampering, name=st.sampled_from(["one", "two"]))
+    def checkpoint(self, ticket: Ticket, tamper: str, name: str) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> bool:
+            ok, cancel = store.write_checkpoint(
+                self.cursor, ticket.job_id, worker, fence, name, '{"stage": true}'
+            )
+            assert cancel is False
+            return ok
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, call)
+            return
+        assert call() is True
+        self.jobs[ticket.job_id].checkpoints[name] = "checkpoint"
+
+    @rule(
+        ticket=tickets,
+        tamper=tampering,
+        name=st.sampled_from(["nap", "two"]),
+        delay=st.sampled_from([0.0, 3600.0]),
+    )
+    def sleep(self, ticket: Ticket, tamper: str, name: str, delay: float) -> None:
+        worker, fence = self.presented(ticket, tamper)
+
+        def call() -> bool:
+            ((_, ok, _),) = store.sleep_many(
+                self.cursor, worker, [ticket.job_id], [fence], [name], [None], [delay]
+            )
+            return ok
+
+        if not self.owns(ticket.job_id, worker, fence):
+            self.refused_without_a_trace(ticket.job_id, call)
+            return
+        assert call() is True
+        event(f"slept {delay:.0f} s")
+        job = self.jobs[ticket.job_id]
+        job.state = "ready" if delay == 0 else "scheduled"
+        job.attempt, job.owner = job.attempt - 1, None
+        job.checkpoints[name] = "sleep"
+
     @rule()
     def recover(self) -> None:
         expired = {
@@ -380,6 +426,14 @@ class JobLifecycle(RuleBasedStateMachine):
             assert (worker, fence) == job.owner if state == "active" else worker is None
             if state == "blocked":
                 assert row[9] == job.pending, f"job {job_id}: pending {row[9]}, model {job.pending}"
+        # Checkpoints and sleeps are what the holders of the jobs recorded.
+        self.cursor.execute("SELECT job_id, name, kind FROM workhorse_job_checkpoint")
+        recorded = {(job_id, name): kind for job_id, name, kind in self.cursor.fetchall()}
+        assert recorded == {
+            (job_id, name): kind
+            for job_id, job in self.jobs.items()
+            for name, kind in job.checkpoints.items()
+        }
         # No foreign key ties the split rows to the job: the functions must.
         self.cursor.execute(
             """

@@ -101,3 +101,30 @@ def test_the_database_refuses_a_run_at_python_could_not_read_back(cursor):
     assert not stored_by_sql(cursor, run_at="0001-01-01T00:00:00+05:00")
     assert stored_by_sql(cursor, run_at="9999-12-31T23:59:59.999999+00:00")
     assert stored_by_sql(cursor, run_at="0001-01-01T00:00:00+00:00")
+
+
+CHECKPOINT_NAMES = [
+    ("c" * limits.CHECKPOINT_NAME_MAX, "c" * (limits.CHECKPOINT_NAME_MAX + 1)),
+    ("1st_stage.a:b-c", "a\n"),
+    ("_", "-a"),
+    ("0", ""),
+]
+
+
+@pytest.mark.parametrize(("inside", "outside"), CHECKPOINT_NAMES)
+def test_checkpoint_names_are_drawn_in_the_same_place(cursor, inside, outside):
+    def stored(name: str) -> bool:
+        try:
+            with transaction.atomic():
+                cursor.execute(
+                    "INSERT INTO workhorse_job_checkpoint (job_id, name, result, attempt)"
+                    " VALUES (0, %s, 'null', 1)",
+                    [name],
+                )
+            return True
+        except DatabaseError:
+            return False
+
+    assert limits.checkpoint_name_problem(inside) is None and stored(inside)
+    assert limits.checkpoint_name_problem(outside) is not None
+    assert not stored(outside)

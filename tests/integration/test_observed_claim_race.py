@@ -36,7 +36,8 @@ def test_a_job_committed_while_the_claim_starts_is_handed_to_the_worker(pg_conne
     poll_until(
         lambda: (
             blocker.execute(
-                "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'workhorse_queue'::regclass"
+                "SELECT count(*) FROM pg_locks"
+                " WHERE NOT granted AND relation = 'workhorse_queue'::regclass"
             ).fetchone()[0]
             == 1
         ),

@@ -38,12 +38,22 @@ def stale_release(cursor, worker, job_id, fence):
     return store.release_many(cursor, worker, [job_id], [fence])[0][1]
 
 
+def stale_checkpoint(cursor, worker, job_id, fence):
+    return store.write_checkpoint(cursor, job_id, worker, fence, "stage", '"late"')[0]
+
+
+def stale_sleep(cursor, worker, job_id, fence):
+    return store.sleep_many(cursor, worker, [job_id], [fence], ["nap"], [None], [0])[0][1]
+
+
 STALE_WRITES = [
     pytest.param(stale_succeed, id="succeed"),
     pytest.param(stale_fail, id="fail-retryable"),
     pytest.param(stale_fail_terminally, id="fail-terminal"),
     pytest.param(stale_heartbeat, id="heartbeat"),
     pytest.param(stale_release, id="release"),
+    pytest.param(stale_checkpoint, id="checkpoint"),
+    pytest.param(stale_sleep, id="sleep"),
 ]
 
 

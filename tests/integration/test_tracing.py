@@ -48,6 +48,12 @@ def second_time() -> None:
         raise Boom("first attempt fails")
 
 
+@workhorse.job(name="tests.tracing.naps", queue=QUEUE)
+def naps() -> str:
+    workhorse.current_job().sleep("nap", 0)
+    return "awake"
+
+
 @pytest.fixture(scope="module", autouse=True)
 def tracer_provider() -> None:
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
@@ -171,6 +177,17 @@ def test_a_cancelled_run_is_marked_canceled_on_its_span(exporter):
     assert span.status.status_code == StatusCode.ERROR
     assert span.attributes["workhorse.outcome"] == "canceled"
     assert handle.refresh().status == "canceled"
+
+
+def test_a_run_that_ends_in_a_sleep_is_no_error_on_its_span(exporter):
+    enqueue_in_span(naps)
+
+    run_worker()
+
+    spans = run_spans(exporter, "tests.tracing.naps.run")
+    assert [s.attributes["workhorse.outcome"] for s in spans] == ["slept", "succeeded"]
+    assert {s.status.status_code for s in spans} == {StatusCode.UNSET}
+    assert [e for s in spans for e in s.events if e.name == "exception"] == []
 
 
 def test_handler_span_name_names_the_span(exporter):

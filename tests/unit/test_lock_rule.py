@@ -53,6 +53,10 @@ CONFINED = {
         "_opened": "the claim loop",
     },
     "Writer": {"_conn": "the writer thread"},
+    "RunConnections": {
+        "_local": "a threading.local: each handler thread sets only its own connection "
+        "(the shared list of opened connections changes under _lock)",
+    },
     "Heartbeat": {"_conn": "the heartbeat thread"},
     "Listener": {"_conn": "the listener thread"},
     "PeriodicThread": {"_conn": "its own thread (run, and tick_now and _close, which run calls)"},
