@@ -270,4 +270,4 @@ def test_a_checkpoint_after_a_recorded_cancel_request_raises_job_cancelled(curso
 
     assert isinstance(report.runs[0].error, workhorse.JobCancelled)
     assert CALLS == ["first"]
-    assert (handle.refresh().status, handle.attempts) == ("failed", 1)  # not retried
+    assert (handle.refresh().status, handle.attempts) == ("canceled", 1)  # not retried

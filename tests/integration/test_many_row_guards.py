@@ -143,6 +143,16 @@ MISMATCHED = {
             "1 delays",
         ),
     ],
+    "workhorse_sleep_many_v1": [
+        (
+            lambda c: store.sleep_many(c, "w", [1, 2], [1, 2], ["a"], [None, None], [0.0, 0.0]),
+            "2 ids, 2 fences, 1 names",
+        ),
+        (
+            lambda c: store.sleep_many(c, "w", [1], [1], ["a"], [None], [0.0, 1.0]),
+            "1 wake times, 2 delays",
+        ),
+    ],
     "workhorse_claim_many_v1": [
         (lambda c: store.claim_many(c, "w", ["a", "b"], [1], 30), "2 queues but 1 limits"),
     ],
