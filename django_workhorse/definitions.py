@@ -235,7 +235,9 @@ class _Enqueuer(Generic[P, R]):
             common["idempotency_key"] = options.idempotency_key
         if options.depends_on:
             common["depends_on"] = list(options.depends_on)
-            common["dependency_policy"] = options.dependency_policy or "all_succeeded"
+            if options.dependency_policy is not None:
+                # Left out, workhorse_enqueue_many_v1 applies the default policy.
+                common["dependency_policy"] = options.dependency_policy
         trace_context = tracing.current_context()
         if trace_context is not None:
             common["trace_context"] = trace_context
