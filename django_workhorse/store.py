@@ -274,16 +274,17 @@ def sleep_many(
     names: Sequence[str],
     wake_ats: Sequence[datetime | None],
     delays: Sequence[float | None],
-) -> list[tuple[int, bool, datetime | None]]:
+) -> list[tuple[int, bool, datetime | None, bool]]:
     """Put running jobs to sleep until ``wake_ats[i]`` (or ``delays[i]``
-    seconds from now on the database clock); ``(job_id, ok, run_at)`` per job,
-    ok False for a lost lease."""
+    seconds from now on the database clock); ``(job_id, ok, run_at, canceled)``
+    per job, ok False for a lost lease, canceled True for a job whose cancel
+    was requested (it ends canceled instead of sleeping)."""
     cursor.execute(
-        "SELECT job_id, ok, run_at FROM workhorse_sleep_many_v1(%s, %s::bigint[],"
+        "SELECT job_id, ok, run_at, canceled FROM workhorse_sleep_many_v1(%s, %s::bigint[],"
         " %s::bigint[], %s::text[], %s::timestamptz[], %s::double precision[])",
         [worker_id, _ints(job_ids), _ints(fences), _names(names), list(wake_ats), list(delays)],
     )
-    return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+    return [(r[0], r[1], r[2], r[3]) for r in cursor.fetchall()]
 
 
 @dataclass(frozen=True, slots=True)

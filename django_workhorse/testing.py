@@ -245,7 +245,7 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         if (error is not None or sleep is not None) and connections[alias].in_atomic_block:
             _rewrite_checkpoints(cursor, context)
         if sleep is not None:
-            store.sleep_many(
+            ((_, _, _, canceled),) = store.sleep_many(
                 cursor,
                 worker_id,
                 [job.job_id],
@@ -254,6 +254,9 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
                 [sleep.wake_at],
                 [sleep.delay],
             )
+            if canceled:  # its cancel was requested: it ended canceled instead
+                error = JobCancelled(f"job {job.job_id} was canceled as it went to sleep")
+                return JobRun(job.job_id, job.name, job.queue, job.attempt, False, error=error)
             return JobRun(job.job_id, job.name, job.queue, job.attempt, False, slept=True)
         if error is None:
             store.succeed_many(cursor, worker_id, [job.job_id], [job.fence], [encoded])

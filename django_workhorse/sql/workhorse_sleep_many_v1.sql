@@ -9,6 +9,11 @@
 -- else now() + p_delays[i] seconds on the database clock.
 -- Any other id comes back with ok = false (a lost lease) and nothing about
 -- that job changes. Rows come back in input order.
+--
+-- A job an operator asked to cancel (cancel_requested) does not go to sleep,
+-- which would leave the cancel waiting until the wake: it ends 'canceled'
+-- through workhorse_fail_many_v1 (kind 'canceled'), as a release does, and
+-- comes back with ok, no run_at and canceled = true.
 CREATE OR REPLACE FUNCTION workhorse_sleep_many_v1(
     p_worker text,
     p_job_ids bigint[],
@@ -16,14 +21,16 @@ CREATE OR REPLACE FUNCTION workhorse_sleep_many_v1(
     p_names text[],
     p_wake_ats timestamptz[],
     p_delays double precision[]
-) RETURNS TABLE (job_id bigint, ok boolean, run_at timestamptz)
+) RETURNS TABLE (job_id bigint, ok boolean, run_at timestamptz, canceled boolean)
 LANGUAGE plpgsql AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice bigint;
-    v_bad   bigint;
+    v_twice         bigint;
+    v_bad           bigint;
+    v_cancel_ids    bigint[];
+    v_cancel_fences bigint[];
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing.
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
@@ -53,6 +60,27 @@ BEGIN
     IF FOUND THEN
         RAISE EXCEPTION 'workhorse_sleep_many_v1: job % needs a wake time or a delay of 0 to 3155760000 seconds',
             v_bad USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Lock the owned rows first (in job_id order, as everywhere), so that a
+    -- cancel cannot be requested between reading the flag and the sleep.
+    SELECT coalesce(array_agg(f.job_id ORDER BY f.job_id) FILTER (WHERE f.cancel_requested), '{}'),
+           coalesce(array_agg(f.fence ORDER BY f.job_id) FILTER (WHERE f.cancel_requested), '{}')
+    INTO v_cancel_ids, v_cancel_fences
+    FROM (SELECT * FROM unnest(p_job_ids, p_fences) AS u(job_id, fence) ORDER BY u.job_id) i
+    CROSS JOIN LATERAL (
+        SELECT rt.job_id, rt.fence, rt.cancel_requested
+        FROM workhorse_job_runtime rt
+        WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
+        FOR UPDATE
+    ) f;
+    IF cardinality(v_cancel_ids) > 0 THEN
+        PERFORM workhorse_fail_many_v1(
+            p_worker, v_cancel_ids, v_cancel_fences,
+            array_fill('{"type": "JobCancelled", "message": "canceled by an operator as it went to sleep"}'::jsonb,
+                       ARRAY[cardinality(v_cancel_ids)]),
+            array_fill('canceled'::text, ARRAY[cardinality(v_cancel_ids)]),
+            array_fill(false, ARRAY[cardinality(v_cancel_ids)]),
+            NULL);
     END IF;
     RETURN QUERY
     WITH input AS (
@@ -111,7 +139,8 @@ BEGIN
                               ELSE extract(epoch FROM min(o.wake_at))::text END)
         FROM owned o WHERE o.ok GROUP BY o.queue
     )
-    SELECT o.job_id, o.ok, CASE WHEN o.ok THEN o.wake_at END
+    SELECT o.job_id, o.ok OR o.job_id = ANY (v_cancel_ids), CASE WHEN o.ok THEN o.wake_at END,
+           o.job_id = ANY (v_cancel_ids)
     FROM owned o
     CROSS JOIN (SELECT count(*) FROM woken) w
     ORDER BY o.ord;

@@ -332,8 +332,15 @@ class Writer(threading.Thread):
                 )
         self.on_written([item.running for item in batch])
         if sleeps:
-            for (_job_id, ok, run_at), item, request in zip(slept, sleeps, requests, strict=True):
-                if ok:
+            for (_job_id, ok, run_at, canceled), item, request in zip(
+                slept, sleeps, requests, strict=True
+            ):
+                if ok and canceled:
+                    # Its cancel was requested and not yet heard here: the
+                    # sleep ended it canceled (workhorse_sleep_many_v1).
+                    log_canceled(item.running, None)
+                    call_cancel_hook(self.cancel_hook, of_run(item.running, None))
+                elif ok:
                     log_sleep(item.running, request.name, run_at)
                 else:
                     report_lost(item.running, f"sleep {request.name!r}")

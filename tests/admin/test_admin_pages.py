@@ -151,7 +151,7 @@ def test_the_job_page_shows_checkpoints_and_the_wake_time_of_a_sleeping_job(oper
     job = ActiveJobFactory()
     with connection.cursor() as cursor:
         store.write_checkpoint(cursor, job.id, job.worker, job.fence, "charge", '{"paid": 42}')
-        ((_, _, wake_at),) = store.sleep_many(
+        ((_, _, wake_at, _),) = store.sleep_many(
             cursor, job.worker, [job.id], [job.fence], ["cool-off"], [None], [3600]
         )
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from django_workhorse import store
+from django_workhorse import Admin, store
 from django_workhorse.conf import RetentionSettings
 from django_workhorse.retention import prune
 from tests.factories import ActiveJobFactory, SucceededJobFactory
@@ -84,9 +84,9 @@ def test_a_sleep_sends_the_job_back_to_scheduled_without_using_an_attempt(cursor
     job = ActiveJobFactory()
     before = db_rows.now()
 
-    ((job_id, ok, run_at),) = put_to_sleep(cursor, job, delay=60)
+    ((job_id, ok, run_at, canceled),) = put_to_sleep(cursor, job, delay=60)
 
-    assert (job_id, ok) == (job.id, True)
+    assert (job_id, ok, canceled) == (job.id, True, False)
     assert timedelta(seconds=59) < run_at - before < timedelta(seconds=61)
     runtime = db_rows.runtime(job.id)
     assert (runtime["state"], runtime["run_at"], runtime["attempt"]) == ("scheduled", run_at, 0)
@@ -98,6 +98,19 @@ def test_a_sleep_sends_the_job_back_to_scheduled_without_using_an_attempt(cursor
     (mark,) = store.get_checkpoints(cursor, job.id)
     assert (mark.name, mark.kind) == ("nap", "sleep")
     assert mark.result["wake_at"]
+
+
+def test_a_sleep_of_a_job_whose_cancel_was_requested_ends_it_canceled(cursor, db_rows):
+    job = ActiveJobFactory()
+    assert Admin().cancel(job.id, reason="not needed").state == "active"
+
+    ((job_id, ok, run_at, canceled),) = put_to_sleep(cursor, job, delay=3600)
+
+    assert (job_id, ok, run_at, canceled) == (job.id, True, None, True)
+    assert db_rows.runtime(job.id) is None
+    snapshot = store.get_job(cursor, job.id)
+    assert (snapshot["state"], snapshot["error"]["reason"]) == ("canceled", "not needed")
+    assert store.get_checkpoints(cursor, job.id) == []
 
 
 def test_a_sleep_whose_wake_time_has_come_is_ready_at_once(cursor, db_rows):
@@ -124,7 +137,7 @@ def test_a_stale_sleep_is_refused_and_writes_nothing(cursor, db_rows):
 
     result = store.sleep_many(cursor, job.worker, [job.id], [job.fence + 1], ["nap"], [None], [1])
 
-    assert result == [(job.id, False, None)]
+    assert result == [(job.id, False, None, False)]
     assert db_rows.of_job(job.id) == before
 
 

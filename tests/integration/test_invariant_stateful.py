@@ -313,7 +313,9 @@ class JobLifecycle(RuleBasedStateMachine):
             ok, cancel = store.write_checkpoint(
                 self.cursor, ticket.job_id, worker, fence, name, '{"stage": true}'
             )
-            assert cancel is False
+            # A refused write tells nothing; a written one carries the
+            # operator's cancel request to the run.
+            assert cancel is (ok and self.jobs[ticket.job_id].cancel_requested)
             return ok
 
         if not self.owns(ticket.job_id, worker, fence):
@@ -332,17 +334,23 @@ class JobLifecycle(RuleBasedStateMachine):
         worker, fence = self.presented(ticket, tamper)
 
         def call() -> bool:
-            ((_, ok, _),) = store.sleep_many(
+            ((_, ok, _, canceled),) = store.sleep_many(
                 self.cursor, worker, [ticket.job_id], [fence], [name], [None], [delay]
             )
+            assert canceled is (ok and self.jobs[ticket.job_id].cancel_requested)
             return ok
 
         if not self.owns(ticket.job_id, worker, fence):
             self.refused_without_a_trace(ticket.job_id, call)
             return
         assert call() is True
-        event(f"slept {delay:.0f} s")
         job = self.jobs[ticket.job_id]
+        if job.cancel_requested:  # a sleep would leave the cancel waiting
+            event("sleep ended canceled")
+            job.state, job.owner, job.cancel_requested = "canceled", None, False
+            self.settle([ticket.job_id])
+            return
+        event(f"slept {delay:.0f} s")
         job.state = "ready" if delay == 0 else "scheduled"
         job.attempt, job.owner = job.attempt - 1, None
         job.checkpoints[name] = "sleep"
