@@ -3,6 +3,7 @@
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [control]
                     [deps] [durable] [peers] [claimcommit] [admin] [--history N] [--admin-jobs N]
     python -m bench drain pickup --against COMMIT
+    python -m bench sustained [--sustained-minutes 6] | growth | storage [--storage-jobs N]
 
 With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``,
 ``durable`` and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and
@@ -24,7 +25,12 @@ on the server of DATABASE_URL), which it drops and creates afresh.
 in turns (bench/against.py). ``claimcommit`` measures a claim's latency with
 and without waiting for its WAL flush, in turns. ``durable`` measures
 checkpoint writes, a drain of jobs that sleep once against the plain drain,
-and where checkpoints are loaded (bench/durable.py).
+and where checkpoints are loaded (bench/durable.py). ``sustained`` (a fixed-rate
+producer and two workers for minutes on a server of its own, autovacuum on
+then off, bench/sustained.py), ``growth`` (single enqueue per 100,000-row
+block as the job table grows to 1,000,000 with statistics taken empty,
+bench/growth.py) and ``storage`` (bytes of 1,000,000 finished jobs after
+VACUUM, bench/storage.py) run only when named.
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ def main() -> None:
             "admin",
             "deps",
             "durable",
+            "sustained",
+            "growth",
+            "storage",
         ],
     )
     parser.add_argument(
@@ -67,6 +76,18 @@ def main() -> None:
         type=int,
         default=1_000_000,
         help="jobs in the database for the admin section (then three times as many)",
+    )
+    parser.add_argument(
+        "--sustained-minutes",
+        type=int,
+        default=6,
+        help="minutes of each sustained-load run (autovacuum on, then off)",
+    )
+    parser.add_argument(
+        "--storage-jobs",
+        type=int,
+        default=1_000_000,
+        help="finished jobs whose size the storage section measures",
     )
     parser.add_argument(
         "--against",
@@ -162,6 +183,18 @@ def main() -> None:
         from . import admin
 
         admin.run(conn, args.admin_jobs)
+    if "sustained" in args.sections:
+        from . import sustained
+
+        sustained.run(args.sustained_minutes)
+    if "growth" in args.sections:
+        from . import growth
+
+        growth.run(conn)
+    if "storage" in args.sections:
+        from . import storage
+
+        storage.run(conn, args.storage_jobs)
     if "peers" in args.sections:
         from . import peers
 

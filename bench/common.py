@@ -95,13 +95,14 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def fabricate_history(conn, count: int) -> None:
+def fabricate_history(conn, count: int, *, analyze: bool = True) -> None:
     """Put ``count`` terminal jobs in history: job, query projection, outcome,
     three events and one attempt each, as the SQL functions leave them.
 
     Written in bulk with INSERT ... SELECT, a set-up shortcut that only the
     benchmark takes (running a million jobs through the functions here would
-    take longer than the measurement itself).
+    take longer than the measurement itself). ``analyze=False`` leaves the
+    statistics as they were (bench/growth.py wants them stale).
     """
     conn.execute(
         """
@@ -135,4 +136,5 @@ def fabricate_history(conn, count: int) -> None:
         ) AS k(offset_, kind, attempt, worker)
         """.replace("%(count)s", str(int(count)))
     )
-    conn.execute("VACUUM ANALYZE")
+    if analyze:
+        conn.execute("VACUUM ANALYZE")
