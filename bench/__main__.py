@@ -30,7 +30,8 @@ producer and two workers for minutes on a server of its own, autovacuum on
 then off, bench/sustained.py), ``growth`` (single enqueue per 100,000-row
 block as the job table grows to 1,000,000 with statistics taken empty,
 bench/growth.py) and ``storage`` (bytes of 1,000,000 finished jobs after
-VACUUM, bench/storage.py) run only when named.
+VACUUM, bench/storage.py) run only when named; ``oneslot`` (runworker's one
+slot against two bare transactions per row, bench/oneslot.py) too.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def main() -> None:
             "sustained",
             "growth",
             "storage",
+            "oneslot",
         ],
     )
     parser.add_argument(
@@ -187,6 +189,10 @@ def main() -> None:
         from . import sustained
 
         sustained.run(args.sustained_minutes)
+    if "oneslot" in args.sections:
+        from . import oneslot
+
+        oneslot.run(conn, url)
     if "growth" in args.sections:
         from . import growth
 
