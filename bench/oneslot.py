@@ -44,9 +44,7 @@ def bare_two_transactions(conn, rows: int = JOBS) -> float:
 
 def run(conn, url: str) -> None:
     reset(conn)
-    section(
-        f"one slot: runworker defaults against two bare transactions per row ({JOBS:,} jobs)"
-    )
+    section(f"one slot: runworker defaults against two bare transactions per row ({JOBS:,} jobs)")
     base_cpu = startup_cpu(url)
     ours, bare, cpus = [], [], []
     for _ in range(RUNS):  # in turns, so the same minute's noise hits both

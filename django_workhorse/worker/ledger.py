@@ -33,8 +33,9 @@ field                    written by (under ``_lock``)               read by
   queue → slots held
 ``_freed``               handler threads (finish),                  loop (linger)
   freed since the claim  loop (free_slots resets it)
-``_next_due``            listener (note_due),                       loop (idle wait)
-  next known run_at      loop (set_due, forget_due)
+``_next_due``,           listener (note_due),                       loop (idle wait)
+``_due_known``           loop (set_due, forget_due)
+  next known run_at
 ``_error``               writer (fail)                              loop
   what stopped writer
 ``Running.lease_lost``   heartbeat (lost), loop (start: superseded) heartbeat (leases)
@@ -82,6 +83,7 @@ class Ledger:
         self._busy = dict.fromkeys(concurrency, 0)
         self._freed = 0
         self._next_due: float | None = None
+        self._due_known = False
         self._error: BaseException | None = None
 
     # -- the loop: start, expire, release ----------------------------------
@@ -262,26 +264,39 @@ class Ledger:
     # -- the listener and the idle wait ------------------------------------
 
     def note_due(self, epoch: float) -> None:
-        """A job becomes due at ``epoch`` (from a NOTIFY): keep the earliest."""
+        """A job becomes due at ``epoch`` (from a NOTIFY): keep the earliest.
+        Heard while the next run_at is unknown, it still counts once the
+        lookup answers (the lookup may have read before that job committed)."""
         with self._lock:
             if self._next_due is None or epoch < self._next_due:
                 self._next_due = epoch
 
     def set_due(self, epoch: float | None) -> None:
-        """The next run_at as looked up in the database (None: nothing scheduled)."""
+        """The next run_at as looked up in the database (None: nothing
+        scheduled), kept with any earlier one heard meanwhile; known until
+        ``forget_due``, so an idle wait does not look it up again."""
         with self._lock:
-            self._next_due = epoch
+            if epoch is not None and (self._next_due is None or epoch < self._next_due):
+                self._next_due = epoch
+            self._due_known = True
 
     def forget_due(self) -> None:
         """A claim found nothing: look the next run_at up again before sleeping."""
         with self._lock:
             self._next_due = None
+            self._due_known = False
 
     # -- reads -------------------------------------------------------------
 
     @property
     def due(self) -> float | None:
         return self._next_due
+
+    @property
+    def due_known(self) -> bool:
+        """Whether ``due`` was looked up since the last claim that found
+        nothing (None then means nothing is scheduled)."""
+        return self._due_known
 
     @property
     def error(self) -> BaseException | None:

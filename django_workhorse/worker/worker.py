@@ -308,13 +308,14 @@ class Worker:
     def _idle_timeout(self) -> float:
         timeout = self.settings.poll_interval
         if self.ledger.has_free_slot():
-            due = self.ledger.due
-            if due is None:
+            # Looked up once per empty claim, not on every wait: with one
+            # slot the loop waits once per job.
+            if not self.ledger.due_known:
                 assert self._session.conn is not None, "the loop runs connected"
                 with self._session.conn.cursor() as cursor:
                     next_at = store.next_run_at(cursor, self.options.queues)
-                due = next_at.timestamp() if next_at else None
-                self.ledger.set_due(due)
+                self.ledger.set_due(next_at.timestamp() if next_at else None)
+            due = self.ledger.due
             if due is not None:
                 # A due time already past (rows locked by another worker's
                 # claim) is retried shortly, never in a busy loop.
