@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from .. import store
 from ..hooks import JobCanceled
 from ..store import Recovered
 from .execution import Running
@@ -64,7 +65,15 @@ def of_run(running: Running, reason: str | None) -> JobCanceled:
     return JobCanceled(job.job_id, job.name, job.queue, job.attempt, job.max_attempts, reason)
 
 
-def of_recovered(item: Recovered) -> JobCanceled:
-    return JobCanceled(
-        item.job_id, item.name, item.queue, item.attempt, item.max_attempts, reason=None
-    )
+def of_recovered(item: Recovered, reason: str | None) -> JobCanceled:
+    return JobCanceled(item.job_id, item.name, item.queue, item.attempt, item.max_attempts, reason)
+
+
+def stored_reason(cursor: store.Cursor, job_id: int) -> str | None:
+    """The operator's reason recorded in a canceled job's envelope, if any:
+    the paths that end a flagged job canceled in SQL (a release, a sleep, a
+    stall recovery) do not hand it back."""
+    snapshot = store.get_job(cursor, job_id) or {}
+    error = snapshot.get("error")
+    reason = error.get("reason") if isinstance(error, dict) else None
+    return reason if isinstance(reason, str) else None

@@ -30,7 +30,14 @@ from ..definitions import JobDefinition
 from ..durable import LeaseLost, RunTicket
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
 from . import limits, sidecars
-from .cancels import call_cancel_hook, log_canceled, log_recovered_cancel, of_recovered, of_run
+from .cancels import (
+    call_cancel_hook,
+    log_canceled,
+    log_recovered_cancel,
+    of_recovered,
+    of_run,
+    stored_reason,
+)
 from .checkpoints import RunConnections
 from .claims import ClaimSession
 from .connection import connect, retry_delays
@@ -521,7 +528,10 @@ class Worker:
             except queue.Empty:
                 break
             if item.canceled:
-                call_cancel_hook(self._cancel_hook, of_recovered(item))
+                assert self._session.conn is not None, "the loop runs connected"
+                with self._session.conn.cursor() as cursor:
+                    reason = stored_reason(cursor, item.job_id)
+                call_cancel_hook(self._cancel_hook, of_recovered(item, reason))
             else:
                 call_stall_hook(self._hook, item)
             called = True
@@ -602,9 +612,7 @@ class Worker:
         assert conn is not None, "the release ran connected"
         for running in canceled:
             with conn.cursor() as cursor:
-                snapshot = store.get_job(cursor, running.job.job_id) or {}
-            error = snapshot.get("error")
-            reason = error.get("reason") if isinstance(error, dict) else None
+                reason = stored_reason(cursor, running.job.job_id)
             log_canceled(running, reason)
             call_cancel_hook(self._cancel_hook, of_run(running, reason))
         if self._cancel_hook is not None:

@@ -32,7 +32,7 @@ from ..exceptions import InvalidPayloadError
 from ..hooks import JobCanceled, JobFailure
 from ..payloads import encode_result
 from . import instruments
-from .cancels import call_cancel_hook, log_canceled, of_run
+from .cancels import call_cancel_hook, log_canceled, of_run, stored_reason
 from .connection import connect, retry_delays
 from .execution import Finished, Running
 from .failures import (
@@ -338,8 +338,10 @@ class Writer(threading.Thread):
                 if ok and canceled:
                     # Its cancel was requested and not yet heard here: the
                     # sleep ended it canceled (workhorse_sleep_many_v1).
-                    log_canceled(item.running, None)
-                    call_cancel_hook(self.cancel_hook, of_run(item.running, None))
+                    with self._cursor() as cursor:
+                        reason = stored_reason(cursor, item.running.job.job_id)
+                    log_canceled(item.running, reason)
+                    call_cancel_hook(self.cancel_hook, of_run(item.running, reason))
                 elif ok:
                     log_sleep(item.running, request.name, run_at)
                 else:
