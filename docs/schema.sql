@@ -252,6 +252,6 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 59841fc01ffa84c3
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 c4d2acf37f26ddde
+--   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 d8f112a1e0cce075
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 50310112c9e7ca18
