@@ -85,13 +85,26 @@ BEGIN
             ORDER BY rt.job_id
             FOR KEY SHARE);
         -- A new statement, so a prerequisite that ended while we waited for
-        -- its lock shows its outcome here.
+        -- its lock shows its outcome here. The outcomes are locked too (KEY
+        -- SHARE, id order): an operator's retry deletes an outcome row, and
+        -- a prerequisite that came back to life after this check would be
+        -- counted as ended yet could end again unseen by the new edge.
+        v_done := ARRAY(
+            SELECT o.job_id FROM workhorse_job_outcome o
+            WHERE o.job_id = ANY (v_prereqs) AND o.job_id <> ALL (v_live)
+            ORDER BY o.job_id
+            FOR KEY SHARE);
         SELECT p.id INTO v_bad
-        FROM (SELECT unnest(v_prereqs) EXCEPT SELECT unnest(v_live)) AS p(id)
-        WHERE NOT EXISTS (SELECT 1 FROM workhorse_job_outcome o WHERE o.job_id = p.id)
+        FROM (SELECT unnest(v_prereqs) EXCEPT SELECT unnest(v_live)
+              EXCEPT SELECT unnest(v_done)) AS p(id)
         ORDER BY p.id
         LIMIT 1;
-        IF FOUND THEN
+        IF FOUND AND EXISTS (SELECT 1 FROM workhorse_job_runtime rt WHERE rt.job_id = v_bad.id) THEN
+            -- It ended and was retried between the two statements above.
+            RAISE EXCEPTION 'workhorse_enqueue_many_v1: prerequisite job % was retried while '
+                'this enqueue checked it; retry the enqueue', v_bad.id
+                USING ERRCODE = 'serialization_failure';
+        ELSIF FOUND THEN
             RAISE EXCEPTION 'workhorse_enqueue_many_v1: depends_on names job %, which does not exist',
                 v_bad.id
                 USING ERRCODE = 'foreign_key_violation',
@@ -228,10 +241,9 @@ BEGIN
             RETURNING workhorse_job_dependency.job_id
         )
         SELECT ARRAY(SELECT DISTINCT e.job_id FROM edges e) INTO v_new;
-        -- Prerequisites that had already ended count at once: settled by the
-        -- same function as an end seen later, for these new jobs only.
-        v_done := ARRAY(SELECT o.job_id FROM workhorse_job_outcome o
-                        WHERE o.job_id = ANY (v_prereqs) ORDER BY o.job_id);
+        -- Prerequisites that had already ended (locked above, so still
+        -- ended) count at once: settled by the same function as an end seen
+        -- later, for these new jobs only.
         PERFORM workhorse_settle_dependents_v1(v_done, v_new);
     END IF;
 

@@ -30,7 +30,11 @@ BEGIN
         ORDER BY i.job_id
     ),
     -- The owner lookup of succeed_many: a locking primary-key probe per
-    -- input row, in job_id order (docs/sql.md).
+    -- input row, in job_id order (docs/sql.md). NO KEY UPDATE, the lock the
+    -- UPDATE below takes anyway: FOR UPDATE would wait for every open
+    -- transaction that enqueued a dependent of the job (it holds the row
+    -- FOR KEY SHARE until it commits), and with it the leases of all the
+    -- worker's other jobs.
     owned AS (
         SELECT i.job_id, i.ord, r.job_id IS NOT NULL AS ok, r.cancel_requested
         FROM input i
@@ -38,7 +42,7 @@ BEGIN
             SELECT rt.job_id, rt.cancel_requested
             FROM workhorse_job_runtime rt
             WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
-            FOR UPDATE
+            FOR NO KEY UPDATE
         ) r ON true
     ),
     renewed AS (
