@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..states import AttemptOutcome, JobState
 from .compat import Task, TaskError, TaskResult, TaskResultStatus
 
 if TYPE_CHECKING:
@@ -17,13 +18,13 @@ if TYPE_CHECKING:
     from ..store import AttemptRow
 
 STATUS_OF_STATE = {
-    "blocked": TaskResultStatus.READY,
-    "scheduled": TaskResultStatus.READY,
-    "ready": TaskResultStatus.READY,
-    "active": TaskResultStatus.RUNNING,
-    "succeeded": TaskResultStatus.SUCCESSFUL,
-    "failed": TaskResultStatus.FAILED,
-    "canceled": TaskResultStatus.FAILED,
+    JobState.BLOCKED: TaskResultStatus.READY,
+    JobState.SCHEDULED: TaskResultStatus.READY,
+    JobState.READY: TaskResultStatus.READY,
+    JobState.ACTIVE: TaskResultStatus.RUNNING,
+    JobState.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
+    JobState.FAILED: TaskResultStatus.FAILED,
+    JobState.CANCELED: TaskResultStatus.FAILED,
 }
 
 
@@ -51,20 +52,21 @@ def build_result(
         by_attempt[row.attempt] = row
     workers = {n: row.worker_id for n, row in by_attempt.items()}
     starts = [row.started_at for row in attempts]
-    if snapshot.state == "active" and snapshot.worker_id:
+    if snapshot.state == JobState.ACTIVE and snapshot.worker_id:
         workers[snapshot.current_attempt] = snapshot.worker_id
         if snapshot.started_at is not None:
             starts.append(snapshot.started_at)
     errors = [
         task_error(row.error)
         for row in attempts
-        if row.error is not None and row.outcome in ("failed", "timed_out")
+        if row.error is not None
+        and row.outcome in (AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT)
     ]
     payload = snapshot.payload
     result = TaskResult(
         task=task,
         id=str(snapshot.id),
-        status=STATUS_OF_STATE[snapshot.state],
+        status=STATUS_OF_STATE[JobState(snapshot.state)],
         enqueued_at=snapshot.created_at,
         started_at=min(starts) if starts else None,
         finished_at=snapshot.finished_at,
@@ -75,6 +77,6 @@ def build_result(
         errors=errors,
         worker_ids=[workers[n] for n in sorted(workers)],
     )
-    if snapshot.state == "succeeded":
+    if snapshot.state == JobState.SUCCEEDED:
         object.__setattr__(result, "_return_value", snapshot.result)
     return result
