@@ -43,7 +43,9 @@ def build_result(
 
     ``worker_ids`` holds one worker per attempt (the one that finished it, or
     runs it now), so ``attempts`` is workhorse's attempt count; a run lost to
-    a stall and redone under the same attempt number counts once.
+    a stall and redone under the same attempt number counts once. The job's
+    current attempt is the floor: an attempt whose history row retention
+    dropped still counts, with ``""`` for its worker.
     ``started_at`` is when the first attempt started, ``last_attempted_at``
     when the latest one did, ``finished_at`` when the job became terminal.
     """
@@ -56,6 +58,10 @@ def build_result(
         workers[snapshot.current_attempt] = snapshot.worker_id
         if snapshot.started_at is not None:
             starts.append(snapshot.started_at)
+    for n in range(1, snapshot.current_attempt + 1):
+        # Retention may have dropped the history row of an attempt of a live
+        # job; the attempt still counts, its worker is no longer known.
+        workers.setdefault(n, "")
     errors = [
         task_error(row.error)
         for row in attempts

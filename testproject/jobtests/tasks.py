@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 from django.dispatch import receiver
 from django.utils import timezone
 
+import django_workhorse as workhorse
 from django_workhorse.tasks.compat import task_enqueued, task_finished, task_started
 
 from .jobs import PlannedFailure
@@ -49,6 +50,18 @@ def add(a: int, b: int) -> int:
 @task(queue_name="jobtests.tasks", max_attempts=2)
 def always_fails(message: str) -> None:
     """Fails every attempt; two attempts."""
+    raise PlannedFailure(message)
+
+
+@task(
+    queue_name="jobtests.tasks",
+    max_attempts=4,
+    timeout=45,
+    max_stalled=3,
+    backoff=workhorse.fixed(3600),
+)
+def retries_in_an_hour(message: str) -> None:
+    """Fails every attempt, each retry an hour later; its options set by the decorator."""
     raise PlannedFailure(message)
 
 

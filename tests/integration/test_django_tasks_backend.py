@@ -9,10 +9,13 @@ from datetime import timedelta
 
 import pytest
 from django.core.checks import run_checks
+from django.db import connection
 from django.test import override_settings
-from jobtests.tasks import add, always_fails, in_order
+from jobtests.tasks import add, always_fails, in_order, retries_in_an_hour
 
-from django_workhorse import Admin, enqueue
+from django_workhorse import Admin, enqueue, store
+from django_workhorse.conf import RetentionSettings
+from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
 from django_workhorse.tasks.compat import (
     InvalidTask,
@@ -22,6 +25,7 @@ from django_workhorse.tasks.compat import (
     task_backends,
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
+from django_workhorse.testing import run_jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -200,3 +204,26 @@ def test_a_task_can_wait_for_another_task_and_for_a_job():
 def test_bad_task_dependencies_are_refused_with_invalid_task(bad):
     with pytest.raises(InvalidTask, match=r"depends_on|unknown|987654321"):
         add.using(depends_on=bad).enqueue(1, 2)
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])
+def test_attempts_still_count_once_retention_dropped_a_live_jobs_history():
+    result = retries_in_an_hour.enqueue("no")
+    run_jobs(names=[retries_in_an_hour], skip_waits=False)  # attempt 1 fails; retry in an hour
+    assert retries_in_an_hour.get_result(result.id).attempts == 1
+    with connection.cursor() as cursor:
+        # Forty days back, where no day partition exists: the default
+        # partition, whose rows past the window retention deletes.
+        cursor.execute(
+            "UPDATE workhorse_attempt_history SET started_at = started_at - interval '40 days',"
+            " finished_at = finished_at - interval '40 days' WHERE job_id = %s",
+            [int(result.id)],
+        )
+        week = RetentionSettings(
+            history=7 * 86400, finished_jobs=7 * 86400, interval=None, batch_size=100
+        )
+        assert prune(cursor, settings=week).deleted_history_rows >= 1
+        assert store.get_attempts(cursor, int(result.id)) == []
+
+    found = retries_in_an_hour.get_result(result.id)
+    assert (found.status, found.attempts, found.worker_ids) == ("READY", 1, [""])
