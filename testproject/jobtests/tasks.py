@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from asgiref.sync import sync_to_async
 from django.dispatch import receiver
@@ -63,6 +64,37 @@ def always_fails(message: str) -> None:
 def retries_in_an_hour(message: str) -> None:
     """Fails every attempt, each retry an hour later; its options set by the decorator."""
     raise PlannedFailure(message)
+
+
+@task(queue_name="jobtests.tasks")
+def gives_up(message: str) -> None:
+    """Ends its job canceled on its first attempt, though attempts remain."""
+    raise workhorse.JobCancelled(message)
+
+
+@task(queue_name="jobtests.tasks")
+def ignores_its_cancel() -> str:
+    """Runs until an operator's cancel reaches it (20 s at most), then returns
+    as if nothing happened."""
+    from django_workhorse import current_job
+
+    ctx = current_job()
+    record("task:ignores_its_cancel", ctx.job_id, ctx.attempt, ctx.worker_id)
+    deadline = time.monotonic() + 20
+    while not ctx.cancel_requested and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "done anyway"
+
+
+@task(queue_name="jobtests.tasks", max_attempts=1, timeout=0.5)
+def overruns(seconds: float) -> str:
+    """Runs past its half-second timeout, then returns."""
+    from django_workhorse import current_job
+
+    ctx = current_job()
+    record("task:overruns", ctx.job_id, ctx.attempt, ctx.worker_id)
+    time.sleep(seconds)
+    return "too late"
 
 
 @task(queue_name="jobtests.tasks", takes_context=True)

@@ -11,7 +11,7 @@ import pytest
 from django.core.checks import run_checks
 from django.db import connection
 from django.test import override_settings
-from jobtests.tasks import add, always_fails, in_order, retries_in_an_hour
+from jobtests.tasks import add, always_fails, gives_up, in_order, retries_in_an_hour
 
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
@@ -23,6 +23,7 @@ from django_workhorse.tasks.compat import (
     TaskResultStatus,
     default_task_backend,
     task_backends,
+    task_finished,
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
 from django_workhorse.testing import run_jobs
@@ -227,3 +228,22 @@ def test_attempts_still_count_once_retention_dropped_a_live_jobs_history():
 
     found = retries_in_an_hour.get_result(result.id)
     assert (found.status, found.attempts, found.worker_ids) == ("READY", 1, [""])
+
+
+def test_a_task_raising_job_cancelled_with_attempts_left_finishes_failed():
+    # Collected in memory: a failing handler's writes (a receiver's too) are
+    # rolled back with run_jobs' savepoint.
+    finished: list[str] = []
+
+    def on_finished(sender, task_result, **kwargs):
+        finished.append(task_result.status)
+
+    task_finished.connect(on_finished)
+    try:
+        result = gives_up.enqueue("nothing to do")
+        run_jobs(names=[gives_up])
+    finally:
+        task_finished.disconnect(on_finished)
+    assert Admin().get_job(int(result.id)).state == "canceled"
+    assert finished == [TaskResultStatus.FAILED]
+    assert gives_up.get_result(result.id).status == TaskResultStatus.FAILED
