@@ -15,6 +15,7 @@ functions directly. docs/testing.md has examples.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -289,22 +290,46 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     )
 
 
+_ABSENT = object()
+
+
+def _as_stored(value: Any) -> Any:
+    """``value`` as it would read back from a payload (a tuple as a list)."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return value  # not JSON: no payload holds it
+
+
+def _matches(stored: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """Every named argument is in the payload, equal to what it holds (a list
+    in order and whole, a dict whole); arguments not named are not looked at."""
+    return all(stored.get(key, _ABSENT) == value for key, value in expected.items())
+
+
 def enqueued_jobs(job: Any, *, using: str | None = None, **payload: Any) -> list[JobHandle[Any]]:
     """Handles of every job of ``job`` (a definition, a Django task or a name)
-    whose payload holds ``payload``, oldest first, whatever their state."""
+    whose payload has each of ``payload``'s arguments with an equal value,
+    oldest first, whatever their state."""
     from .models import Job
 
     alias = using or get_settings().database
     name = _job_name(job)
-    rows = Job.objects.using(alias).filter(name=name).order_by("id")
-    if payload:
-        rows = rows.filter(payload__contains=payload)
-    return [JobHandle(row.id, row.name, row.queue, True, alias) for row in rows]
+    expected = {key: _as_stored(value) for key, value in payload.items()}
+    rows = Job.objects.using(alias).filter(name=name).order_by("id").only("id", "queue", "payload")
+    return [
+        JobHandle(row.id, name, row.queue, True, alias)
+        for row in rows
+        if _matches(row.payload, expected)
+    ]
 
 
 def assert_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> JobHandle[Any]:
-    """Assert that a job of ``job`` was enqueued with (at least) ``payload``;
-    returns the newest such job's handle. The message lists what was enqueued.
+    """Assert that a job of ``job`` was enqueued with ``payload``: each argument
+    named is in the job's payload with an equal value (``args=[1, 2]`` matches
+    neither ``[2, 1]`` nor ``[1, 2, 3]``); arguments not named are not
+    checked. Returns the newest such job's handle; the message lists what was
+    enqueued.
 
     For a Django task, pass ``args=[...]`` and/or ``kwargs={...}``.
     """
@@ -319,18 +344,19 @@ def assert_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> Jo
         Job.objects.using(alias).filter(name=name).order_by("id").values_list("payload", flat=True)
     )
     raise AssertionError(
-        f"no {name} job was enqueued with a payload holding {payload!r}; "
+        f"no {name} job was enqueued with {payload!r}; "
         + (f"{name} jobs enqueued: {others!r}" if others else f"no {name} job was enqueued")
     )
 
 
 def assert_not_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> None:
-    """Assert that no job of ``job`` was enqueued with (at least) ``payload``."""
+    """Assert that no job of ``job`` was enqueued with ``payload`` (matched as
+    by ``assert_enqueued``)."""
     found = enqueued_jobs(job, using=using, **payload)
     if found:
         raise AssertionError(
-            f"{len(found)} {_job_name(job)} job(s) were enqueued with a payload holding "
-            f"{payload!r}: ids {[h.id for h in found]}"
+            f"{len(found)} {_job_name(job)} job(s) were enqueued with {payload!r}: "
+            f"ids {[h.id for h in found]}"
         )
 
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from jobtests.tasks import add
 
 import django_workhorse as workhorse
-from django_workhorse.testing import TooManyRuns, enqueued_jobs, run_jobs
+from django_workhorse.testing import (
+    TooManyRuns,
+    assert_enqueued,
+    assert_not_enqueued,
+    enqueued_jobs,
+    run_jobs,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -73,3 +80,22 @@ def test_a_handler_raising_job_cancelled_ends_its_job_canceled_not_failed(db_row
     assert handle.refresh().status == "canceled"
     attempts = db_rows.of_job(handle.id)["attempts"]
     assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "canceled")]
+
+
+def test_assert_enqueued_compares_each_argument_for_equality():
+    handle = other.options(queue="tests.helpers.other").enqueue()
+    result = add.enqueue(1, 2)
+    assert str(assert_enqueued(add, args=[1, 2]).id) == result.id
+    assert str(assert_enqueued(add, args=(1, 2), kwargs={}).id) == result.id
+    assert str(assert_enqueued(add).id) == result.id  # arguments not named are not checked
+    for wrong in ([2, 1], [2], [1, 2, 3]):
+        with pytest.raises(AssertionError, match=r"no jobtests.tasks.add job was enqueued"):
+            assert_enqueued(add, args=wrong)
+        assert_not_enqueued(add, args=wrong)
+    with pytest.raises(AssertionError, match=r"1 jobtests.tasks.add job"):
+        assert_not_enqueued(add, args=[1, 2])
+    with pytest.raises(AssertionError):
+        assert_enqueued(add, kwargs={"b": 2})  # a dict whole: the task had no kwargs
+    with pytest.raises(AssertionError):
+        assert_enqueued(other, missing=None)  # a named argument must be in the payload
+    assert assert_enqueued(other).id == handle.id
