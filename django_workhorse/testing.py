@@ -386,6 +386,20 @@ try:
 except ImportError:  # pragma: no cover - the helpers work without pytest
     pytest = None  # type: ignore[assignment]
 
+
+def _is_transactional(request: Any) -> bool:
+    """Whether the test commits: ``@pytest.mark.django_db(transaction=True)``
+    (pytest-django's marker then requests its own helper fixture, not
+    ``transactional_db``), or the ``transactional_db`` or ``live_server``
+    fixture."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None:
+        transaction = marker.kwargs.get("transaction", marker.args[0] if marker.args else False)
+        if transaction or marker.kwargs.get("reset_sequences"):
+            return True
+    return "transactional_db" in request.fixturenames or "live_server" in request.fixturenames
+
+
 if pytest is not None:
 
     @pytest.fixture
@@ -395,6 +409,10 @@ if pytest is not None:
         after a transactional test it deletes the jobs the test left, which
         Django's flush does not (the workhorse tables are not Django-managed)."""
         yield WorkhorseJobs()
-        if "transactional_db" in request.fixturenames or "live_server" in request.fixturenames:
-            with connections[get_settings().database].cursor() as cursor:
-                store.delete_every_job(cursor)
+        if not _is_transactional(request):
+            return
+        # pytest-django may have blocked the database again already (its
+        # fixture was torn down first when the test asked for it after this one).
+        blocker = request.getfixturevalue("django_db_blocker")
+        with blocker.unblock(), connections[get_settings().database].cursor() as cursor:
+            store.delete_every_job(cursor)

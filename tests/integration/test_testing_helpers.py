@@ -8,6 +8,7 @@ from django.db import connection
 from jobtests.tasks import add
 
 import django_workhorse as workhorse
+from django_workhorse.models import Job
 from django_workhorse.testing import (
     TooManyRuns,
     assert_enqueued,
@@ -15,6 +16,7 @@ from django_workhorse.testing import (
     enqueued_jobs,
     run_jobs,
 )
+from tests.helpers import run_pytest
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +101,42 @@ def test_assert_enqueued_compares_each_argument_for_equality():
     with pytest.raises(AssertionError):
         assert_enqueued(other, missing=None)  # a named argument must be in the payload
     assert assert_enqueued(other).id == handle.id
+
+
+LEFTOVERS = """\
+import pytest
+from django_workhorse.models import Job
+
+import django_workhorse as workhorse
+
+
+@workhorse.job(queue="leftovers", name="leftovers.noop")
+def noop() -> None:
+    pass
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_a_transactional_test_by_its_marker(workhorse_jobs):
+    noop.enqueue()
+    workhorse_jobs.assert_enqueued(noop)
+
+
+def test_a_transactional_test_by_its_fixture(workhorse_jobs, transactional_db):
+    noop.enqueue()
+    workhorse_jobs.assert_enqueued(noop)
+
+
+# Transactional too: pytest-django runs the plain db tests first.
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_the_next_test_finds_no_job_left():
+    assert list(Job.objects.values_list("name", flat=True)) == []
+"""
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_the_fixture_deletes_what_a_transactional_test_left(tmp_path):
+    plugin = 'pytest_plugins = ["django_workhorse.testing"]\n'
+    run = run_pytest(tmp_path, {"conftest.py": plugin, "test_left.py": LEFTOVERS})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "3 passed" in run.stdout
+    assert not Job.objects.exists()
