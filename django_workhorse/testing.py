@@ -103,21 +103,22 @@ def _job_name(job: Any) -> str:
     raise TypeError(f"expected a job, a task or a job name, got {job!r}")
 
 
+def _check_names(names: set[str] | None) -> None:
+    """UnknownJobError for a name no job (nor Django task) answers to: a typo
+    would otherwise run nothing, silently."""
+    jobs = registry.all_jobs()
+    for name in sorted(names or ()):
+        if jobs.get(name) is None:
+            raise UnknownJobError(f"run_jobs(names=...): no job named {name!r} is registered")
+
+
 def _queues(alias: str, names: set[str] | None, queues: Iterable[str] | None) -> list[str]:
+    """The queues to claim from this round: ``queues``, or every queue that
+    holds a live job (of ``names``, when given), as the database says."""
     if queues is not None:
         return sorted(set(queues))
-    jobs = registry.all_jobs()
-    if names is not None:
-        found = set()
-        for name in names:
-            definition = jobs.get(name)
-            if definition is None:
-                raise UnknownJobError(f"run_jobs(names=...): no job named {name!r} is registered")
-            found.add(definition.queue)
-        return sorted(found)
-    known = {d.queue for d in jobs.values() if d.using == alias}
-    known.update(get_settings().queues)
-    return sorted(known)
+    with connections[alias].cursor() as cursor:
+        return store.live_queues(cursor, None if names is None else sorted(names))
 
 
 def run_jobs(
@@ -132,9 +133,10 @@ def run_jobs(
     """Run due jobs in this process until none is left; returns what ran.
 
     Jobs the handlers enqueue are run too, so a chain or fan-out of jobs runs
-    to the end. ``names`` (job definitions, Django tasks or names) and
-    ``queues`` narrow what runs; a job of a served queue but another name is
-    handed back untouched. With ``skip_waits`` (the default), delayed jobs,
+    to the end. Every queue that holds a live job is served, whatever queue
+    the job was enqueued on. ``names`` (job definitions, Django tasks or
+    names) and ``queues`` narrow what runs; a job of a served queue but
+    another name is handed back untouched. With ``skip_waits`` (the default), delayed jobs,
     ``run_at`` in the future and retry backoff are brought forward instead of
     waited for; ``skip_waits=False`` runs only what is due now. Failed runs
     are recorded as a worker records them (retried within ``max_attempts``);
@@ -143,13 +145,16 @@ def run_jobs(
     """
     alias = using or get_settings().database
     wanted = None if names is None else {_job_name(n) for n in names}
-    served = _queues(alias, wanted, queues)
+    _check_names(wanted)
     report = RunReport()
     worker_id = f"testing:{os.getpid()}"
     connection = connections[alias]
-    if not served:
-        return report
     while True:
+        # Asked again each round: the jobs just run may have enqueued jobs
+        # on other queues.
+        served = _queues(alias, wanted, queues)
+        if not served:
+            return report
         with connection.cursor() as cursor:
             if skip_waits:
                 store.make_due(cursor, served)

@@ -8,6 +8,7 @@ from django.db import connection
 from jobtests.tasks import add
 
 import django_workhorse as workhorse
+from django_workhorse.exceptions import UnknownJobError
 from django_workhorse.models import Job
 from django_workhorse.testing import (
     TooManyRuns,
@@ -105,6 +106,7 @@ def test_assert_enqueued_compares_each_argument_for_equality():
 
 LEFTOVERS = """\
 import pytest
+from django_workhorse.exceptions import UnknownJobError
 from django_workhorse.models import Job
 
 import django_workhorse as workhorse
@@ -140,3 +142,22 @@ def test_the_fixture_deletes_what_a_transactional_test_left(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "3 passed" in run.stdout
     assert not Job.objects.exists()
+
+
+def test_run_jobs_serves_every_queue_that_holds_a_job():
+    moved = other.options(queue="tests.helpers.elsewhere").enqueue()
+    assert run_jobs().names() == ["tests.helpers.other"]
+    assert moved.refresh().status == "succeeded"
+
+
+def test_names_run_a_task_on_whatever_queue_it_was_enqueued_on():
+    result = add.using(queue_name="shop").enqueue(2, 3)
+    waits = other.options(queue="shop").enqueue()
+    assert run_jobs(names=[add]).names() == ["jobtests.tasks.add"]
+    assert add.get_result(result.id).return_value == 5
+    assert waits.refresh().status == "ready"  # another name: handed back untouched
+
+
+def test_names_no_job_answers_to_are_refused():
+    with pytest.raises(UnknownJobError, match=r"tests\.helpers\.nothing"):
+        run_jobs(names=["tests.helpers.nothing"])
