@@ -247,3 +247,15 @@ def test_a_task_raising_job_cancelled_with_attempts_left_finishes_failed():
     assert Admin().get_job(int(result.id)).state == "canceled"
     assert finished == [TaskResultStatus.FAILED]
     assert gives_up.get_result(result.id).status == TaskResultStatus.FAILED
+
+
+def test_get_result_gives_back_run_after_until_the_task_starts():
+    from django.utils import timezone
+
+    later = timezone.now() + timedelta(hours=1)
+    result = in_order.using(run_after=later).enqueue("later")
+    assert in_order.get_result(result.id).task.run_after == later
+    assert in_order.get_result(in_order.enqueue("now").id).task.run_after is None
+
+    run_jobs(names=[in_order])  # skips the wait: both run
+    assert in_order.get_result(result.id).task.run_after is None
