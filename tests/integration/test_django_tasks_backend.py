@@ -9,12 +9,13 @@ from datetime import timedelta
 
 import pytest
 from django.core.checks import run_checks
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.test import override_settings
 from jobtests.tasks import add, always_fails, gives_up, in_order, retries_in_an_hour
 
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
+from django_workhorse.models import Job
 from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
 from django_workhorse.tasks.compat import (
@@ -27,6 +28,11 @@ from django_workhorse.tasks.compat import (
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
 from django_workhorse.testing import run_jobs
+
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import task
 
 pytestmark = pytest.mark.django_db
 
@@ -259,3 +265,98 @@ def test_get_result_gives_back_run_after_until_the_task_starts():
 
     run_jobs(names=[in_order])  # skips the wait: both run
     assert in_order.get_result(result.id).task.run_after is None
+
+
+def stored(result) -> Job:
+    """The job row a task result names."""
+    return Job.objects.get(id=int(result.id))
+
+
+def test_decorator_options_reach_the_job():
+    job = stored(retries_in_an_hour.enqueue("x"))
+    assert (job.max_attempts, job.timeout, job.max_stalled) == (4, timedelta(seconds=45), 3)
+    assert job.backoff == {"kind": "fixed", "delay": 3600.0}
+
+
+def test_per_enqueue_timeout_and_max_stalled_reach_the_job():
+    job = stored(in_order.using(timeout=timedelta(seconds=90), max_stalled=5).enqueue("x"))
+    assert (job.timeout, job.max_stalled) == (timedelta(seconds=90), 5)
+    plain = stored(in_order.enqueue("y"))  # the workhorse defaults
+    assert (plain.timeout, plain.max_stalled) == (None, 1)
+
+
+def tuned(label: str) -> str:
+    """Made a task of the "tuned" backend inside the tests below."""
+    return label
+
+
+TUNED = {
+    "BACKEND": BACKEND,
+    "QUEUES": ["tuned"],
+    "OPTIONS": {
+        "MAX_ATTEMPTS": 6,
+        "TIMEOUT": 12,
+        "MAX_STALLED": 4,
+        "BACKOFF": {"kind": "exponential", "base": 2, "max": 60, "jitter": 0},
+    },
+}
+
+
+def test_backend_options_reach_the_job(settings):
+    with override_settings(TASKS={**settings.TASKS, "tuned": TUNED}):
+        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        job = stored(task_of_tuned.enqueue("x"))
+        assert (job.max_attempts, job.timeout, job.max_stalled) == (6, timedelta(seconds=12), 4)
+        assert job.backoff == {"kind": "exponential", "base": 2.0, "max": 60.0, "jitter": 0.0}
+        # The task's own options win over OPTIONS.
+        job = stored(task_of_tuned.using(timeout=3, max_stalled=0).enqueue("y"))
+        assert (job.timeout, job.max_stalled) == (timedelta(seconds=3), 0)
+
+
+@pytest.fixture(scope="module")
+def side_alias():
+    """A second database alias on the test database, as a project with two
+    aliases has: a connection of its own, so what it has not committed the
+    default connection does not see. Module-scoped, so that it exists before
+    pytest-django checks the test's ``databases``."""
+    connections.settings["side"] = dict(connections["default"].settings_dict)
+    yield "side"
+    connections["side"].close()
+    del connections["side"]
+    del connections.settings["side"]
+
+
+@pytest.mark.django_db(
+    transaction=True, databases=["default", "side"], available_apps=["django_workhorse"]
+)
+def test_the_database_option_writes_the_job_through_that_alias(settings, side_alias, monkeypatch):
+    tuned_here = {**TUNED, "OPTIONS": {"DATABASE": side_alias}}
+    with override_settings(TASKS={**settings.TASKS, "tuned": tuned_here}):
+        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        # As @task at module level leaves it: get_result imports the task by its path.
+        monkeypatch.setattr(sys.modules[__name__], "tuned", task_of_tuned)
+        with transaction.atomic(using=side_alias):
+            result = task_of_tuned.enqueue("x")
+            assert Admin(using=side_alias).get_job(int(result.id)).state == "ready"
+            assert Admin(using="default").get_job(int(result.id)) is None  # not committed
+            assert task_of_tuned.get_result(result.id).id == result.id
+        assert Admin(using="default").get_job(int(result.id)).state == "ready"
+
+
+def test_the_check_says_the_app_must_be_installed(settings):
+    apps = [a for a in settings.INSTALLED_APPS if a != "django_workhorse"]
+    with override_settings(INSTALLED_APPS=apps):
+        backend = WorkhorseBackend("default", {"BACKEND": BACKEND, "QUEUES": ["default"]})
+        errors = backend.check()
+    assert [e.id for e in errors] == ["workhorse.E103"]
+    assert "INSTALLED_APPS" in errors[0].msg
+
+
+def test_arefresh_reads_the_result_again_from_async_code():
+    from asgiref.sync import async_to_sync
+
+    result = add.enqueue(5, 6)
+    run_jobs(names=[add])
+    assert result.status == TaskResultStatus.READY  # as read at enqueue
+    async_to_sync(result.arefresh)()
+    assert (result.status, result.return_value, result.attempts) == ("SUCCESSFUL", 11, 1)
