@@ -130,6 +130,8 @@ def test_the_test_examples_of_the_page_pass_under_pytest(page, tmp_path):
 
     conftest, module = [], []
     for code in blocks(page, "python"):
+        if django.VERSION < (6, 0):
+            code = code.replace("from django.tasks import", "from django_tasks import")
         if code.lstrip().startswith("pytest_plugins"):
             conftest.append(code)
         else:
