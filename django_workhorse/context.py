@@ -36,6 +36,10 @@ class JobContext:
     using: str = "default"
     """The database alias the job lives in."""
     _cancelled: bool = field(default=False, repr=False, compare=False)
+    # The end the worker recorded for this run while its handler still ran
+    # (a sync handler past its timeout, a run acked canceled): the error it
+    # recorded. Set once, by the worker's ledger; read when the handler returns.
+    _ended_with: BaseException | None = field(default=None, repr=False, compare=False)
     # Set by the worker that runs the job: the owner name and fence its
     # checkpoints are written under, and where it gets a cursor for them.
     # One field, not three: the context is built for every run, and each
@@ -54,6 +58,11 @@ class JobContext:
         """Set by the worker when the heartbeat reports a cancel request; a
         plain attribute write, which any thread then reads."""
         object.__setattr__(self, "_cancelled", True)
+
+    def _record_end(self, error: BaseException) -> None:
+        """Set by the worker when it records this run's end (timed out or
+        canceled) without waiting for the handler; a plain attribute write."""
+        object.__setattr__(self, "_ended_with", error)
 
     def raise_if_cancelled(self) -> None:
         """Raise JobCancelled when an operator asked to cancel this job.

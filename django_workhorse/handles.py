@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from asgiref.sync import sync_to_async
 
 from .exceptions import JobNotFoundError
+from .states import JobState
 
 if TYPE_CHECKING:
     from .admin_api import JobSnapshot
 
 R = TypeVar("R")
-
-TERMINAL_STATES = frozenset({"succeeded", "failed", "canceled"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +78,7 @@ class JobHandle(Generic[R]):
     @property
     def is_finished(self) -> bool:
         """True once the job succeeded, failed or was canceled (as last read)."""
-        return self.status in TERMINAL_STATES
+        return self.status in JobState.terminal()
 
     @property
     def attempts(self) -> int:
@@ -91,7 +90,7 @@ class JobHandle(Generic[R]):
         """The handler's return value once the job succeeded; None before that
         and for a job that failed or was canceled."""
         snapshot = self.snapshot
-        return snapshot.result if snapshot.state == "succeeded" else None
+        return snapshot.result if snapshot.state == JobState.SUCCEEDED else None
 
     @property
     def error(self) -> dict[str, Any] | None:

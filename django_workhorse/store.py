@@ -531,6 +531,15 @@ def make_due(cursor: Cursor, queues: Sequence[str]) -> int:
     return cast("int", cursor.fetchone()[0])
 
 
+def live_queues(cursor: Cursor, names: Sequence[str] | None = None) -> list[str]:
+    """The queues holding a live job (of one of ``names``, when given), in name order."""
+    if names is None:
+        cursor.execute("SELECT queue FROM workhorse_live_queues_v1()")
+    else:
+        cursor.execute("SELECT queue FROM workhorse_live_queues_v1(%s::text[])", [_names(names)])
+    return [row[0] for row in cursor.fetchall()]
+
+
 JOB_TABLES = (
     "workhorse_job_checkpoint",
     "workhorse_job_runtime",

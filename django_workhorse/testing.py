@@ -15,6 +15,7 @@ functions directly. docs/testing.md has examples.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -102,21 +103,22 @@ def _job_name(job: Any) -> str:
     raise TypeError(f"expected a job, a task or a job name, got {job!r}")
 
 
+def _check_names(names: set[str] | None) -> None:
+    """UnknownJobError for a name no job (nor Django task) answers to: a typo
+    would otherwise run nothing, silently."""
+    jobs = registry.all_jobs()
+    for name in sorted(names or ()):
+        if jobs.get(name) is None:
+            raise UnknownJobError(f"run_jobs(names=...): no job named {name!r} is registered")
+
+
 def _queues(alias: str, names: set[str] | None, queues: Iterable[str] | None) -> list[str]:
+    """The queues to claim from this round: ``queues``, or every queue that
+    holds a live job (of ``names``, when given), as the database says."""
     if queues is not None:
         return sorted(set(queues))
-    jobs = registry.all_jobs()
-    if names is not None:
-        found = set()
-        for name in names:
-            definition = jobs.get(name)
-            if definition is None:
-                raise UnknownJobError(f"run_jobs(names=...): no job named {name!r} is registered")
-            found.add(definition.queue)
-        return sorted(found)
-    known = {d.queue for d in jobs.values() if d.using == alias}
-    known.update(get_settings().queues)
-    return sorted(known)
+    with connections[alias].cursor() as cursor:
+        return store.live_queues(cursor, None if names is None else sorted(names))
 
 
 def run_jobs(
@@ -131,9 +133,10 @@ def run_jobs(
     """Run due jobs in this process until none is left; returns what ran.
 
     Jobs the handlers enqueue are run too, so a chain or fan-out of jobs runs
-    to the end. ``names`` (job definitions, Django tasks or names) and
-    ``queues`` narrow what runs; a job of a served queue but another name is
-    handed back untouched. With ``skip_waits`` (the default), delayed jobs,
+    to the end. Every queue that holds a live job is served, whatever queue
+    the job was enqueued on. ``names`` (job definitions, Django tasks or
+    names) and ``queues`` narrow what runs; a job of a served queue but
+    another name is handed back untouched. With ``skip_waits`` (the default), delayed jobs,
     ``run_at`` in the future and retry backoff are brought forward instead of
     waited for; ``skip_waits=False`` runs only what is due now. Failed runs
     are recorded as a worker records them (retried within ``max_attempts``);
@@ -142,13 +145,16 @@ def run_jobs(
     """
     alias = using or get_settings().database
     wanted = None if names is None else {_job_name(n) for n in names}
-    served = _queues(alias, wanted, queues)
+    _check_names(wanted)
     report = RunReport()
     worker_id = f"testing:{os.getpid()}"
     connection = connections[alias]
-    if not served:
-        return report
     while True:
+        # Asked again each round: the jobs just run may have enqueued jobs
+        # on other queues.
+        served = _queues(alias, wanted, queues)
+        if not served:
+            return report
         with connection.cursor() as cursor:
             if skip_waits:
                 store.make_due(cursor, served)
@@ -289,22 +295,46 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     )
 
 
+_ABSENT = object()
+
+
+def _as_stored(value: Any) -> Any:
+    """``value`` as it would read back from a payload (a tuple as a list)."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return value  # not JSON: no payload holds it
+
+
+def _matches(stored: dict[str, Any], expected: dict[str, Any]) -> bool:
+    """Every named argument is in the payload, equal to what it holds (a list
+    in order and whole, a dict whole); arguments not named are not looked at."""
+    return all(stored.get(key, _ABSENT) == value for key, value in expected.items())
+
+
 def enqueued_jobs(job: Any, *, using: str | None = None, **payload: Any) -> list[JobHandle[Any]]:
     """Handles of every job of ``job`` (a definition, a Django task or a name)
-    whose payload holds ``payload``, oldest first, whatever their state."""
+    whose payload has each of ``payload``'s arguments with an equal value,
+    oldest first, whatever their state."""
     from .models import Job
 
     alias = using or get_settings().database
     name = _job_name(job)
-    rows = Job.objects.using(alias).filter(name=name).order_by("id")
-    if payload:
-        rows = rows.filter(payload__contains=payload)
-    return [JobHandle(row.id, row.name, row.queue, True, alias) for row in rows]
+    expected = {key: _as_stored(value) for key, value in payload.items()}
+    rows = Job.objects.using(alias).filter(name=name).order_by("id").only("id", "queue", "payload")
+    return [
+        JobHandle(row.id, name, row.queue, True, alias)
+        for row in rows
+        if _matches(row.payload, expected)
+    ]
 
 
 def assert_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> JobHandle[Any]:
-    """Assert that a job of ``job`` was enqueued with (at least) ``payload``;
-    returns the newest such job's handle. The message lists what was enqueued.
+    """Assert that a job of ``job`` was enqueued with ``payload``: each argument
+    named is in the job's payload with an equal value (``args=[1, 2]`` matches
+    neither ``[2, 1]`` nor ``[1, 2, 3]``); arguments not named are not
+    checked. Returns the newest such job's handle; the message lists what was
+    enqueued.
 
     For a Django task, pass ``args=[...]`` and/or ``kwargs={...}``.
     """
@@ -319,18 +349,19 @@ def assert_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> Jo
         Job.objects.using(alias).filter(name=name).order_by("id").values_list("payload", flat=True)
     )
     raise AssertionError(
-        f"no {name} job was enqueued with a payload holding {payload!r}; "
+        f"no {name} job was enqueued with {payload!r}; "
         + (f"{name} jobs enqueued: {others!r}" if others else f"no {name} job was enqueued")
     )
 
 
 def assert_not_enqueued(job: Any, *, using: str | None = None, **payload: Any) -> None:
-    """Assert that no job of ``job`` was enqueued with (at least) ``payload``."""
+    """Assert that no job of ``job`` was enqueued with ``payload`` (matched as
+    by ``assert_enqueued``)."""
     found = enqueued_jobs(job, using=using, **payload)
     if found:
         raise AssertionError(
-            f"{len(found)} {_job_name(job)} job(s) were enqueued with a payload holding "
-            f"{payload!r}: ids {[h.id for h in found]}"
+            f"{len(found)} {_job_name(job)} job(s) were enqueued with {payload!r}: "
+            f"ids {[h.id for h in found]}"
         )
 
 
@@ -360,6 +391,20 @@ try:
 except ImportError:  # pragma: no cover - the helpers work without pytest
     pytest = None  # type: ignore[assignment]
 
+
+def _is_transactional(request: Any) -> bool:
+    """Whether the test commits: ``@pytest.mark.django_db(transaction=True)``
+    (pytest-django's marker then requests its own helper fixture, not
+    ``transactional_db``), or the ``transactional_db`` or ``live_server``
+    fixture."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None:
+        transaction = marker.kwargs.get("transaction", marker.args[0] if marker.args else False)
+        if transaction or marker.kwargs.get("reset_sequences"):
+            return True
+    return "transactional_db" in request.fixturenames or "live_server" in request.fixturenames
+
+
 if pytest is not None:
 
     @pytest.fixture
@@ -369,6 +414,10 @@ if pytest is not None:
         after a transactional test it deletes the jobs the test left, which
         Django's flush does not (the workhorse tables are not Django-managed)."""
         yield WorkhorseJobs()
-        if "transactional_db" in request.fixturenames or "live_server" in request.fixturenames:
-            with connections[get_settings().database].cursor() as cursor:
-                store.delete_every_job(cursor)
+        if not _is_transactional(request):
+            return
+        # pytest-django may have blocked the database again already (its
+        # fixture was torn down first when the test asked for it after this one).
+        blocker = request.getfixturevalue("django_db_blocker")
+        with blocker.unblock(), connections[get_settings().database].cursor() as cursor:
+            store.delete_every_job(cursor)

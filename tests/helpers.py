@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,3 +75,44 @@ def cut_connections(application_name: str) -> int:
             [application_name],
         )
         return cursor.fetchone()[0]
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+SUB_RUN_SETTINGS = """\
+from testproject.settings import *  # noqa: F403
+
+DATABASES["default"].update(NAME={name!r}, TEST={{"NAME": {name!r}}})  # noqa: F405
+"""
+"""The settings of a pytest sub-run: the project's, on the outer run's test
+database (kept, never created or dropped, by ``--reuse-db``)."""
+
+
+def run_pytest(
+    tmp_path: Path, files: Mapping[str, str], *args: str, timeout: float = 120.0
+) -> subprocess.CompletedProcess[str]:
+    """Run pytest with pytest-django on ``files`` (name to text) in a process
+    of its own, against this test run's database: what the user's own test
+    suite would see. Call it from a ``transactional_db`` test, so that this
+    process holds no transaction the sub-run would wait for."""
+    from django.db import connection
+
+    (tmp_path / "sub_run_settings.py").write_text(
+        SUB_RUN_SETTINGS.format(name=connection.settings_dict["NAME"])
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    settings = ["--ds", "sub_run_settings"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO), str(REPO / "testproject")]),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--reuse-db", *settings, *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -46,6 +46,7 @@ class Migration(migrations.Migration):
         ),
         RunSQLFile("workhorse_get_attempts_v1.sql", drops_function="workhorse_get_attempts_v1"),
         RunSQLFile("workhorse_make_due_v1.sql", drops_function="workhorse_make_due_v1"),
+        RunSQLFile("workhorse_live_queues_v1.sql", drops_function="workhorse_live_queues_v1"),
         RunSQLFile(
             "workhorse_set_queue_limits_v1.sql", drops_function="workhorse_set_queue_limits_v1"
         ),

@@ -35,6 +35,7 @@ from ..limits import (
     queue_name_problem,
     whole_problem,
 )
+from ..states import JobState
 from .compat import (
     BaseTaskBackend,
     InvalidTask,
@@ -281,6 +282,8 @@ class WorkhorseBackend(BaseTaskBackend):
         if not handle.inserted:
             return self.get_result(str(handle.id))
         object.__setattr__(result, "id", str(handle.id))
+        # Python's clock: the job's created_at (the database's, which a
+        # re-read gives) is not among what the enqueue function returns.
         object.__setattr__(result, "enqueued_at", timezone.now())
         task_enqueued.send(type(self), task_result=result)
         return result
@@ -307,10 +310,18 @@ class WorkhorseBackend(BaseTaskBackend):
                 f"task result {result_id!r} belongs to {snapshot.name!r}, which no longer "
                 "imports as a task"
             )
-        task = task.using(queue_name=snapshot.queue, priority=snapshot.priority)
         with connections[self.database].cursor() as cursor:
             attempts = store.get_attempts(cursor, job_id)
-        return build_result(task, self.alias, snapshot, attempts)
+        changes: dict[str, Any] = {"queue_name": snapshot.queue, "priority": snapshot.priority}
+        waiting = (JobState.BLOCKED, JobState.SCHEDULED, JobState.READY)
+        if (
+            not attempts
+            and snapshot.state in waiting
+            and snapshot.run_at is not None
+            and snapshot.run_at != snapshot.created_at  # the enqueue gave no time: both are now()
+        ):
+            changes["run_after"] = snapshot.run_at
+        return build_result(task.using(**changes), self.alias, snapshot, attempts)
 
 
 def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:

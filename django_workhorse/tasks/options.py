@@ -38,8 +38,10 @@ class BackendOptions:
 
 
 def backoff_from(value: Any) -> tuple[BackoffSpec, str | None]:
-    """``{"kind": "exponential", "base": 1, "max": 3600, "jitter": 0.1}`` or
-    ``{"kind": "fixed", "delay": 5}`` as a backoff, or the problem with it."""
+    """A backoff dict as a backoff, or the problem with it: ``{"kind":
+    "exponential", ...}`` takes the keyword arguments of ``exponential`` (its
+    defaults are the ``backoff`` of ``sql/workhorse_job_defaults_v1.sql``),
+    ``{"kind": "fixed", "delay": ...}`` those of ``fixed``."""
     if not isinstance(value, Mapping):
         return None, f"must be a dict with a 'kind' of 'exponential' or 'fixed', got {value!r}"
     args = dict(value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..states import AttemptOutcome, JobState
 from .compat import Task, TaskError, TaskResult, TaskResultStatus
 
 if TYPE_CHECKING:
@@ -17,13 +18,13 @@ if TYPE_CHECKING:
     from ..store import AttemptRow
 
 STATUS_OF_STATE = {
-    "blocked": TaskResultStatus.READY,
-    "scheduled": TaskResultStatus.READY,
-    "ready": TaskResultStatus.READY,
-    "active": TaskResultStatus.RUNNING,
-    "succeeded": TaskResultStatus.SUCCESSFUL,
-    "failed": TaskResultStatus.FAILED,
-    "canceled": TaskResultStatus.FAILED,
+    JobState.BLOCKED: TaskResultStatus.READY,
+    JobState.SCHEDULED: TaskResultStatus.READY,
+    JobState.READY: TaskResultStatus.READY,
+    JobState.ACTIVE: TaskResultStatus.RUNNING,
+    JobState.SUCCEEDED: TaskResultStatus.SUCCESSFUL,
+    JobState.FAILED: TaskResultStatus.FAILED,
+    JobState.CANCELED: TaskResultStatus.FAILED,
 }
 
 
@@ -42,7 +43,9 @@ def build_result(
 
     ``worker_ids`` holds one worker per attempt (the one that finished it, or
     runs it now), so ``attempts`` is workhorse's attempt count; a run lost to
-    a stall and redone under the same attempt number counts once.
+    a stall and redone under the same attempt number counts once. The job's
+    current attempt is the floor: an attempt whose history row retention
+    dropped still counts, with ``""`` for its worker.
     ``started_at`` is when the first attempt started, ``last_attempted_at``
     when the latest one did, ``finished_at`` when the job became terminal.
     """
@@ -51,20 +54,25 @@ def build_result(
         by_attempt[row.attempt] = row
     workers = {n: row.worker_id for n, row in by_attempt.items()}
     starts = [row.started_at for row in attempts]
-    if snapshot.state == "active" and snapshot.worker_id:
+    if snapshot.state == JobState.ACTIVE and snapshot.worker_id:
         workers[snapshot.current_attempt] = snapshot.worker_id
         if snapshot.started_at is not None:
             starts.append(snapshot.started_at)
+    for n in range(1, snapshot.current_attempt + 1):
+        # Retention may have dropped the history row of an attempt of a live
+        # job; the attempt still counts, its worker is no longer known.
+        workers.setdefault(n, "")
     errors = [
         task_error(row.error)
         for row in attempts
-        if row.error is not None and row.outcome in ("failed", "timed_out")
+        if row.error is not None
+        and row.outcome in (AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT)
     ]
     payload = snapshot.payload
     result = TaskResult(
         task=task,
         id=str(snapshot.id),
-        status=STATUS_OF_STATE[snapshot.state],
+        status=STATUS_OF_STATE[JobState(snapshot.state)],
         enqueued_at=snapshot.created_at,
         started_at=min(starts) if starts else None,
         finished_at=snapshot.finished_at,
@@ -75,6 +83,6 @@ def build_result(
         errors=errors,
         worker_ids=[workers[n] for n in sorted(workers)],
     )
-    if snapshot.state == "succeeded":
+    if snapshot.state == JobState.SUCCEEDED:
         object.__setattr__(result, "_return_value", snapshot.result)
     return result

@@ -5,9 +5,15 @@ alias}`` and one of these two functions as its handler. Each run reads the
 job's ``TaskResult`` (status RUNNING, one worker id per attempt), sends
 ``task_started``, calls the task (with a ``TaskContext`` when it
 ``takes_context``), then sends ``task_finished`` with the run's outcome:
-SUCCESSFUL with the return value, FAILED after the last attempt, READY when a
-retry follows. The exception is raised on, so workhorse records the attempt
-and decides the retry as for any job.
+SUCCESSFUL with the return value, FAILED when the job ends (the last attempt,
+``JobCancelled``, an operator's cancel), READY when a retry follows. The
+exception is raised on, so workhorse records the attempt and decides the
+retry as for any job.
+
+A run whose end the worker recorded while the task still ran (a sync task
+past its timeout, a run acked canceled) gets a ``task_finished`` that says
+what was recorded: the timeout or the cancel as its error, whatever the task
+returned or raised afterwards.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from ..context import current_job
+from ..exceptions import JobCancelled
 from .compat import (
     TaskContext,
     TaskError,
@@ -53,7 +60,10 @@ def _succeeded(result: TaskResult, value: Any) -> Any:
 
 
 def _failed(result: TaskResult, exc: BaseException) -> None:
+    """The run failed with ``exc``, or the worker recorded another end for it
+    meanwhile (then that end's error is the one reported)."""
     ctx = current_job()
+    exc = ctx._ended_with or exc
     cls = type(exc)
     result.errors.append(
         TaskError(
@@ -61,7 +71,10 @@ def _failed(result: TaskResult, exc: BaseException) -> None:
             traceback="".join(traceback.format_exception(exc)),
         )
     )
-    if ctx.attempt >= ctx.max_attempts:
+    # A cancel, raised or requested, ends the job canceled (FAILED to
+    # Django) whatever attempts remain: workhorse_fail_many_v1 never retries it.
+    ends = isinstance(exc, JobCancelled) or ctx.cancel_requested or ctx.attempt >= ctx.max_attempts
+    if ends:
         object.__setattr__(result, "status", TaskResultStatus.FAILED)
         object.__setattr__(result, "finished_at", timezone.now())
     else:
@@ -81,6 +94,12 @@ def run_task(args: list[Any], kwargs: dict[str, Any], backend: str) -> Any:
         # Sent inside the except block, so that receivers see exc_info.
         task_finished.send(sender, task_result=result)
         raise
+    ended = current_job()._ended_with
+    if ended is not None:
+        # Timed out or canceled while it ran: its return value was not kept.
+        _failed(result, ended)
+        task_finished.send(sender, task_result=result)
+        return value
     value = _succeeded(result, value)
     task_finished.send(sender, task_result=result)
     return value
@@ -99,6 +118,11 @@ async def run_task_async(args: list[Any], kwargs: dict[str, Any], backend: str) 
         _failed(result, exc)
         await task_finished.asend(sender, task_result=result)
         raise
+    ended = current_job()._ended_with
+    if ended is not None:
+        _failed(result, ended)
+        await task_finished.asend(sender, task_result=result)
+        return value
     value = _succeeded(result, value)
     await task_finished.asend(sender, task_result=result)
     return value

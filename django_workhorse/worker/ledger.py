@@ -120,6 +120,7 @@ class Ledger:
                     f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
                     "thread is abandoned and the slot stays busy until it returns"
                 )
+                running.context._record_end(error)
                 self._hand_over(
                     Finished(
                         running,
@@ -249,11 +250,13 @@ class Ledger:
             running.canceled = True
             del self._running[job_id]
             self._writing[running] = None
+            error = JobCancelled(f"job {job_id} was canceled by an operator while it ran")
+            running.context._record_end(error)
             self._hand_over(
                 Finished(
                     running,
                     False,
-                    error=JobCancelled(f"job {job_id} was canceled by an operator while it ran"),
+                    error=error,
                     kind=AttemptOutcome.CANCELED.value,
                     retryable=False,
                     abandoned=True,

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from asgiref.sync import sync_to_async
 from django.dispatch import receiver
 from django.utils import timezone
 
+import django_workhorse as workhorse
 from django_workhorse.tasks.compat import task_enqueued, task_finished, task_started
 
 from .jobs import PlannedFailure
@@ -50,6 +52,49 @@ def add(a: int, b: int) -> int:
 def always_fails(message: str) -> None:
     """Fails every attempt; two attempts."""
     raise PlannedFailure(message)
+
+
+@task(
+    queue_name="jobtests.tasks",
+    max_attempts=4,
+    timeout=45,
+    max_stalled=3,
+    backoff=workhorse.fixed(3600),
+)
+def retries_in_an_hour(message: str) -> None:
+    """Fails every attempt, each retry an hour later; its options set by the decorator."""
+    raise PlannedFailure(message)
+
+
+@task(queue_name="jobtests.tasks")
+def gives_up(message: str) -> None:
+    """Ends its job canceled on its first attempt, though attempts remain."""
+    raise workhorse.JobCancelled(message)
+
+
+@task(queue_name="jobtests.tasks")
+def ignores_its_cancel() -> str:
+    """Runs until an operator's cancel reaches it (20 s at most), then returns
+    as if nothing happened."""
+    from django_workhorse import current_job
+
+    ctx = current_job()
+    record("task:ignores_its_cancel", ctx.job_id, ctx.attempt, ctx.worker_id)
+    deadline = time.monotonic() + 20
+    while not ctx.cancel_requested and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "done anyway"
+
+
+@task(queue_name="jobtests.tasks", max_attempts=1, timeout=0.5)
+def overruns(seconds: float) -> str:
+    """Runs past its half-second timeout, then returns."""
+    from django_workhorse import current_job
+
+    ctx = current_job()
+    record("task:overruns", ctx.job_id, ctx.attempt, ctx.worker_id)
+    time.sleep(seconds)
+    return "too late"
 
 
 @task(queue_name="jobtests.tasks", takes_context=True)

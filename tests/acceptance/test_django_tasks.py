@@ -12,7 +12,15 @@ from django.db import transaction
 from django.test import RequestFactory
 from django.utils import timezone
 from jobtests.models import RunRecord
-from jobtests.tasks import add, always_fails, async_add, fails_once, in_order
+from jobtests.tasks import (
+    add,
+    always_fails,
+    async_add,
+    fails_once,
+    ignores_its_cancel,
+    in_order,
+    overruns,
+)
 from jobtests.views import enqueue_add
 
 from django_workhorse import Admin
@@ -180,3 +188,43 @@ def test_a_task_in_a_module_the_worker_never_imported_is_found_by_its_path(
     wait_until(lambda: finished(result), what="the task finished")
     assert worker.stop() == 0
     assert (result.status, result.return_value) == (TaskResultStatus.SUCCESSFUL, "HEY")
+
+
+def test_a_task_canceled_while_it_runs_finishes_failed_though_it_returns(start_worker, wait_until):
+    result = ignores_its_cancel.enqueue()
+    job_id = int(result.id)
+    worker = start_worker("--queues", "jobtests.tasks")
+    wait_until(lambda: labels(job_id, "task:"), what="the task started")
+    assert Admin().cancel(job_id, reason="not wanted").status == "requested"
+    wait_until(lambda: "signal:finished" in " ".join(labels(job_id)), what="task_finished")
+    assert worker.stop() == 0
+
+    assert Admin().get_job(job_id).state == "canceled"
+    assert labels(job_id, "signal:") == [
+        "signal:enqueued:READY",
+        "signal:started:RUNNING",
+        "signal:finished:FAILED",
+    ]
+
+
+def test_a_sync_task_past_its_timeout_finishes_as_its_attempt_was_recorded(
+    start_worker, wait_until
+):
+    result = overruns.enqueue(1.5)
+    job_id = int(result.id)
+    worker = start_worker("--queues", "jobtests.tasks")
+    wait_until(lambda: finished(result), what="the attempt recorded timed out")
+    assert labels(job_id, "signal:") == ["signal:enqueued:READY", "signal:started:RUNNING"]
+    # The abandoned thread returns a second later; its signal says what was recorded.
+    wait_until(lambda: "signal:finished" in " ".join(labels(job_id)), what="task_finished")
+    assert worker.stop() == 0
+
+    assert result.status == TaskResultStatus.FAILED
+    assert [e.exception_class_path for e in result.errors] == [
+        "django_workhorse.worker.execution.JobTimeout"
+    ]
+    assert labels(job_id, "signal:") == [
+        "signal:enqueued:READY",
+        "signal:started:RUNNING",
+        "signal:finished:FAILED",
+    ]

@@ -5,7 +5,11 @@ Tasks backend can import the tasks a page defines by their path), inside a
 test transaction. A block that only assigns UPPERCASE names is a settings
 example: ``TASKS`` and ``WORKHORSE`` are checked by the system checks, and
 ``TASKS`` is in force for the page's later blocks. A page's ``test_*``
-functions are then called (``workhorse_jobs`` given as the fixture would).
+functions are then called (``workhorse_jobs`` given as the fixture would),
+except on the pages of ``PYTEST_PAGES``: there the page's blocks become a
+test module of a pytest run of its own, with the page's ``pytest_plugins``
+in its conftest, so that its tests run as a user's would, under their
+markers, with the fixture's set-up and teardown.
 ```console blocks: each ``python manage.py ...`` line must parse with that
 command's own parser; ``pip install`` lines are the one thing not run.
 On Django 5.2, ``django.tasks`` imports are read as the backport's.
@@ -29,6 +33,7 @@ from django.test import override_settings
 
 from django_workhorse.conf import DEFAULTS, problems
 from django_workhorse.testing import WorkhorseJobs
+from tests.helpers import run_pytest
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = [
@@ -38,6 +43,8 @@ PAGES = [
     "migrating.md",
     "durable-execution.md",
 ]
+PYTEST_PAGES = ["testing.md"]
+"""Pages whose test functions run under pytest itself (see the docstring)."""
 BLOCK_RE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -91,13 +98,61 @@ def test_every_python_example_of_the_page_runs(page, db):
                 continue
             exec(compile(code, page, "exec"), module.__dict__)
         for attr, value in list(vars(module).items()):
+            if page in PYTEST_PAGES:
+                break  # run by test_the_test_examples_of_the_page_pass_under_pytest
             if attr.startswith("test_") and inspect.isfunction(value):
                 params = inspect.signature(value).parameters
+                marks = [m.name for m in getattr(value, "pytestmark", [])]
+                assert "django_db" in marks or {"db", "transactional_db"} & set(params), (
+                    f"{page}: {attr} would be refused the database under pytest-django"
+                )
                 value(**({"workhorse_jobs": WorkhorseJobs()} if "workhorse_jobs" in params else {}))
     finally:
         for override in reversed(overrides):
             override.disable()
         del sys.modules[name]
+
+
+def defined_tests(code: str) -> list[str]:
+    return [
+        node.name
+        for node in ast.parse(code).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    ]
+
+
+@pytest.mark.parametrize("page", PYTEST_PAGES)
+@pytest.mark.django_db(transaction=True)
+def test_the_test_examples_of_the_page_pass_under_pytest(page, tmp_path):
+    from django.contrib.contenttypes.models import ContentType
+
+    from django_workhorse.models import Job
+
+    conftest, module = [], []
+    for code in blocks(page, "python"):
+        if django.VERSION < (6, 0):
+            code = code.replace("from django.tasks import", "from django_tasks import")
+        if code.lstrip().startswith("pytest_plugins"):
+            conftest.append(code)
+        else:
+            assert not is_settings(code), f"{page}: a settings block has no place in a test run"
+            module.append(code)
+    tests = [name for code in module for name in defined_tests(code)]
+    assert tests, f"{page} defines no test function"
+    name = "test_docs_" + page.removesuffix(".md").replace("-", "_")
+    run = run_pytest(
+        tmp_path,
+        {"conftest.py": "\n".join(conftest), f"{name}.py": "\n\n".join(module)},
+        "-v",
+    )
+    # The page's transactional tests flushed Django's tables and made the
+    # content types again, under new ids.
+    ContentType.objects.clear_cache()
+    assert run.returncode == 0, run.stdout + run.stderr
+    for test in tests:
+        assert f"{name}.py::{test} PASSED" in run.stdout, run.stdout
+    # The db tests were rolled back; the fixture deleted what the others left.
+    assert not Job.objects.exists()
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -9,10 +9,14 @@ from datetime import timedelta
 
 import pytest
 from django.core.checks import run_checks
+from django.db import connection, connections, transaction
 from django.test import override_settings
-from jobtests.tasks import add, always_fails, in_order
+from jobtests.tasks import add, always_fails, gives_up, in_order, retries_in_an_hour
 
-from django_workhorse import Admin, enqueue
+from django_workhorse import Admin, enqueue, store
+from django_workhorse.conf import RetentionSettings
+from django_workhorse.models import Job
+from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
 from django_workhorse.tasks.compat import (
     InvalidTask,
@@ -20,8 +24,15 @@ from django_workhorse.tasks.compat import (
     TaskResultStatus,
     default_task_backend,
     task_backends,
+    task_finished,
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
+from django_workhorse.testing import run_jobs
+
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import task
 
 pytestmark = pytest.mark.django_db
 
@@ -200,3 +211,152 @@ def test_a_task_can_wait_for_another_task_and_for_a_job():
 def test_bad_task_dependencies_are_refused_with_invalid_task(bad):
     with pytest.raises(InvalidTask, match=r"depends_on|unknown|987654321"):
         add.using(depends_on=bad).enqueue(1, 2)
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])
+def test_attempts_still_count_once_retention_dropped_a_live_jobs_history():
+    result = retries_in_an_hour.enqueue("no")
+    run_jobs(names=[retries_in_an_hour], skip_waits=False)  # attempt 1 fails; retry in an hour
+    assert retries_in_an_hour.get_result(result.id).attempts == 1
+    with connection.cursor() as cursor:
+        # Forty days back, where no day partition exists: the default
+        # partition, whose rows past the window retention deletes.
+        cursor.execute(
+            "UPDATE workhorse_attempt_history SET started_at = started_at - interval '40 days',"
+            " finished_at = finished_at - interval '40 days' WHERE job_id = %s",
+            [int(result.id)],
+        )
+        week = RetentionSettings(
+            history=7 * 86400, finished_jobs=7 * 86400, interval=None, batch_size=100
+        )
+        assert prune(cursor, settings=week).deleted_history_rows >= 1
+        assert store.get_attempts(cursor, int(result.id)) == []
+
+    found = retries_in_an_hour.get_result(result.id)
+    assert (found.status, found.attempts, found.worker_ids) == ("READY", 1, [""])
+
+
+def test_a_task_raising_job_cancelled_with_attempts_left_finishes_failed():
+    # Collected in memory: a failing handler's writes (a receiver's too) are
+    # rolled back with run_jobs' savepoint.
+    finished: list[str] = []
+
+    def on_finished(sender, task_result, **kwargs):
+        finished.append(task_result.status)
+
+    task_finished.connect(on_finished)
+    try:
+        result = gives_up.enqueue("nothing to do")
+        run_jobs(names=[gives_up])
+    finally:
+        task_finished.disconnect(on_finished)
+    assert Admin().get_job(int(result.id)).state == "canceled"
+    assert finished == [TaskResultStatus.FAILED]
+    assert gives_up.get_result(result.id).status == TaskResultStatus.FAILED
+
+
+def test_get_result_gives_back_run_after_until_the_task_starts():
+    from django.utils import timezone
+
+    later = timezone.now() + timedelta(hours=1)
+    result = in_order.using(run_after=later).enqueue("later")
+    assert in_order.get_result(result.id).task.run_after == later
+    assert in_order.get_result(in_order.enqueue("now").id).task.run_after is None
+
+    run_jobs(names=[in_order])  # skips the wait: both run
+    assert in_order.get_result(result.id).task.run_after is None
+
+
+def stored(result) -> Job:
+    """The job row a task result names."""
+    return Job.objects.get(id=int(result.id))
+
+
+def test_decorator_options_reach_the_job():
+    job = stored(retries_in_an_hour.enqueue("x"))
+    assert (job.max_attempts, job.timeout, job.max_stalled) == (4, timedelta(seconds=45), 3)
+    assert job.backoff == {"kind": "fixed", "delay": 3600.0}
+
+
+def test_per_enqueue_timeout_and_max_stalled_reach_the_job():
+    job = stored(in_order.using(timeout=timedelta(seconds=90), max_stalled=5).enqueue("x"))
+    assert (job.timeout, job.max_stalled) == (timedelta(seconds=90), 5)
+    plain = stored(in_order.enqueue("y"))  # the workhorse defaults
+    assert (plain.timeout, plain.max_stalled) == (None, 1)
+
+
+def tuned(label: str) -> str:
+    """Made a task of the "tuned" backend inside the tests below."""
+    return label
+
+
+TUNED = {
+    "BACKEND": BACKEND,
+    "QUEUES": ["tuned"],
+    "OPTIONS": {
+        "MAX_ATTEMPTS": 6,
+        "TIMEOUT": 12,
+        "MAX_STALLED": 4,
+        "BACKOFF": {"kind": "exponential", "base": 2, "max": 60, "jitter": 0},
+    },
+}
+
+
+def test_backend_options_reach_the_job(settings):
+    with override_settings(TASKS={**settings.TASKS, "tuned": TUNED}):
+        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        job = stored(task_of_tuned.enqueue("x"))
+        assert (job.max_attempts, job.timeout, job.max_stalled) == (6, timedelta(seconds=12), 4)
+        assert job.backoff == {"kind": "exponential", "base": 2.0, "max": 60.0, "jitter": 0.0}
+        # The task's own options win over OPTIONS.
+        job = stored(task_of_tuned.using(timeout=3, max_stalled=0).enqueue("y"))
+        assert (job.timeout, job.max_stalled) == (timedelta(seconds=3), 0)
+
+
+@pytest.fixture(scope="module")
+def side_alias():
+    """A second database alias on the test database, as a project with two
+    aliases has: a connection of its own, so what it has not committed the
+    default connection does not see. Module-scoped, so that it exists before
+    pytest-django checks the test's ``databases``."""
+    connections.settings["side"] = dict(connections["default"].settings_dict)
+    yield "side"
+    connections["side"].close()
+    del connections["side"]
+    del connections.settings["side"]
+
+
+@pytest.mark.django_db(
+    transaction=True, databases=["default", "side"], available_apps=["django_workhorse"]
+)
+def test_the_database_option_writes_the_job_through_that_alias(settings, side_alias, monkeypatch):
+    tuned_here = {**TUNED, "OPTIONS": {"DATABASE": side_alias}}
+    with override_settings(TASKS={**settings.TASKS, "tuned": tuned_here}):
+        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        # As @task at module level leaves it: get_result imports the task by its path.
+        monkeypatch.setattr(sys.modules[__name__], "tuned", task_of_tuned)
+        with transaction.atomic(using=side_alias):
+            result = task_of_tuned.enqueue("x")
+            assert Admin(using=side_alias).get_job(int(result.id)).state == "ready"
+            assert Admin(using="default").get_job(int(result.id)) is None  # not committed
+            assert task_of_tuned.get_result(result.id).id == result.id
+        assert Admin(using="default").get_job(int(result.id)).state == "ready"
+
+
+def test_the_check_says_the_app_must_be_installed(settings):
+    apps = [a for a in settings.INSTALLED_APPS if a != "django_workhorse"]
+    with override_settings(INSTALLED_APPS=apps):
+        backend = WorkhorseBackend("default", {"BACKEND": BACKEND, "QUEUES": ["default"]})
+        errors = backend.check()
+    assert [e.id for e in errors] == ["workhorse.E103"]
+    assert "INSTALLED_APPS" in errors[0].msg
+
+
+def test_arefresh_reads_the_result_again_from_async_code():
+    from asgiref.sync import async_to_sync
+
+    result = add.enqueue(5, 6)
+    run_jobs(names=[add])
+    assert result.status == TaskResultStatus.READY  # as read at enqueue
+    async_to_sync(result.arefresh)()
+    assert (result.status, result.return_value, result.attempts) == ("SUCCESSFUL", 11, 1)

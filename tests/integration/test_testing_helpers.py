@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from jobtests.tasks import add
 
 import django_workhorse as workhorse
-from django_workhorse.testing import TooManyRuns, enqueued_jobs, run_jobs
+from django_workhorse.exceptions import UnknownJobError
+from django_workhorse.models import Job
+from django_workhorse.testing import (
+    TooManyRuns,
+    assert_enqueued,
+    assert_not_enqueued,
+    enqueued_jobs,
+    run_jobs,
+)
+from tests.helpers import run_pytest
 
 pytestmark = pytest.mark.django_db
 
@@ -73,3 +83,81 @@ def test_a_handler_raising_job_cancelled_ends_its_job_canceled_not_failed(db_row
     assert handle.refresh().status == "canceled"
     attempts = db_rows.of_job(handle.id)["attempts"]
     assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "canceled")]
+
+
+def test_assert_enqueued_compares_each_argument_for_equality():
+    handle = other.options(queue="tests.helpers.other").enqueue()
+    result = add.enqueue(1, 2)
+    assert str(assert_enqueued(add, args=[1, 2]).id) == result.id
+    assert str(assert_enqueued(add, args=(1, 2), kwargs={}).id) == result.id
+    assert str(assert_enqueued(add).id) == result.id  # arguments not named are not checked
+    for wrong in ([2, 1], [2], [1, 2, 3]):
+        with pytest.raises(AssertionError, match=r"no jobtests.tasks.add job was enqueued"):
+            assert_enqueued(add, args=wrong)
+        assert_not_enqueued(add, args=wrong)
+    with pytest.raises(AssertionError, match=r"1 jobtests.tasks.add job"):
+        assert_not_enqueued(add, args=[1, 2])
+    with pytest.raises(AssertionError):
+        assert_enqueued(add, kwargs={"b": 2})  # a dict whole: the task had no kwargs
+    with pytest.raises(AssertionError):
+        assert_enqueued(other, missing=None)  # a named argument must be in the payload
+    assert assert_enqueued(other).id == handle.id
+
+
+LEFTOVERS = """\
+import pytest
+from django_workhorse.exceptions import UnknownJobError
+from django_workhorse.models import Job
+
+import django_workhorse as workhorse
+
+
+@workhorse.job(queue="leftovers", name="leftovers.noop")
+def noop() -> None:
+    pass
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_a_transactional_test_by_its_marker(workhorse_jobs):
+    noop.enqueue()
+    workhorse_jobs.assert_enqueued(noop)
+
+
+def test_a_transactional_test_by_its_fixture(workhorse_jobs, transactional_db):
+    noop.enqueue()
+    workhorse_jobs.assert_enqueued(noop)
+
+
+# Transactional too: pytest-django runs the plain db tests first.
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_the_next_test_finds_no_job_left():
+    assert list(Job.objects.values_list("name", flat=True)) == []
+"""
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_the_fixture_deletes_what_a_transactional_test_left(tmp_path):
+    plugin = 'pytest_plugins = ["django_workhorse.testing"]\n'
+    run = run_pytest(tmp_path, {"conftest.py": plugin, "test_left.py": LEFTOVERS})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "3 passed" in run.stdout
+    assert not Job.objects.exists()
+
+
+def test_run_jobs_serves_every_queue_that_holds_a_job():
+    moved = other.options(queue="tests.helpers.elsewhere").enqueue()
+    assert run_jobs().names() == ["tests.helpers.other"]
+    assert moved.refresh().status == "succeeded"
+
+
+def test_names_run_a_task_on_whatever_queue_it_was_enqueued_on():
+    result = add.using(queue_name="shop").enqueue(2, 3)
+    waits = other.options(queue="shop").enqueue()
+    assert run_jobs(names=[add]).names() == ["jobtests.tasks.add"]
+    assert add.get_result(result.id).return_value == 5
+    assert waits.refresh().status == "ready"  # another name: handed back untouched
+
+
+def test_names_no_job_answers_to_are_refused():
+    with pytest.raises(UnknownJobError, match=r"tests\.helpers\.nothing"):
+        run_jobs(names=["tests.helpers.nothing"])
