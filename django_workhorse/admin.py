@@ -12,6 +12,7 @@ filters get a message or a 404, never a server error.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any, cast
 
 from django.contrib import admin, messages
@@ -73,8 +74,16 @@ def _seconds(value: float | None) -> str:
     return f"{days} d {hours} h"
 
 
-def _when(value: Any, pattern: str) -> str:
-    return "" if value is None else timezone.localtime(value).strftime(pattern)
+def _when(value: datetime | None, pattern: str) -> str:
+    """``value`` in the current time zone; a time the local calendar cannot
+    hold (near the years 1 and 9999, which a run_at may be) in UTC, marked so."""
+    if value is None:
+        return ""
+    try:
+        local: datetime = timezone.localtime(value)
+        return local.strftime(pattern)
+    except (OverflowError, ValueError):
+        return value.strftime(pattern) + " UTC"
 
 
 def _chart(counts: list[int], width: int = 120, height: int = 28) -> dict[str, Any]:
@@ -267,6 +276,13 @@ class JobAdmin(OperatorAdmin):
                 for c in job.checkpoints
             ],
             result_json=json.dumps(job.result, indent=2, ensure_ascii=False),
+            times={
+                "created": _when(job.created_at, "%Y-%m-%d %H:%M:%S.%f"),
+                "run_at": _when(job.run_at, "%Y-%m-%d %H:%M:%S.%f"),
+                "sleeping_until": _when(job.sleeping_until, "%Y-%m-%d %H:%M:%S.%f"),
+                "lease_expires_at": _when(job.lease_expires_at, "%H:%M:%S"),
+                "finished": _when(job.finished_at, "%Y-%m-%d %H:%M:%S.%f"),
+            },
         )
         return TemplateResponse(request, "admin/django_workhorse/job_page.html", context)
 
@@ -311,7 +327,14 @@ class JobAdmin(OperatorAdmin):
         if not ids:
             messages.warning(request, "select at least one job")
             return HttpResponseRedirect(target)
-        results = self.service().bulk(action, ids[:PAGE_SIZE])
+        if len(ids) > PAGE_SIZE:
+            messages.error(
+                request,
+                f"{len(ids)} jobs were sent; an action takes at most {PAGE_SIZE} (one page): "
+                "nothing was done, select fewer",
+            )
+            return HttpResponseRedirect(target)
+        results = self.service().bulk(action, ids)
         done = [r for r in results if r.changed]
         if done:
             verb = "retried" if action == "retry" else "canceled"

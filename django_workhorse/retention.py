@@ -34,14 +34,24 @@ class PruneReport:
     busy: bool = False
     """Another session was pruning: nothing was done."""
     dropped_partitions: list[str] = field(default_factory=list)
+    deferred_partitions: list[str] = field(default_factory=list)
+    """Partitions past the window that a long reader kept locked: left for
+    the next run (a waiting drop would hold up every insert of the fleet)."""
     deleted_history_rows: int = 0
     """Rows deleted from the default partitions (not counting dropped partitions)."""
     deleted_jobs: int = 0
     steps: int = 0
+    complete: bool = True
+    """False when ``max_steps`` ended the run with more past the window."""
 
     @property
     def did_anything(self) -> bool:
-        return bool(self.dropped_partitions or self.deleted_history_rows or self.deleted_jobs)
+        return bool(
+            self.dropped_partitions
+            or self.deferred_partitions
+            or self.deleted_history_rows
+            or self.deleted_jobs
+        )
 
     def lines(self) -> list[str]:
         """The report in words, one line per thing, for commands and logs."""
@@ -53,6 +63,10 @@ class PruneReport:
             f"finished jobs before {self.jobs_before:%Y-%m-%d %H:%M:%S %Z}"
         ]
         out += [f"{would}drop partition {name}" for name in self.dropped_partitions]
+        out += [
+            f"partition {name} is in use (a long transaction reads it); left for the next run"
+            for name in self.deferred_partitions
+        ]
         if self.deleted_history_rows:
             out.append(f"{would}delete {self.deleted_history_rows} row(s) of default partitions")
         out.append(f"{would}delete {self.deleted_jobs} finished job(s)")
@@ -96,6 +110,10 @@ def prune(
                 report.busy = True
             elif action == "drop_partition":
                 report.dropped_partitions.append(str(target))
+                more = more or not dry_run  # a step with drops stops before deleting
+            elif action == "drop_deferred":
+                if target not in report.deferred_partitions:
+                    report.deferred_partitions.append(str(target))
             elif action == "delete_default":
                 report.deleted_history_rows += count or 0
                 more = more or (count or 0) >= limit
@@ -104,4 +122,6 @@ def prune(
                 more = more or (count or 0) >= limit
         if dry_run or report.busy or not more:
             break
+    else:
+        report.complete = False
     return report

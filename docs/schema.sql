@@ -214,7 +214,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_job_defaults_v1()
 --   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
---   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 b8cd312841e000d8
+--   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 d4571a709d511112
 -- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
 --   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 ed2fef5f459e73e6
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
@@ -226,7 +226,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 632d08aded4520fb
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 4d8519fd3cbd0590
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()

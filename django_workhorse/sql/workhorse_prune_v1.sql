@@ -2,7 +2,13 @@
 -- what it would do) as rows (action, target, rows):
 --   * 'drop_partition': a day partition of job_event or attempt_history
 --     whose whole day ends before p_history_before is dropped. Dropping is
---     O(1) whatever the partition holds; rows is NULL (not counted).
+--     O(1) whatever the partition holds; rows is NULL (not counted). A step
+--     that dropped a partition stops there and commits: the drop holds an
+--     exclusive lock on the parent, which every event or attempt insert of
+--     the fleet waits for, so it is held for no longer than the drops.
+--   * 'drop_deferred': the partition could not be locked within a second
+--     (a long reader holds it); it is left for a later step. Without the
+--     bound, the waiting drop would queue every insert behind that reader.
 --   * 'delete_default': up to p_limit rows older than p_history_before are
 --     deleted from each default partition (rows that arrived when their
 --     day's partition was missing).
@@ -28,9 +34,11 @@ CREATE OR REPLACE FUNCTION workhorse_prune_v1(
 ) RETURNS TABLE (action text, target text, rows bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
-    v_part   record;
-    v_count  bigint;
-    v_parent text;
+    v_part    record;
+    v_count   bigint;
+    v_parent  text;
+    v_dropped integer := 0;
+    v_timeout text := current_setting('lock_timeout');
 BEGIN
     IF p_history_before IS NULL OR p_jobs_before IS NULL
        OR p_limit IS NULL OR p_limit < 1 THEN
@@ -58,11 +66,27 @@ BEGIN
               <= p_history_before
         ORDER BY c.relname
     LOOP
-        IF NOT p_dry_run THEN
-            EXECUTE format('DROP TABLE %I', v_part.child);
+        IF p_dry_run THEN
+            RETURN QUERY SELECT 'drop_partition'::text, v_part.child, NULL::bigint;
+            CONTINUE;
         END IF;
-        RETURN QUERY SELECT 'drop_partition'::text, v_part.child, NULL::bigint;
+        PERFORM set_config('lock_timeout', '1s', true);
+        BEGIN
+            EXECUTE format('DROP TABLE %I', v_part.child);
+            v_dropped := v_dropped + 1;
+            RETURN QUERY SELECT 'drop_partition'::text, v_part.child, NULL::bigint;
+        EXCEPTION WHEN lock_not_available THEN
+            -- The reader holds the parent, so its other partitions would
+            -- wait as long: leave them all for a later step.
+            PERFORM set_config('lock_timeout', v_timeout, true);
+            RETURN QUERY SELECT 'drop_deferred'::text, v_part.child, NULL::bigint;
+            EXIT;
+        END;
+        PERFORM set_config('lock_timeout', v_timeout, true);
     END LOOP;
+    IF v_dropped > 0 THEN
+        RETURN;  -- commit the drops now; the next step deletes
+    END IF;
 
     FOREACH v_parent IN ARRAY ARRAY['workhorse_job_event', 'workhorse_attempt_history'] LOOP
         IF p_dry_run THEN

@@ -33,7 +33,9 @@ class PeriodicThread(threading.Thread):
         self._stopping = threading.Event()
         self._conn: psycopg.Connection | None = None
 
-    def tick(self, cursor: Cursor) -> None:
+    def tick(self, cursor: Cursor) -> float | None:
+        """One turn; returns the seconds to wait before the next one, or None
+        for ``interval``."""
         raise NotImplementedError
 
     def first_wait(self) -> float:
@@ -45,18 +47,20 @@ class PeriodicThread(threading.Thread):
         while not self._stopping.wait(wait):
             wait = self.interval
             try:
-                self.tick_now()
+                sooner = self.tick_now()
+                if sooner is not None:
+                    wait = sooner
             except psycopg.Error as exc:
                 logger.warning("workhorse: %s failed (%s); the next turn retries", self.what, exc)
                 self._close()
         self._close()
 
-    def tick_now(self) -> None:
+    def tick_now(self) -> float | None:
         """One tick on this thread's connection, connecting first if needed."""
         if self._conn is None or self._conn.closed:
             self._conn = connect(self.alias, application_name=self.name)
         with self._conn.cursor() as cursor:
-            self.tick(cursor)
+            return self.tick(cursor)
 
     def _close(self) -> None:
         self.closed()

@@ -21,7 +21,12 @@ from .periodic import PeriodicThread
 logger = logging.getLogger("django_workhorse.worker")
 
 MAX_STEPS_PER_TURN = 100
-"""Batches one turn may delete; the rest waits for the next turn."""
+"""Batches one turn may delete. A turn that stops there with more past the
+window says so and the next turn follows at once (after CATCH_UP_PAUSE), so
+retention keeps up with any throughput while each turn stays bounded."""
+
+CATCH_UP_PAUSE = 1.0
+"""Seconds between turns while retention is behind."""
 
 
 class RetentionSweeper(PeriodicThread):
@@ -36,10 +41,21 @@ class RetentionSweeper(PeriodicThread):
     def first_wait(self) -> float:
         return random.uniform(0.0, self.interval)
 
-    def tick(self, cursor: Cursor) -> None:
+    def tick(self, cursor: Cursor) -> float | None:
         report = retention.prune(cursor, settings=self.settings, max_steps=MAX_STEPS_PER_TURN)
         if report.did_anything:
             logger.info("workhorse retention: %s", "; ".join(report.lines()))
+        if not report.complete:
+            logger.warning(
+                "workhorse retention: a turn of %s steps left more past the window; "
+                "the next turn follows in %s s instead of %s s (raise "
+                "RETENTION['BATCH_SIZE'] if this repeats)",
+                report.steps,
+                CATCH_UP_PAUSE,
+                self.interval,
+            )
+            return CATCH_UP_PAUSE
+        return None
 
 
 def start_retention(alias: str) -> RetentionSweeper | None:

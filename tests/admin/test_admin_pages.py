@@ -3,7 +3,10 @@ dashboard, and the actions, through Django's test client."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
+from demo.jobs import add
 from django.contrib.messages import get_messages
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -229,6 +232,17 @@ def test_bulk_retry_and_cancel_act_where_the_state_allows(operator_client):
     assert Admin().get_job(ready.id).state == "ready"
 
 
+def test_a_bulk_action_on_more_jobs_than_a_page_does_nothing_and_says_so(operator_client):
+    ready = [ReadyJobFactory() for _ in range(admin_module.PAGE_SIZE + 1)]
+
+    response = operator_client.post(
+        f"{JOBS}act/", {"action": "cancel", "job": [j.id for j in ready]}, follow=True
+    )
+
+    assert any("nothing was done" in t for t in texts(response))
+    assert {Admin().get_job(j.id).state for j in ready} == {"ready"}
+
+
 @pytest.mark.parametrize(
     "data",
     [{"action": "explode", "job": ["1"]}, {"action": "retry", "job": ["abc"]}, {"action": "retry"}],
@@ -315,3 +329,26 @@ def test_bad_queue_actions_get_a_message(operator_client, data):
 def test_the_admin_index_lists_jobs_and_queues_only(operator_client):
     body = operator_client.get("/admin/").content.decode()
     assert "Jobs" in body and "Queues" in body and "historys" not in body
+
+
+@pytest.mark.parametrize(
+    ("zone", "run_at"),
+    [
+        ("Asia/Tokyo", datetime(9999, 12, 31, 23, tzinfo=UTC)),
+        ("America/New_York", datetime(1, 1, 1, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_run_at_the_local_calendar_cannot_hold_is_shown_in_utc(
+    operator_client, settings, zone, run_at
+):
+    """A run_at may be anywhere in the years 1 to 9999 UTC; in some time zones
+    that is outside the calendar, and the list and the job page still render."""
+    settings.TIME_ZONE = zone
+    handle = add.options(run_at=run_at).enqueue(a=1, b=2)
+
+    listing = operator_client.get(JOBS)
+    page = operator_client.get(f"{JOBS}{handle.id}/")
+
+    assert (listing.status_code, page.status_code) == (200, 200)
+    assert run_at.strftime("%Y-%m-%d %H:%M:%S") + " UTC" in listing.content.decode()
+    assert run_at.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC" in page.content.decode()

@@ -289,3 +289,25 @@ def test_queue_stats_count_live_states_and_recent_finishes():
     assert (busy.counts["active"], busy.counts["failed"], busy.counts["succeeded"]) == (1, 1, 1)
     assert busy.finished_in_window == 2 and len(busy.finished_per_bucket) == 12
     assert busy.oldest_ready_age is None
+
+
+@transactional
+def test_the_timeline_shows_what_a_transaction_older_than_the_job_did_to_it(pg_connect):
+    """A row's time is its transaction's start: a cancel from a transaction that
+    began before the job was enqueued is stamped earlier than the job's
+    creation, and the timeline still shows it."""
+    from demo.jobs import add
+    from django.db import transaction
+
+    producer = pg_connect()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT now()")  # this transaction's clock starts here
+        (job_id,) = producer.execute(
+            "SELECT job_id FROM workhorse_enqueue_v1(%s, 'timeline-q', '{}')", [add.name]
+        ).fetchone()
+        assert Admin().cancel(job_id).status == "changed"
+
+    kinds = [(e.source, e.kind) for e in Admin().get_job_timeline(job_id).items]
+    assert ("event", "canceled") in kinds
+    assert ("event", "enqueued") in kinds

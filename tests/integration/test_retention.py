@@ -241,6 +241,68 @@ def test_workers_prune_periodically(db_rows, settings):
         sweeper.join(5)
 
 
+def test_a_partition_a_long_reader_holds_is_left_for_later(history, pg_connect, db_rows):
+    """A drop waits for every reader of its table and, while it waits, every
+    insert of the fleet waits behind it: a drop that cannot lock within a
+    second is left for a later run, and the rest of retention goes on."""
+    reader = pg_connect()
+    with reader.transaction():
+        reader.execute("SELECT count(*) FROM workhorse_job_event")
+
+        report = prune(connection.cursor(), settings=WEEK)
+
+        event_parts = [p for p in history["old_partitions"] if "job_event" in p]
+        assert report.deferred_partitions == event_parts[:1]
+        assert set(event_parts) <= set(partitions())
+        assert report.deleted_jobs == 1
+        assert any("is in use" in line for line in report.lines())
+
+    again = prune(connection.cursor(), settings=WEEK)
+    assert sorted(again.dropped_partitions) == event_parts
+    assert again.deferred_partitions == []
+
+
+def test_a_step_that_drops_partitions_commits_before_it_deletes(history):
+    """The exclusive lock of a drop is held for the drops alone."""
+    report = prune(connection.cursor(), settings=WEEK)
+
+    assert report.dropped_partitions and report.deleted_jobs == 1
+    assert report.steps >= 2
+
+
+def test_a_worker_behind_on_retention_takes_its_next_turn_at_once(db_rows, monkeypatch, caplog):
+    from django_workhorse.worker import retention as worker_retention
+
+    monkeypatch.setattr(worker_retention, "MAX_STEPS_PER_TURN", 2)
+    ids = [SucceededJobFactory(queue="behind").id for _ in range(5)]
+    for job_id in ids:
+        age(job_id, 10)
+
+    class StartsAtOnce(RetentionSweeper):
+        def first_wait(self) -> float:
+            return 0.0
+
+    # An hour between turns: only the catch-up can delete all five in time.
+    sweeper = StartsAtOnce(
+        alias="default",
+        settings=RetentionSettings(
+            history=7 * 86400, finished_jobs=7 * 86400, interval=3600, batch_size=1
+        ),
+    )
+    sweeper.start()
+    try:
+        poll_until(
+            lambda: all(db_rows.of_job(i)["job"] == [] for i in ids),
+            timeout=30,
+            interval=0.1,
+            what="the sweeper to catch up with all five old jobs",
+        )
+    finally:
+        sweeper.stop()
+        sweeper.join(5)
+    assert "left more past the window" in caplog.text
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("value", "key"),
