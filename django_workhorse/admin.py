@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST
 
 from . import admin_api
 from .admin_api import STATES, Admin, QueueStats
-from .exceptions import InvalidQueryError
+from .exceptions import InvalidQueryError, UnknownQueueError
 from .models import Job, Queue
 
 PAGE_SIZE = 50
@@ -395,6 +395,6 @@ class QueueAdmin(OperatorAdmin):
                 _report(request, service.resume_queue(name))
             else:
                 messages.error(request, f"unknown action {action!r:.40}: use pause or resume")
-        except InvalidQueryError as exc:
+        except (InvalidQueryError, UnknownQueueError) as exc:
             messages.error(request, str(exc))
         return HttpResponseRedirect(reverse("admin:django_workhorse_queue_changelist"))

@@ -357,17 +357,16 @@ class Admin:
         call states the whole policy. The claim enforces both; idle workers
         are woken. Returns the limits in force and whether they ``changed``.
 
-        Raises UnknownQueueError for a queue no registered job uses that
-        ``WORKHORSE['QUEUES']`` does not name and that has no policy row,
-        and InvalidQueueLimitError for a bad value. A worker that starts
+        Raises UnknownQueueError for a queue neither this code nor this
+        database knows (no job registered for this database uses it,
+        ``WORKHORSE['QUEUES']`` does not name it, it has no policy row and no
+        job of it is stored), and InvalidQueueLimitError for a bad value. A worker that starts
         with limits in ``WORKHORSE['QUEUES'][name]`` sets those instead.
         """
         from django.db import transaction
 
         from .conf import duration_seconds, queue_limit_problems
         from .exceptions import InvalidQueueLimitError, UnknownQueueError
-        from .models import Queue
-        from .worker.options import known_queues
 
         if problem := queue_name_problem(name):
             raise UnknownQueueError(problem)
@@ -375,16 +374,34 @@ class Admin:
         if problems:
             text = "; ".join(problems).replace("'global_concurrency'", "concurrency")
             raise InvalidQueueLimitError(f"queue {name!r}: {text}")
-        known = known_queues(self.using, get_settings())
-        if name not in known and not Queue.objects.using(self.using).filter(name=name).exists():
-            raise UnknownQueueError(
-                f"unknown queue {name!r}: no job registered for database {self.using!r} uses it, "
-                f"WORKHORSE['QUEUES'] does not name it and it has no policy yet "
-                f"(known: {', '.join(known) or 'none'})"
-            )
+        self._require_known_queue(name)
         seconds = duration_seconds(period) if period is not None else None
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
             return store.set_queue_limits(cursor, name, concurrency, rate, seconds)
+
+    def _require_known_queue(self, name: str) -> None:
+        """Raise UnknownQueueError unless ``name`` is a queue this code or this
+        database knows: a job registered for this database uses it,
+        ``WORKHORSE['QUEUES']`` names it, it has a policy row (it was paused
+        or limited before), or the database holds a job of it. A queue can be
+        known before any job was enqueued on it; a typo is not known at all."""
+        from .exceptions import UnknownQueueError
+        from .models import JobQuery, Queue
+        from .worker.options import known_queues
+
+        known = known_queues(self.using, get_settings())
+        if name in known:
+            return
+        if Queue.objects.using(self.using).filter(name=name).exists():
+            return
+        if JobQuery.objects.using(self.using).filter(queue=name).exists():
+            return
+        raise UnknownQueueError(
+            f"unknown queue {name!r}: no job registered for database {self.using!r} uses it, "
+            f"WORKHORSE['QUEUES'] does not name it, it has no policy yet and no job of it is "
+            f"stored (known: {', '.join(known) or 'none'}); check the name, or declare the "
+            f"queue in WORKHORSE['QUEUES']"
+        )
 
     def get_job_timeline(
         self, job_id: int, cursor: str | None = None, limit: int = 100
@@ -617,15 +634,21 @@ class Admin:
         return ActionResult("cancel", job_id, status, state, messages[status])
 
     def pause_queue(self, name: str) -> ActionResult:
-        """Stop workers claiming from ``name``; running jobs finish."""
+        """Stop workers claiming from ``name``; running jobs finish.
+
+        Raises UnknownQueueError for a queue neither this code nor this
+        database knows (the rule of ``set_queue_limits``), so that a typo is
+        refused rather than answered "paused"."""
         return self._set_paused(name, True)
 
     def resume_queue(self, name: str) -> ActionResult:
-        """Let workers claim from ``name`` again, waking idle ones at once."""
+        """Let workers claim from ``name`` again, waking idle ones at once;
+        UnknownQueueError as ``pause_queue``."""
         return self._set_paused(name, False)
 
     def _set_paused(self, name: str, paused: bool) -> ActionResult:
         name = check_queue_name(name)
+        self._require_known_queue(name)
         status, now_paused = self._act(store.set_queue_paused, name, paused)
         word = "paused" if now_paused else "running"
         message = (

@@ -312,6 +312,14 @@ def test_bad_queue_actions_get_a_message(operator_client, data):
     assert response.status_code == 200 and texts(response)
 
 
+def test_pausing_an_unknown_queue_gets_a_message_naming_it(operator_client):
+    response = operator_client.post(
+        f"{QUEUES}act/", {"action": "pause", "queue": "dahs"}, follow=True
+    )
+    assert response.status_code == 200
+    assert any("unknown queue 'dahs'" in t for t in texts(response))
+
+
 def test_the_admin_index_lists_jobs_and_queues_only(operator_client):
     body = operator_client.get("/admin/").content.decode()
     assert "Jobs" in body and "Queues" in body and "historys" not in body

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, InvalidQueryError, store
+from django_workhorse import Admin, InvalidQueryError, UnknownQueueError, store
 from tests.factories import (
     FailedJobFactory,
     ReadyJobFactory,
@@ -128,8 +128,22 @@ def test_a_paused_queue_hands_out_nothing_until_resumed():
     assert admin.resume_queue("pausable").message == "queue 'pausable' was already running"
 
 
+def test_pausing_or_resuming_an_unknown_queue_is_refused_with_the_known_ones():
+    for act in (Admin().pause_queue, Admin().resume_queue):
+        with pytest.raises(UnknownQueueError, match=r"unknown queue 'pausible'.*known: .*default"):
+            act("pausible")
+    assert Admin().queue_names() == []
+
+
+def test_a_queue_that_only_the_database_knows_can_be_paused():
+    ReadyJobFactory(queue="stored-only")  # enqueued by code this process does not import
+    assert Admin().pause_queue("stored-only").status == "changed"
+    assert Admin().resume_queue("stored-only").status == "changed"
+
+
 @pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 def test_resume_wakes_listening_workers_at_once(pg_connect):
+    ReadyJobFactory(queue="wake-me")
     listener = pg_connect()
     listener.execute('LISTEN "workhorse:wake-me"')
     Admin().pause_queue("wake-me")
