@@ -194,7 +194,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 71d9967e625690f5
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 4224b6b8ad97f6a7
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 e0df63faafe92a60
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 1ecdb2e07fbcbb9a
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
@@ -220,7 +220,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
---   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 54da9e14e16a66b9
+--   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 f652645a4156c73c
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
