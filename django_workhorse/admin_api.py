@@ -580,22 +580,51 @@ class Admin:
 
     # -- actions ------------------------------------------------------------
 
-    def _act(self, call: Callable[..., tuple[Any, Any]], *args: Any) -> tuple[Any, Any]:
-        """``(status, state)`` of one SQL action, in a transaction of its own."""
+    def _act(self, call: Callable[..., tuple[Any, ...]], *args: Any) -> tuple[Any, ...]:
+        """The row of one SQL action (status, state, ...), in a transaction of its own."""
         with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
             return call(db, *args)
 
-    def retry(self, job_id: int, reason: str | None = None) -> ActionResult:
+    def retry(
+        self, job_id: int, reason: str | None = None, *, ignore_dependencies: bool = False
+    ) -> ActionResult:
         """Run a failed or canceled job again with a fresh attempt budget; its
-        history stays and a 'retried' event is recorded."""
+        history stays and a 'retried' event is recorded.
+
+        A job with prerequisites is judged again by its dependency policy
+        against them as they are now: it waits (state 'blocked') for those
+        still live, runs ('ready') when the policy is met already, and is
+        refused (status 'unchanged', the message naming the prerequisite)
+        when the policy can no longer be met, for instance all_succeeded with
+        a failed prerequisite: retry that one first. ``ignore_dependencies``
+        runs it now whatever its prerequisites are doing."""
         job_id = _check_job_id(job_id)
-        status, state = self._act(store.retry_job, job_id, _check_reason(reason))
-        messages = {
-            "changed": f"job #{job_id} is ready to run again with a fresh attempt budget",
-            "unchanged": f"job #{job_id} is {state}: only failed or canceled jobs can be retried",
-            "unknown": f"there is no job #{job_id}",
-        }
-        return ActionResult("retry", job_id, status, state, messages[status])
+        if not isinstance(ignore_dependencies, bool):
+            raise InvalidQueryError(
+                f"ignore_dependencies must be True or False, got {ignore_dependencies!r:.40}"
+            )
+        status, state, prerequisite, prerequisite_state = self._act(
+            store.retry_job, job_id, _check_reason(reason), ignore_dependencies
+        )
+        if status == "changed" and state == "blocked":
+            message = (
+                f"job #{job_id} will run again with a fresh attempt budget once its "
+                "prerequisites still running end as its dependency policy needs (blocked)"
+            )
+        elif status == "changed":
+            message = f"job #{job_id} is ready to run again with a fresh attempt budget"
+        elif status == "unchanged" and prerequisite is not None:
+            message = (
+                f"job #{job_id} stays {state}: its dependency policy can no longer be met, "
+                f"as its prerequisite job #{prerequisite} ended {prerequisite_state}; retry job "
+                f"#{prerequisite} first (the dependent then waits for it), or retry with "
+                "ignore_dependencies=True to run it regardless"
+            )
+        elif status == "unchanged":
+            message = f"job #{job_id} is {state}: only failed or canceled jobs can be retried"
+        else:
+            message = f"there is no job #{job_id}"
+        return ActionResult("retry", job_id, status, state, message)
 
     def promote(self, job_id: int) -> ActionResult:
         """Make a scheduled job ready now."""

@@ -671,10 +671,15 @@ def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:
     return _dict_rows(cursor)
 
 
-def retry_job(cursor: Cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
-    """``(status, state)`` from ``workhorse_retry_v1``."""
-    cursor.execute("SELECT * FROM workhorse_retry_v1(%s, %s)", [job_id, reason])
-    return cast("tuple[str, str | None]", cursor.fetchone())
+def retry_job(
+    cursor: Cursor, job_id: int, reason: str | None, ignore_dependencies: bool = False
+) -> tuple[str, str | None, int | None, str | None]:
+    """``(status, state, prerequisite, prerequisite_state)`` from
+    ``workhorse_retry_v1``; the prerequisite is the one that refused it."""
+    cursor.execute(
+        "SELECT * FROM workhorse_retry_v1(%s, %s, %s)", [job_id, reason, ignore_dependencies]
+    )
+    return cast("tuple[str, str | None, int | None, str | None]", cursor.fetchone())
 
 
 def promote_job(cursor: Cursor, job_id: int) -> tuple[str, str | None]:

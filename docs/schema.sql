@@ -184,6 +184,7 @@ CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree
 CREATE SEQUENCE workhorse_attempt_history_id_seq;
 CREATE SEQUENCE workhorse_job_event_id_seq;
 CREATE SEQUENCE workhorse_job_id_seq;
+CREATE SEQUENCE workhorse_job_life_seq;
 
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 e8a94957ae10c16e
@@ -235,8 +236,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 43742989c3fcf0af
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 f15fe0532e5dae6d
--- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 5d99102624384f8a
+-- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text, p_ignore_dependencies boolean)
+--   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql -- body sha256 94685335ce357cf7
 -- FUNCTION workhorse_schedule_due_v1()
 --   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone) LANGUAGE sql -- body sha256 31d2abf4ac74b30e
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)

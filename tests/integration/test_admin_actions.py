@@ -160,3 +160,30 @@ def test_a_bad_queue_name_or_job_id_is_a_clear_error():
         Admin().pause_queue("bad name\n")
     with pytest.raises(InvalidQueryError, match="whole number"):
         Admin().retry(-1)
+
+
+def test_a_retried_job_fence_stays_past_its_earlier_claims_when_their_history_is_gone():
+    job = ReadyJobFactory(max_attempts=1)
+    with connection.cursor() as cursor:
+        # Two claims given back at shutdown, then one that fails for good:
+        # the attempt count is 1, the fence 3.
+        for _ in range(2):
+            (run,) = store.claim_many(cursor, "w-old", [job.queue], [1], 30)
+            assert store.release_many(cursor, "w-old", [job.id], [run.fence])[0][1]
+        (last,) = store.claim_many(cursor, "w-old", [job.queue], [1], 30)
+        (failed,) = store.fail_many(
+            cursor, "w-old", [job.id], [last.fence], ['{"type": "E"}'], ["failed"], [False], [None]
+        )
+        assert failed.ok and not failed.will_retry
+        # Retention has dropped the history of those claims.
+        cursor.execute("DELETE FROM workhorse_job_event WHERE job_id = %s", [job.id])
+        cursor.execute("DELETE FROM workhorse_attempt_history WHERE job_id = %s", [job.id])
+
+        assert Admin().retry(job.id).changed
+        fences = []
+        for _ in range(3):
+            (again,) = store.claim_many(cursor, "w-old", [job.queue], [1], 30)
+            fences.append(again.fence)
+            assert store.release_many(cursor, "w-old", [job.id], [again.fence])[0][1]
+
+    assert fences[0] > last.fence and fences == sorted(set(fences))
