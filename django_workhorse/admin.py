@@ -47,6 +47,13 @@ def _report(request: HttpRequest, result: admin_api.ActionResult) -> None:
     messages.add_message(request, _LEVEL.get(result.status, messages.ERROR), result.message)
 
 
+def _username(request: HttpRequest) -> str | None:
+    """Who acts, for the records of a cancel: the user's username, if any."""
+    user = getattr(request, "user", None)
+    name = user.get_username() if user is not None and user.is_authenticated else ""
+    return name[:255] or None
+
+
 def _job_id(raw: str) -> int:
     """A job id from a URL or form, or Http404: a malformed id names no job."""
     if not raw.isascii() or not raw.isdigit() or len(raw) > 19:
@@ -284,7 +291,7 @@ class JobAdmin(OperatorAdmin):
         elif action == "promote":
             _report(request, service.promote(job_id))
         elif action == "cancel":
-            _report(request, service.cancel(job_id))
+            _report(request, service.cancel(job_id, by=_username(request)))
         else:
             messages.error(request, f"unknown action {action!r:.40}: use retry, promote or cancel")
         return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
@@ -311,7 +318,7 @@ class JobAdmin(OperatorAdmin):
         if not ids:
             messages.warning(request, "select at least one job")
             return HttpResponseRedirect(target)
-        results = self.service().bulk(action, ids[:PAGE_SIZE])
+        results = self.service().bulk(action, ids[:PAGE_SIZE], by=_username(request))
         done = [r for r in results if r.changed]
         if done:
             verb = "retried" if action == "retry" else "canceled"

@@ -637,8 +637,11 @@ class Admin:
         }
         return ActionResult("promote", job_id, status, state, messages[status])
 
-    def cancel(self, job_id: int, reason: str | None = None) -> ActionResult:
-        """Cancel a job.
+    def cancel(
+        self, job_id: int, reason: str | None = None, *, by: str | None = None
+    ) -> ActionResult:
+        """Cancel a job; ``by`` names who asked (the Django admin passes the
+        user's username), ``reason`` says why.
 
         A blocked, scheduled or ready job ends 'canceled' at once (status
         'changed'). A running job is flagged and its worker told (status
@@ -648,9 +651,13 @@ class Admin:
         its worker hears of the cancel keeps its result. A job already
         finished is left as it is (status 'unchanged', state saying how it
         ended).
+
+        The envelope of a job canceled at once holds ``reason``, ``by`` and
+        ``at`` (the database's time of the cancel); for a running job they
+        are kept in its ``cancel_requested`` event.
         """
         job_id = _check_job_id(job_id)
-        status, state = self._act(store.cancel_job, job_id, _check_reason(reason))
+        status, state = self._act(store.cancel_job, job_id, _check_reason(reason), _check_by(by))
         messages = {
             "changed": f"job #{job_id} is canceled",
             "requested": (
@@ -687,12 +694,24 @@ class Admin:
         )
         return ActionResult("pause" if paused else "resume", name, status, word, message)
 
-    def bulk(self, action: str, job_ids: Sequence[int]) -> list[ActionResult]:
-        """``retry`` or ``cancel`` each job; one result per job, in order."""
+    def bulk(
+        self, action: str, job_ids: Sequence[int], *, by: str | None = None
+    ) -> list[ActionResult]:
+        """``retry`` or ``cancel`` each job; one result per job, in order.
+        ``by`` is passed to each cancel."""
         if action not in ("retry", "cancel"):
             raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r:.40}")
-        method = self.retry if action == "retry" else self.cancel
-        return [method(job_id) for job_id in job_ids]
+        if action == "retry":
+            return [self.retry(job_id) for job_id in job_ids]
+        return [self.cancel(job_id, by=by) for job_id in job_ids]
+
+
+def _check_by(by: object) -> str | None:
+    if by is None:
+        return None
+    if not isinstance(by, str) or not 1 <= len(by) <= 255 or "\x00" in by:
+        raise InvalidQueryError("by is a string of 1 to 255 characters without NUL, or None")
+    return by
 
 
 def _check_reason(reason: object) -> str | None:

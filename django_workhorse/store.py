@@ -688,10 +688,12 @@ def promote_job(cursor: Cursor, job_id: int) -> tuple[str, str | None]:
     return cast("tuple[str, str | None]", cursor.fetchone())
 
 
-def cancel_job(cursor: Cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
+def cancel_job(
+    cursor: Cursor, job_id: int, reason: str | None, by: str | None = None
+) -> tuple[str, str | None]:
     """``(status, state)`` from ``workhorse_cancel_v1``: 'changed', 'requested'
     (a running job's worker was asked), 'unchanged' or 'unknown'."""
-    cursor.execute("SELECT * FROM workhorse_cancel_v1(%s, %s)", [job_id, reason])
+    cursor.execute("SELECT * FROM workhorse_cancel_v1(%s, %s, %s)", [job_id, reason, by])
     return cast("tuple[str, str | None]", cursor.fetchone())
 
 

@@ -215,6 +215,21 @@ def test_cancel_of_a_running_job_from_the_admin_asks_its_worker(operator_client)
     assert (snapshot.state, snapshot.cancel_requested) == ("active", True)
 
 
+def test_a_cancel_from_the_admin_records_the_operator(operator_client):
+    ready, running, bulk = ReadyJobFactory(), ActiveJobFactory(), ReadyJobFactory()
+
+    operator_client.post(f"{JOBS}{ready.id}/act/", {"action": "cancel"})
+    operator_client.post(f"{JOBS}{running.id}/act/", {"action": "cancel"})
+    operator_client.post(f"{JOBS}act/", {"action": "cancel", "job": [bulk.id]})
+
+    assert Admin().get_job(ready.id).error["by"] == "operator"
+    assert Admin().get_job(bulk.id).error["by"] == "operator"
+    requested = [
+        e for e in Admin().get_job_timeline(running.id).items if e.kind == "cancel_requested"
+    ]
+    assert [e.data["by"] for e in requested] == ["operator"]
+
+
 def test_bulk_retry_and_cancel_act_where_the_state_allows(operator_client):
     failed, ready, done = FailedJobFactory(), ReadyJobFactory(), SucceededJobFactory()
 

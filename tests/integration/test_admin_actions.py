@@ -4,12 +4,14 @@ what it did, keeps one runtime row xor one outcome row, and records an event."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from django.db import connection
 
 from django_workhorse import Admin, InvalidQueryError, UnknownQueueError, store
 from tests.factories import (
+    ActiveJobFactory,
     FailedJobFactory,
     ReadyJobFactory,
     ScheduledJobFactory,
@@ -99,6 +101,39 @@ def test_cancel_of_a_waiting_job_ends_it_canceled_with_an_envelope_and_an_event(
     error = json.loads(outcome["error"])
     assert (error["type"], error["reason"]) == ("JobCancelled", "customer left")
     assert rows["events"][-1]["kind"] == "canceled"
+
+
+def test_a_cancel_envelope_says_when_and_by_whom(db_rows):
+    job, anonymous = ReadyJobFactory(), ScheduledJobFactory()
+
+    Admin().cancel(job.id, reason="duplicate", by="alice")
+    Admin().cancel(anonymous.id)
+
+    rows = db_rows.of_job(job.id)
+    (outcome,) = rows["outcome"]
+    error = json.loads(outcome["error"])
+    assert (error["by"], error["reason"], error["state_before"]) == ("alice", "duplicate", "ready")
+    # The database's time of the cancel: the outcome's own finish time.
+    assert datetime.fromisoformat(error["at"]) == outcome["finished_at"]
+    assert json.loads(rows["events"][-1]["data"])["by"] == "alice"
+    (unnamed,) = db_rows.of_job(anonymous.id)["outcome"]
+    assert "by" not in json.loads(unnamed["error"]) and "at" in json.loads(unnamed["error"])
+
+
+def test_the_cancel_request_of_a_running_job_records_by_whom(db_rows):
+    job = ActiveJobFactory()
+
+    assert Admin().cancel(job.id, reason="stop", by="bob").status == "requested"
+
+    requested = db_rows.of_job(job.id)["events"][-1]
+    assert requested["kind"] == "cancel_requested"
+    assert json.loads(requested["data"]) == {"reason": "stop", "by": "bob"}
+
+
+@pytest.mark.parametrize("by", ["", "x" * 256, "a\x00b", 7])
+def test_a_bad_by_is_a_clear_error(by):
+    with pytest.raises(InvalidQueryError, match="by is a string"):
+        Admin().cancel(ReadyJobFactory().id, by=by)
 
 
 def test_cancel_of_a_finished_job_reports_how_it_finished(db_rows):
