@@ -13,7 +13,7 @@ arrives while the worker is shutting down ends the job canceled, not ready.
 from __future__ import annotations
 
 import signal
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection, transaction
@@ -75,7 +75,7 @@ def cancel_unheard(job_id: int, wait_until) -> None:
             if cursor.fetchone()[0]:
                 transaction.set_rollback(True)
                 return False  # it came back already: cut again
-            assert Admin().cancel(job_id, reason="not heard").status == "requested"
+            assert Admin().cancel(job_id, reason="not heard", by="ops").status == "requested"
         return True
 
     wait_until(cut_then_cancel, timeout=30, what="a cancel committed with no listener")
@@ -119,6 +119,13 @@ def cancel_then_end(job_id: int) -> tuple:
     return asked, JobOutcome.objects.get(job_id=job_id).finished_at
 
 
+def assert_says_who_and_when(job_id: int, asked) -> None:
+    """The worker's ack carries the cancel request's by and at."""
+    error = JobOutcome.objects.get(job_id=job_id).error
+    assert error["type"] == "django_workhorse.exceptions.JobCancelled"
+    assert (error["by"], datetime.fromisoformat(error["at"])) == ("ops", asked)
+
+
 def assert_slots_right(kind: str, wait_until) -> None:
     """Both slots free again, or, while a stuck thread holds one, exactly one."""
     if kind == "stuck":
@@ -150,7 +157,7 @@ def test_a_cancel_told_by_notification_ends_the_running_job_canceled(
     job = HANDLERS[kind].enqueue()
     wait_until(lambda: started(job.id), timeout=30, what="the handler to start")
 
-    assert Admin().cancel(job.id, reason="by notification").status == "requested"
+    assert Admin().cancel(job.id, reason="by notification", by="ops").status == "requested"
 
     wait_until(lambda: state(job.id) == "canceled", timeout=60, what="the job to end canceled")
     assert_canceled_once(job.id, "by notification")
@@ -158,6 +165,7 @@ def test_a_cancel_told_by_notification_ends_the_running_job_canceled(
     # after it started: the job ended before any heartbeat could have told
     # its worker, so the notification did.
     asked, ended = cancel_then_end(job.id)
+    assert_says_who_and_when(job.id, asked)
     first_beat = before_start + timedelta(seconds=BY_NOTIFICATION["LOCK_RENEW_INTERVAL"])
     assert before_start < asked <= ended < first_beat
     assert_slots_right(kind, wait_until)
@@ -179,6 +187,7 @@ def test_a_cancel_told_by_the_heartbeat_ends_the_running_job_canceled(
     assert_canceled_once(job.id, "not heard")
     asked, ended = cancel_then_end(job.id)
     assert asked <= ended
+    assert_says_who_and_when(job.id, asked)
     assert_slots_right(kind, wait_until)
     assert worker.stop() == 0
     assert "cancel requested (told by the heartbeat)" in worker.stderr
