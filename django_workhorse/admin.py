@@ -25,7 +25,7 @@ from django.views.decorators.http import require_POST
 
 from . import admin_api
 from .admin_api import STATES, Admin, QueueStats
-from .exceptions import InvalidQueryError
+from .exceptions import InvalidQueryError, UnknownQueueError
 from .models import Job, Queue
 
 PAGE_SIZE = 50
@@ -46,6 +46,13 @@ _LEVEL = {
 
 def _report(request: HttpRequest, result: admin_api.ActionResult) -> None:
     messages.add_message(request, _LEVEL.get(result.status, messages.ERROR), result.message)
+
+
+def _username(request: HttpRequest) -> str | None:
+    """Who acts, for the records of a cancel: the user's username, if any."""
+    user = getattr(request, "user", None)
+    name = user.get_username() if user is not None and user.is_authenticated else ""
+    return name[:255] or None
 
 
 def _job_id(raw: str) -> int:
@@ -300,7 +307,7 @@ class JobAdmin(OperatorAdmin):
         elif action == "promote":
             _report(request, service.promote(job_id))
         elif action == "cancel":
-            _report(request, service.cancel(job_id))
+            _report(request, service.cancel(job_id, by=_username(request)))
         else:
             messages.error(request, f"unknown action {action!r:.40}: use retry, promote or cancel")
         return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
@@ -334,7 +341,7 @@ class JobAdmin(OperatorAdmin):
                 "nothing was done, select fewer",
             )
             return HttpResponseRedirect(target)
-        results = self.service().bulk(action, ids)
+        results = self.service().bulk(action, ids, by=_username(request))
         done = [r for r in results if r.changed]
         if done:
             verb = "retried" if action == "retry" else "canceled"
@@ -418,6 +425,6 @@ class QueueAdmin(OperatorAdmin):
                 _report(request, service.resume_queue(name))
             else:
                 messages.error(request, f"unknown action {action!r:.40}: use pause or resume")
-        except InvalidQueryError as exc:
+        except (InvalidQueryError, UnknownQueueError) as exc:
             messages.error(request, str(exc))
         return HttpResponseRedirect(reverse("admin:django_workhorse_queue_changelist"))

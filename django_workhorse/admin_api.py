@@ -357,17 +357,16 @@ class Admin:
         call states the whole policy. The claim enforces both; idle workers
         are woken. Returns the limits in force and whether they ``changed``.
 
-        Raises UnknownQueueError for a queue no registered job uses that
-        ``WORKHORSE['QUEUES']`` does not name and that has no policy row,
-        and InvalidQueueLimitError for a bad value. A worker that starts
+        Raises UnknownQueueError for a queue neither this code nor this
+        database knows (no job registered for this database uses it,
+        ``WORKHORSE['QUEUES']`` does not name it, it has no policy row and no
+        job of it is stored), and InvalidQueueLimitError for a bad value. A worker that starts
         with limits in ``WORKHORSE['QUEUES'][name]`` sets those instead.
         """
         from django.db import transaction
 
         from .conf import duration_seconds, queue_limit_problems
         from .exceptions import InvalidQueueLimitError, UnknownQueueError
-        from .models import Queue
-        from .worker.options import known_queues
 
         if problem := queue_name_problem(name):
             raise UnknownQueueError(problem)
@@ -375,16 +374,34 @@ class Admin:
         if problems:
             text = "; ".join(problems).replace("'global_concurrency'", "concurrency")
             raise InvalidQueueLimitError(f"queue {name!r}: {text}")
-        known = known_queues(self.using, get_settings())
-        if name not in known and not Queue.objects.using(self.using).filter(name=name).exists():
-            raise UnknownQueueError(
-                f"unknown queue {name!r}: no job registered for database {self.using!r} uses it, "
-                f"WORKHORSE['QUEUES'] does not name it and it has no policy yet "
-                f"(known: {', '.join(known) or 'none'})"
-            )
+        self._require_known_queue(name)
         seconds = duration_seconds(period) if period is not None else None
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
             return store.set_queue_limits(cursor, name, concurrency, rate, seconds)
+
+    def _require_known_queue(self, name: str) -> None:
+        """Raise UnknownQueueError unless ``name`` is a queue this code or this
+        database knows: a job registered for this database uses it,
+        ``WORKHORSE['QUEUES']`` names it, it has a policy row (it was paused
+        or limited before), or the database holds a job of it. A queue can be
+        known before any job was enqueued on it; a typo is not known at all."""
+        from .exceptions import UnknownQueueError
+        from .models import JobQuery, Queue
+        from .worker.options import known_queues
+
+        known = known_queues(self.using, get_settings())
+        if name in known:
+            return
+        if Queue.objects.using(self.using).filter(name=name).exists():
+            return
+        if JobQuery.objects.using(self.using).filter(queue=name).exists():
+            return
+        raise UnknownQueueError(
+            f"unknown queue {name!r}: no job registered for database {self.using!r} uses it, "
+            f"WORKHORSE['QUEUES'] does not name it, it has no policy yet and no job of it is "
+            f"stored (known: {', '.join(known) or 'none'}); check the name, or declare the "
+            f"queue in WORKHORSE['QUEUES']"
+        )
 
     def get_job_timeline(
         self, job_id: int, cursor: str | None = None, limit: int = 100
@@ -563,22 +580,51 @@ class Admin:
 
     # -- actions ------------------------------------------------------------
 
-    def _act(self, call: Callable[..., tuple[Any, Any]], *args: Any) -> tuple[Any, Any]:
-        """``(status, state)`` of one SQL action, in a transaction of its own."""
+    def _act(self, call: Callable[..., tuple[Any, ...]], *args: Any) -> tuple[Any, ...]:
+        """The row of one SQL action (status, state, ...), in a transaction of its own."""
         with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
             return call(db, *args)
 
-    def retry(self, job_id: int, reason: str | None = None) -> ActionResult:
+    def retry(
+        self, job_id: int, reason: str | None = None, *, ignore_dependencies: bool = False
+    ) -> ActionResult:
         """Run a failed or canceled job again with a fresh attempt budget; its
-        history stays and a 'retried' event is recorded."""
+        history stays and a 'retried' event is recorded.
+
+        A job with prerequisites is judged again by its dependency policy
+        against them as they are now: it waits (state 'blocked') for those
+        still live, runs ('ready') when the policy is met already, and is
+        refused (status 'unchanged', the message naming the prerequisite)
+        when the policy can no longer be met, for instance all_succeeded with
+        a failed prerequisite: retry that one first. ``ignore_dependencies``
+        runs it now whatever its prerequisites are doing."""
         job_id = _check_job_id(job_id)
-        status, state = self._act(store.retry_job, job_id, _check_reason(reason))
-        messages = {
-            "changed": f"job #{job_id} is ready to run again with a fresh attempt budget",
-            "unchanged": f"job #{job_id} is {state}: only failed or canceled jobs can be retried",
-            "unknown": f"there is no job #{job_id}",
-        }
-        return ActionResult("retry", job_id, status, state, messages[status])
+        if not isinstance(ignore_dependencies, bool):
+            raise InvalidQueryError(
+                f"ignore_dependencies must be True or False, got {ignore_dependencies!r:.40}"
+            )
+        status, state, prerequisite, prerequisite_state = self._act(
+            store.retry_job, job_id, _check_reason(reason), ignore_dependencies
+        )
+        if status == "changed" and state == "blocked":
+            message = (
+                f"job #{job_id} will run again with a fresh attempt budget once its "
+                "prerequisites still running end as its dependency policy needs (blocked)"
+            )
+        elif status == "changed":
+            message = f"job #{job_id} is ready to run again with a fresh attempt budget"
+        elif status == "unchanged" and prerequisite is not None:
+            message = (
+                f"job #{job_id} stays {state}: its dependency policy can no longer be met, "
+                f"as its prerequisite job #{prerequisite} ended {prerequisite_state}; retry job "
+                f"#{prerequisite} first (the dependent then waits for it), or retry with "
+                "ignore_dependencies=True to run it regardless"
+            )
+        elif status == "unchanged":
+            message = f"job #{job_id} is {state}: only failed or canceled jobs can be retried"
+        else:
+            message = f"there is no job #{job_id}"
+        return ActionResult("retry", job_id, status, state, message)
 
     def promote(self, job_id: int) -> ActionResult:
         """Make a scheduled job ready now."""
@@ -591,8 +637,11 @@ class Admin:
         }
         return ActionResult("promote", job_id, status, state, messages[status])
 
-    def cancel(self, job_id: int, reason: str | None = None) -> ActionResult:
-        """Cancel a job.
+    def cancel(
+        self, job_id: int, reason: str | None = None, *, by: str | None = None
+    ) -> ActionResult:
+        """Cancel a job; ``by`` names who asked (the Django admin passes the
+        user's username), ``reason`` says why.
 
         A blocked, scheduled or ready job ends 'canceled' at once (status
         'changed'). A running job is flagged and its worker told (status
@@ -602,9 +651,13 @@ class Admin:
         its worker hears of the cancel keeps its result. A job already
         finished is left as it is (status 'unchanged', state saying how it
         ended).
+
+        The envelope of a job canceled at once holds ``reason``, ``by`` and
+        ``at`` (the database's time of the cancel); for a running job they
+        are kept in its ``cancel_requested`` event.
         """
         job_id = _check_job_id(job_id)
-        status, state = self._act(store.cancel_job, job_id, _check_reason(reason))
+        status, state = self._act(store.cancel_job, job_id, _check_reason(reason), _check_by(by))
         messages = {
             "changed": f"job #{job_id} is canceled",
             "requested": (
@@ -617,15 +670,21 @@ class Admin:
         return ActionResult("cancel", job_id, status, state, messages[status])
 
     def pause_queue(self, name: str) -> ActionResult:
-        """Stop workers claiming from ``name``; running jobs finish."""
+        """Stop workers claiming from ``name``; running jobs finish.
+
+        Raises UnknownQueueError for a queue neither this code nor this
+        database knows (the rule of ``set_queue_limits``), so that a typo is
+        refused rather than answered "paused"."""
         return self._set_paused(name, True)
 
     def resume_queue(self, name: str) -> ActionResult:
-        """Let workers claim from ``name`` again, waking idle ones at once."""
+        """Let workers claim from ``name`` again, waking idle ones at once;
+        UnknownQueueError as ``pause_queue``."""
         return self._set_paused(name, False)
 
     def _set_paused(self, name: str, paused: bool) -> ActionResult:
         name = check_queue_name(name)
+        self._require_known_queue(name)
         status, now_paused = self._act(store.set_queue_paused, name, paused)
         word = "paused" if now_paused else "running"
         message = (
@@ -635,12 +694,24 @@ class Admin:
         )
         return ActionResult("pause" if paused else "resume", name, status, word, message)
 
-    def bulk(self, action: str, job_ids: Sequence[int]) -> list[ActionResult]:
-        """``retry`` or ``cancel`` each job; one result per job, in order."""
+    def bulk(
+        self, action: str, job_ids: Sequence[int], *, by: str | None = None
+    ) -> list[ActionResult]:
+        """``retry`` or ``cancel`` each job; one result per job, in order.
+        ``by`` is passed to each cancel."""
         if action not in ("retry", "cancel"):
             raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r:.40}")
-        method = self.retry if action == "retry" else self.cancel
-        return [method(job_id) for job_id in job_ids]
+        if action == "retry":
+            return [self.retry(job_id) for job_id in job_ids]
+        return [self.cancel(job_id, by=by) for job_id in job_ids]
+
+
+def _check_by(by: object) -> str | None:
+    if by is None:
+        return None
+    if not isinstance(by, str) or not 1 <= len(by) <= 255 or "\x00" in by:
+        raise InvalidQueryError("by is a string of 1 to 255 characters without NUL, or None")
+    return by
 
 
 def _check_reason(reason: object) -> str | None:

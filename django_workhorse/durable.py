@@ -8,6 +8,8 @@ by ``workhorse_checkpoint_v1`` under the run's (owner, fence) before the
 handler goes on. A sleep not yet taken ends the run: the worker records it
 (``workhorse_sleep_many_v1``) and the job waits, holding no slot, until its
 wake time; on the run after the wake-up the same sleep returns at once.
+Once the run heard of a cancel, every checkpoint and sleep raises
+``JobCancelled``, a replayed one too.
 
 Every check on the caller's input happens before any SQL, and a refused
 input writes nothing. Async handlers read and write through
@@ -183,9 +185,11 @@ def checkpoint(ctx: JobContext, name: str, fn: Callable[[], T]) -> T:
         )
     journal = _load(ctx)
     row = _replay(ctx, journal, CHECKPOINT, name)
+    # A cancel heard before this point ends the run here, replay or not: a
+    # recorded stage must not carry a cancelled run on to the next one.
+    ctx.raise_if_cancelled()
     if row is not None:
         return cast(T, row.result)
-    ctx.raise_if_cancelled()
     value = fn()
     _write(ctx, journal, name, _encode(ctx, name, value))
     return value
@@ -202,9 +206,9 @@ async def acheckpoint(ctx: JobContext, name: str, afn: Callable[[], Awaitable[T]
     if journal is None:
         journal = await sync_to_async(_load)(ctx)
     row = _replay(ctx, journal, CHECKPOINT, name)
+    ctx.raise_if_cancelled()  # as in checkpoint(): before a replayed result too
     if row is not None:
         return cast(T, row.result)
-    ctx.raise_if_cancelled()
     value = await afn()
     encoded = _encode(ctx, name, value)
     await sync_to_async(_write)(ctx, journal, name, encoded)
@@ -238,9 +242,10 @@ def _wake(ctx: JobContext, what: str, name: str, when: object) -> SleepRequested
 def sleep(ctx: JobContext, name: str, when: float | timedelta | datetime) -> None:
     _check_call(ctx, "sleep", SLEEP, name)
     request = _wake(ctx, "sleep", name, when)
-    if _replay(ctx, _load(ctx), SLEEP, name) is not None:
+    replayed = _replay(ctx, _load(ctx), SLEEP, name) is not None
+    ctx.raise_if_cancelled()  # a sleep already taken returns only to a run not cancelled
+    if replayed:
         return
-    ctx.raise_if_cancelled()
     raise request
 
 
@@ -250,9 +255,10 @@ async def asleep(ctx: JobContext, name: str, when: float | timedelta | datetime)
     journal = ctx._journal
     if journal is None:
         journal = await sync_to_async(_load)(ctx)
-    if _replay(ctx, journal, SLEEP, name) is not None:
-        return
+    replayed = _replay(ctx, journal, SLEEP, name) is not None
     ctx.raise_if_cancelled()
+    if replayed:
+        return
     raise request
 
 

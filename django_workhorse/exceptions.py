@@ -67,7 +67,8 @@ class JobNotFoundError(WorkhorseError, LookupError):
 
 
 class UnknownQueueError(WorkhorseError, LookupError):
-    """A queue name that no registered job uses and ``WORKHORSE['QUEUES']`` does not name."""
+    """A queue name that no registered job uses, ``WORKHORSE['QUEUES']`` does not
+    name and the database has no policy or job of."""
 
 
 class InvalidQueueLimitError(WorkhorseError, ValueError):

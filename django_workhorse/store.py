@@ -164,6 +164,21 @@ def missing_jobs(cursor: Cursor, job_ids: Sequence[int]) -> list[int]:
     return [row[0] for row in cursor.fetchall()]
 
 
+def cancel_requests(cursor: Cursor, job_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Per job of ``job_ids`` with a recorded cancel request: who asked
+    (``by``, when known) and when (``at``), as the latest 'cancel_requested'
+    event says, in the JSON form the cancel envelopes use."""
+    cursor.execute(
+        "SELECT DISTINCT ON (e.job_id) e.job_id,"
+        " jsonb_strip_nulls(jsonb_build_object('by', e.data->'by', 'at', e.at))::text"
+        " FROM workhorse_job_event e"
+        " WHERE e.job_id = ANY (%s::bigint[]) AND e.kind = 'cancel_requested'"
+        " ORDER BY e.job_id, e.at DESC, e.id DESC",
+        [_ints(job_ids)],
+    )
+    return {row[0]: json.loads(row[1]) for row in cursor.fetchall()}
+
+
 def claim_many(
     cursor: Cursor,
     worker_id: str,
@@ -680,10 +695,15 @@ def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:
     return _dict_rows(cursor)
 
 
-def retry_job(cursor: Cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
-    """``(status, state)`` from ``workhorse_retry_v1``."""
-    cursor.execute("SELECT * FROM workhorse_retry_v1(%s, %s)", [job_id, reason])
-    return cast("tuple[str, str | None]", cursor.fetchone())
+def retry_job(
+    cursor: Cursor, job_id: int, reason: str | None, ignore_dependencies: bool = False
+) -> tuple[str, str | None, int | None, str | None]:
+    """``(status, state, prerequisite, prerequisite_state)`` from
+    ``workhorse_retry_v1``; the prerequisite is the one that refused it."""
+    cursor.execute(
+        "SELECT * FROM workhorse_retry_v1(%s, %s, %s)", [job_id, reason, ignore_dependencies]
+    )
+    return cast("tuple[str, str | None, int | None, str | None]", cursor.fetchone())
 
 
 def promote_job(cursor: Cursor, job_id: int) -> tuple[str, str | None]:
@@ -692,10 +712,12 @@ def promote_job(cursor: Cursor, job_id: int) -> tuple[str, str | None]:
     return cast("tuple[str, str | None]", cursor.fetchone())
 
 
-def cancel_job(cursor: Cursor, job_id: int, reason: str | None) -> tuple[str, str | None]:
+def cancel_job(
+    cursor: Cursor, job_id: int, reason: str | None, by: str | None = None
+) -> tuple[str, str | None]:
     """``(status, state)`` from ``workhorse_cancel_v1``: 'changed', 'requested'
     (a running job's worker was asked), 'unchanged' or 'unknown'."""
-    cursor.execute("SELECT * FROM workhorse_cancel_v1(%s, %s)", [job_id, reason])
+    cursor.execute("SELECT * FROM workhorse_cancel_v1(%s, %s, %s)", [job_id, reason, by])
     return cast("tuple[str, str | None]", cursor.fetchone())
 
 

@@ -184,17 +184,18 @@ CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree
 CREATE SEQUENCE workhorse_attempt_history_id_seq;
 CREATE SEQUENCE workhorse_job_event_id_seq;
 CREATE SEQUENCE workhorse_job_id_seq;
+CREATE SEQUENCE workhorse_job_life_seq;
 
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 e8a94957ae10c16e
--- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 62915dbc35a3ebc7
+-- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text, p_by text)
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 4d6fd79cc36fd912
 -- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
 --   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 10bbead34bfef8d1
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 71d9967e625690f5
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 4224b6b8ad97f6a7
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 e0df63faafe92a60
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 eb4747f3afa03f22
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
@@ -222,7 +223,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
---   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 54da9e14e16a66b9
+--   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 f652645a4156c73c
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
@@ -237,8 +238,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 43742989c3fcf0af
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 f15fe0532e5dae6d
--- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 5d99102624384f8a
+-- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text, p_ignore_dependencies boolean)
+--   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql -- body sha256 94685335ce357cf7
 -- FUNCTION workhorse_schedule_due_v1()
 --   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone) LANGUAGE sql -- body sha256 31d2abf4ac74b30e
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)

@@ -55,6 +55,12 @@ CREATE TABLE workhorse_job (
 );
 ALTER SEQUENCE workhorse_job_id_seq OWNED BY workhorse_job.id;
 
+-- One value per operator retry: the retried job's new life starts its fence
+-- at nextval * 2^32 (workhorse_retry_v1 says why that is past every fence
+-- it had). Not cached per session (CACHE 1, the default): a later retry of
+-- a job must draw a larger value, whichever session makes it.
+CREATE SEQUENCE workhorse_job_life_seq;
+
 -- An idempotency key names one job of a type for as long as the job row exists.
 CREATE UNIQUE INDEX workhorse_job_idempotency
     ON workhorse_job (name, idempotency_key) WHERE idempotency_key IS NOT NULL;

@@ -1,9 +1,11 @@
 -- An operator's cancel.
 --
 -- A blocked, scheduled or ready job becomes a 'canceled' outcome in this
--- transaction, with a cancellation envelope as its error and a 'canceled'
--- event; its blocked dependents are settled in this transaction
--- (workhorse_settle_dependents_v1).
+-- transaction, with a cancellation envelope as its error ({type, message,
+-- reason, by, at, state_before}: at is the database's now(), by and reason
+-- are the caller's and left out when NULL) and a 'canceled' event (with
+-- state_before, reason and by); its blocked dependents are settled in this
+-- transaction (workhorse_settle_dependents_v1).
 --
 -- A running (active) job is flagged (cancel_requested) and its worker is told
 -- on commit by a NOTIFY on the control channel 'workhorse_control', payload
@@ -14,14 +16,19 @@
 -- a cancel is never undone by putting the job back in line. A handler that
 -- finishes before its worker hears of the cancel keeps its result. A second
 -- cancel of a job still running asks again (and notifies again).
--- The reason is kept in a 'cancel_requested' event, and the worker's
--- canceled outcome carries it.
+-- The reason and by (who asked) are kept in a 'cancel_requested' event (its
+-- own at is when); the worker's canceled outcome carries the reason
+-- (workhorse_fail_many_v1 copies it from that event).
 --
 -- status: 'changed' (canceled now), 'requested' (active: its worker was
 -- asked), 'unchanged' (already terminal: state says how), 'unknown' (no such
 -- job).
-CREATE OR REPLACE FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text DEFAULT NULL)
-RETURNS TABLE (status text, state text)
+DROP FUNCTION IF EXISTS workhorse_cancel_v1(bigint, text);
+CREATE OR REPLACE FUNCTION workhorse_cancel_v1(
+    p_job_id bigint,
+    p_reason text DEFAULT NULL,
+    p_by text DEFAULT NULL
+) RETURNS TABLE (status text, state text)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_rt    workhorse_job_runtime%ROWTYPE;
@@ -38,7 +45,7 @@ BEGIN
         UPDATE workhorse_job_runtime rt SET cancel_requested = true WHERE rt.job_id = p_job_id;
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
         VALUES (p_job_id, 'cancel_requested', v_rt.attempt, v_rt.worker_id,
-                jsonb_strip_nulls(jsonb_build_object('reason', p_reason)));
+                jsonb_strip_nulls(jsonb_build_object('reason', p_reason, 'by', p_by)));
         PERFORM pg_notify('workhorse_control', jsonb_build_object(
             'action', 'cancel', 'job_id', p_job_id, 'worker', v_rt.worker_id,
             'fence', v_rt.fence)::text);
@@ -52,12 +59,14 @@ BEGIN
                 'type', 'JobCancelled',
                 'message', coalesce(p_reason, 'canceled by an operator'),
                 'reason', p_reason,
+                'by', p_by,
+                'at', now(),
                 'state_before', v_rt.state)),
             v_rt.attempt, v_rt.stall_count, now());
     INSERT INTO workhorse_job_event (job_id, kind, attempt, data)
     VALUES (p_job_id, 'canceled', v_rt.attempt,
             jsonb_strip_nulls(jsonb_build_object('state_before', v_rt.state,
-                                                 'reason', p_reason)));
+                                                 'reason', p_reason, 'by', p_by)));
     PERFORM workhorse_settle_dependents_v1(ARRAY[p_job_id]);
     RETURN QUERY SELECT 'changed'::text, 'canceled'::text;
 END;

@@ -2,8 +2,11 @@
 -- best first (higher priority, then earlier run_at, then enqueue order).
 -- Queue limits (concurrency, rate; see workhorse_set_queue_limits_v1) lower
 -- p_limits[i] further, for every worker alike. Due scheduled jobs of those
--- queues are promoted to ready in the same call, so no separate sweep is
--- needed for a job to become claimable. Paused queues
+-- queues are promoted to ready in the same call, up to p_limits[i] whatever
+-- room the limits leave (a promotion starts nothing), so no separate sweep is
+-- needed for a job to become claimable and a full queue does not keep due
+-- jobs scheduled (workhorse_next_run_at_v1 would report them due, and its
+-- idle workers claim again at once). Paused queues
 -- hand out nothing. Each claimed job gets the worker as owner, a lease of
 -- p_lease_seconds on the database clock and a fence one higher than before:
 -- every later write of this run must present (worker, fence).
@@ -25,6 +28,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_queues text[];
     v_limits integer[];
+    v_wanted integer[];
     v_ids    bigint[];
     v_q      record;
     v_i      integer;
@@ -47,6 +51,7 @@ BEGIN
     IF v_queues IS NULL THEN
         RETURN;
     END IF;
+    v_wanted := v_limits;
 
     -- Queue limits (the per-member queue-policy transition). A queue without
     -- limits pays this one probe of the small workhorse_queue table and
@@ -106,7 +111,7 @@ BEGIN
     ) THEN
     WITH due AS (
         SELECT s.job_id
-        FROM unnest(v_queues, v_limits) AS u(q, l)
+        FROM unnest(v_queues, v_wanted) AS u(q, l)
         CROSS JOIN LATERAL (
             SELECT rt.job_id FROM workhorse_job_runtime rt
             WHERE rt.state = 'scheduled' AND rt.queue = u.q AND rt.run_at <= now()

@@ -108,3 +108,35 @@ def slow_stage(seconds: float) -> None:
     ctx = workhorse.current_job()
     ctx.checkpoint("slow", lambda: time.sleep(seconds) or seconds)
     _run_record("after")
+
+
+@workhorse.job(queue="jobtests.replaycancel", max_attempts=2, backoff=workhorse.fixed(0.1))
+def replays_after_cancel(kind: str) -> str:
+    """Records a checkpoint (``kind`` "checkpoint") or takes a short sleep
+    ("sleep") in its first run, then fails that run. The next run waits
+    until its worker has heard of a cancel, without asking
+    ``raise_if_cancelled()``, and only then reaches the recorded stage
+    again: it records whether the replay went on ("<kind>:replayed") or
+    raised JobCancelled ("<kind>:cancelled")."""
+    ctx = workhorse.current_job()
+    if not _ran_before("first life"):
+        if kind == "checkpoint":
+            ctx.checkpoint("stage", lambda: "recorded")
+        else:
+            ctx.sleep("nap", 0)
+        _run_record("first life")
+        raise RuntimeError("the first life fails after its stage")
+    _run_record("second life")
+    deadline = time.monotonic() + 60
+    while not ctx.cancel_requested and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        if kind == "checkpoint":
+            ctx.checkpoint("stage", lambda: "ran again")
+        else:
+            ctx.sleep("nap", 0)
+    except workhorse.JobCancelled:
+        _run_record(f"{kind}:cancelled")
+        raise
+    _run_record(f"{kind}:replayed")
+    return "went on"

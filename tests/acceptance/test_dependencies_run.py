@@ -1,7 +1,8 @@
 """Job dependencies with real workers: a diamond runs in order (read from
 the database's event sequence), a failure
 cancels what depends on it (all the way down), the policies behave as
-documented, and fan-in and fan-out of 5,000 jobs release correctly while
+documented (after an operator's cancel of a ready or a scheduled
+prerequisite too), and fan-in and fan-out of 5,000 jobs release correctly while
 two workers drain them."""
 
 from __future__ import annotations
@@ -209,3 +210,48 @@ def test_fan_in_and_fan_out_of_5000_jobs_release_while_two_workers_drain(start_w
     assert fan_in_run[1] > last_prerequisite_end
     assert first_fan_out_start > runs([one.id])[one.id][2]
     assert fan_out_attempts == FAN
+
+
+def test_cancelling_a_ready_and_a_scheduled_prerequisite_settles_their_dependents(
+    start_worker, wait_until
+):
+    """The prerequisites wait in a queue no worker serves (one ready, one an
+    hour ahead); their dependents are in the worker's queue."""
+    worker = start_worker(*QUEUES)
+    held = record.options(queue="jobtests.held")
+    ready = held.enqueue(label="ready prerequisite")
+    scheduled = held.options(delay=3600).enqueue(label="scheduled prerequisite")
+    strict = record.options(depends_on=[ready]).enqueue(label="strict")
+    lenient = record.options(depends_on=[ready], dependency_policy="all_finished").enqueue(
+        label="lenient"
+    )
+    hopeful = record.options(depends_on=[scheduled], dependency_policy="any_succeeded").enqueue(
+        label="hopeful"
+    )
+    patient = record.options(depends_on=[scheduled], dependency_policy="all_finished").enqueue(
+        label="patient"
+    )
+    below = record.options(depends_on=[strict]).enqueue(label="below strict")
+    dependents = [strict.id, lenient.id, hopeful.id, patient.id, below.id]
+    assert {Admin().get_job(i).state for i in dependents} == {"blocked"}
+
+    assert Admin().cancel(ready.id, reason="not needed", by="ops").changed
+    assert Admin().cancel(scheduled.id, by="ops").changed
+
+    found = wait_until(all_terminal(dependents), timeout=60, what="every dependent to end")
+    assert worker.stop() == 0
+    assert {i: found[i][0] for i in dependents} == {
+        strict.id: "canceled",  # all_succeeded: a canceled prerequisite cancels it
+        lenient.id: "succeeded",  # all_finished: a cancel is an end; it ran
+        hopeful.id: "canceled",  # any_succeeded: its only prerequisite ended without success
+        patient.id: "succeeded",
+        below.id: "canceled",  # and so on down the graph
+    }
+    for job_id, cause in [(strict.id, ready.id), (hopeful.id, scheduled.id), (below.id, strict.id)]:
+        error = Admin().get_job(job_id).error
+        assert (error["prerequisite"], error["prerequisite_state"]) == (cause, "canceled")
+        assert found[job_id][1] is None  # never claimed
+    assert [Admin().get_job(i).error["state_before"] for i in (ready.id, scheduled.id)] == [
+        "ready",
+        "scheduled",
+    ]

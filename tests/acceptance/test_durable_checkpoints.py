@@ -1,12 +1,13 @@
 """Checkpoints in real workers: a completed stage never runs again after a
-crash, and a worker that lost its job cannot record a stage."""
+crash, a worker that lost its job cannot record a stage, and a recorded
+stage or sleep reached after a cancel raises JobCancelled."""
 
 from __future__ import annotations
 
 import signal
 
 import pytest
-from jobtests.durable_jobs import misuse, slow_stage, staged
+from jobtests.durable_jobs import misuse, replays_after_cancel, slow_stage, staged
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
@@ -140,3 +141,35 @@ def test_a_timed_out_run_cannot_record_its_stage_and_stops_there(start_worker, w
     )
     assert snapshot.checkpoints == ()
     assert runs(handle.id, "after") == []
+
+
+@pytest.mark.parametrize("kind", ["checkpoint", "sleep"])
+def test_a_replayed_stage_or_sleep_after_a_cancel_raises_job_cancelled(
+    kind, start_worker, wait_until
+):
+    worker = start_worker(
+        "--queues",
+        "jobtests.replaycancel",
+        settings={"LOCK_DURATION": 600, "LOCK_RENEW_INTERVAL": 300},
+    )
+    job = replays_after_cancel.enqueue(kind=kind)
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id=job.id, label="second life").exists(),
+        timeout=60,
+        what="the run after the failed one to start",
+    )
+
+    assert Admin().cancel(job.id, reason="replay").status == "requested"
+
+    # The handler only reaches its recorded stage once its worker heard of
+    # the cancel, and records what the replay did.
+    decided = RunRecord.objects.filter(job_id=job.id, label__startswith=f"{kind}:")
+    wait_until(decided.exists, timeout=60, what="the handler to reach its recorded stage")
+    assert list(decided.values_list("label", flat=True)) == [f"{kind}:cancelled"]
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=job.id).exists(),
+        timeout=60,
+        what="the job to end",
+    )
+    assert JobOutcome.objects.get(job_id=job.id).state == "canceled"
+    assert worker.stop() == 0

@@ -1,6 +1,8 @@
 """Queue limits hold for every worker at once: the claim enforces them in the
 database, so more workers or more slots never break them, and a worker killed
-while holding limited jobs gives its places back once recovery runs."""
+while holding limited jobs gives its places back once recovery runs. A
+worker of a limited queue that has no room waits for a finish or the rate
+window instead of claiming in a loop."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ import signal
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from jobtests.jobs import record, sleep
 from jobtests.models import RunRecord
 
 from django_workhorse.models import AttemptHistory, JobOutcome, JobRuntime
+from tests.acceptance.conftest import database_url
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -113,3 +117,61 @@ def test_a_sigkilled_worker_holding_limited_jobs_gives_its_places_back_after_rec
     assert sorted(active.values_list("worker_id", flat=True)) == [other.worker_id] * 2
     assert RunRecord.objects.filter(pid=other.pid).count() == 2
     other.kill()
+
+
+def claim_calls() -> int:
+    """Calls of the claim functions counted by the statistics collector, as
+    flushed so far by the sessions that made them (all of them once those
+    sessions closed)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions"
+            " WHERE funcname = 'workhorse_claim_many_v1'"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize("limit", ["concurrency", "rate"])
+def test_a_worker_of_a_full_limited_queue_with_due_jobs_waits_instead_of_claiming_in_a_loop(
+    limit, start_worker, wait_until
+):
+    """A queue that has no room (its one place taken, or its rate window
+    full) and due scheduled jobs: its idle worker has a free slot, but the
+    claim can start nothing until a finish (NOTIFY) or the window reopening
+    (an hour away) lets it, so the worker claims a few times, not once per
+    idle-wait floor (10 ms: some 200 times in two seconds)."""
+    queues = {
+        "concurrency": {LIMITED: {"concurrency": 2, "global_concurrency": 1}},
+        "rate": {LIMITED: {"concurrency": 2, "rate": 1, "period": 3600}},
+    }
+    counted = database_url(
+        options="-c synchronous_commit=off -c track_functions=pl"
+    )  # the claims of this worker's sessions are counted
+    worker = start_worker(
+        "--queues",
+        LIMITED,
+        settings={"QUEUES": queues[limit], "POLL_INTERVAL": 0.5, "SHUTDOWN_GRACE": 0.5},
+        env={"DATABASE_URL": counted},
+    )
+    first = sleep.options(queue=LIMITED).enqueue(seconds=3600 if limit == "concurrency" else 0)
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id=first.id).exists(),
+        timeout=30,
+        what="the job that takes the queue's room to start",
+    )
+    before = claim_calls()
+    due = [h.id for h in sleep.options(queue=LIMITED, delay=0.2).enqueue_many([{"seconds": 0}] * 3)]
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_sleep(2.2)")  # the jobs fall due; the worker has a free slot
+    assert worker.stop() == 0  # its sessions end and flush their counts
+
+    claims = claim_calls() - before
+    assert claims < 20, f"{claims} claims in two idle seconds"
+    # The claim promoted them all the same (a promotion starts nothing), and
+    # none ran.
+    assert (
+        list(JobRuntime.objects.filter(job_id__in=due).values_list("state", flat=True))
+        == ["ready"] * 3
+    )

@@ -13,6 +13,7 @@ arrives while the worker is shutting down ends the job canceled, not ready.
 from __future__ import annotations
 
 import signal
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection, transaction
@@ -27,8 +28,8 @@ from jobtests.jobs import (
 from jobtests.models import FailureCall, RunRecord
 
 from django_workhorse import Admin
-from django_workhorse.models import AttemptHistory, JobOutcome, JobRuntime
-from tests.helpers import cut_connections
+from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome, JobRuntime
+from tests.helpers import cut_connections, poll_until
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -74,7 +75,7 @@ def cancel_unheard(job_id: int, wait_until) -> None:
             if cursor.fetchone()[0]:
                 transaction.set_rollback(True)
                 return False  # it came back already: cut again
-            assert Admin().cancel(job_id, reason="not heard").status == "requested"
+            assert Admin().cancel(job_id, reason="not heard", by="ops").status == "requested"
         return True
 
     wait_until(cut_then_cancel, timeout=30, what="a cancel committed with no listener")
@@ -101,7 +102,28 @@ def assert_canceled_once(job_id: int, reason: str) -> None:
     assert [(a.attempt, a.outcome) for a in attempts] == [(1, "canceled")]
     assert RunRecord.objects.filter(job_id=job_id).count() == 1  # never run again
     hooked = FailureCall.objects.filter(job_id=job_id)
+    # The hook runs after the outcome is written: wait for its record.
+    poll_until(hooked.exists, timeout=30, interval=0.05, what="ON_JOB_CANCELED to be called")
     assert [(c.hook, c.exception_message) for c in hooked] == [("record_canceled", reason)]
+
+
+def database_now():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        return cursor.fetchone()[0]
+
+
+def cancel_then_end(job_id: int) -> tuple:
+    """When the cancel was asked (its event) and when the job ended canceled."""
+    asked = JobEvent.objects.get(job_id=job_id, kind="cancel_requested").at
+    return asked, JobOutcome.objects.get(job_id=job_id).finished_at
+
+
+def assert_says_who_and_when(job_id: int, asked) -> None:
+    """The worker's ack carries the cancel request's by and at."""
+    error = JobOutcome.objects.get(job_id=job_id).error
+    assert error["type"] == "django_workhorse.exceptions.JobCancelled"
+    assert (error["by"], datetime.fromisoformat(error["at"])) == ("ops", asked)
 
 
 def assert_slots_right(kind: str, wait_until) -> None:
@@ -130,14 +152,22 @@ def assert_slots_right(kind: str, wait_until) -> None:
 def test_a_cancel_told_by_notification_ends_the_running_job_canceled(
     kind, start_worker, wait_until
 ):
+    before_start = database_now()
     worker = start_worker(*QUEUE, settings=BY_NOTIFICATION)
     job = HANDLERS[kind].enqueue()
     wait_until(lambda: started(job.id), timeout=30, what="the handler to start")
 
-    assert Admin().cancel(job.id, reason="by notification").status == "requested"
+    assert Admin().cancel(job.id, reason="by notification", by="ops").status == "requested"
 
     wait_until(lambda: state(job.id) == "canceled", timeout=60, what="the job to end canceled")
     assert_canceled_once(job.id, "by notification")
+    # The worker's heartbeat renews for the first time LOCK_RENEW_INTERVAL
+    # after it started: the job ended before any heartbeat could have told
+    # its worker, so the notification did.
+    asked, ended = cancel_then_end(job.id)
+    assert_says_who_and_when(job.id, asked)
+    first_beat = before_start + timedelta(seconds=BY_NOTIFICATION["LOCK_RENEW_INTERVAL"])
+    assert before_start < asked <= ended < first_beat
     assert_slots_right(kind, wait_until)
     assert worker.stop() == 0
     assert "cancel requested (told by a notification)" in worker.stderr
@@ -155,6 +185,9 @@ def test_a_cancel_told_by_the_heartbeat_ends_the_running_job_canceled(
 
     wait_until(lambda: state(job.id) == "canceled", timeout=60, what="the job to end canceled")
     assert_canceled_once(job.id, "not heard")
+    asked, ended = cancel_then_end(job.id)
+    assert asked <= ended
+    assert_says_who_and_when(job.id, asked)
     assert_slots_right(kind, wait_until)
     assert worker.stop() == 0
     assert "cancel requested (told by the heartbeat)" in worker.stderr
@@ -213,7 +246,10 @@ def test_a_flagged_job_whose_worker_died_ends_canceled_at_its_recovery(start_wor
     wait_until(lambda: started(job.id), timeout=30, what="the handler to start")
     frozen.send(signal.SIGSTOP)  # it hears nothing of the cancel
     assert Admin().cancel(job.id, reason="worker frozen").status == "requested"
-    frozen.kill()
+    # SIGKILL while stopped: kill() would send SIGCONT first, and the worker,
+    # running again for a moment, could still hear the cancel and ack it.
+    frozen.send(signal.SIGKILL)
+    frozen.wait_exit(10)
 
     survivor = start_worker(*QUEUE, settings=settings, name="survivor")
 

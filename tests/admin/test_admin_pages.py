@@ -218,6 +218,21 @@ def test_cancel_of_a_running_job_from_the_admin_asks_its_worker(operator_client)
     assert (snapshot.state, snapshot.cancel_requested) == ("active", True)
 
 
+def test_a_cancel_from_the_admin_records_the_operator(operator_client):
+    ready, running, bulk = ReadyJobFactory(), ActiveJobFactory(), ReadyJobFactory()
+
+    operator_client.post(f"{JOBS}{ready.id}/act/", {"action": "cancel"})
+    operator_client.post(f"{JOBS}{running.id}/act/", {"action": "cancel"})
+    operator_client.post(f"{JOBS}act/", {"action": "cancel", "job": [bulk.id]})
+
+    assert Admin().get_job(ready.id).error["by"] == "operator"
+    assert Admin().get_job(bulk.id).error["by"] == "operator"
+    requested = [
+        e for e in Admin().get_job_timeline(running.id).items if e.kind == "cancel_requested"
+    ]
+    assert [e.data["by"] for e in requested] == ["operator"]
+
+
 def test_bulk_retry_and_cancel_act_where_the_state_allows(operator_client):
     failed, ready, done = FailedJobFactory(), ReadyJobFactory(), SucceededJobFactory()
 
@@ -324,6 +339,14 @@ def test_the_queues_page_stops_counting_at_its_limit_and_shows_the_queues_limits
 def test_bad_queue_actions_get_a_message(operator_client, data):
     response = operator_client.post(f"{QUEUES}act/", data, follow=True)
     assert response.status_code == 200 and texts(response)
+
+
+def test_pausing_an_unknown_queue_gets_a_message_naming_it(operator_client):
+    response = operator_client.post(
+        f"{QUEUES}act/", {"action": "pause", "queue": "dahs"}, follow=True
+    )
+    assert response.status_code == 200
+    assert any("unknown queue 'dahs'" in t for t in texts(response))
 
 
 def test_the_admin_index_lists_jobs_and_queues_only(operator_client):

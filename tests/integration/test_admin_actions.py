@@ -4,12 +4,14 @@ what it did, keeps one runtime row xor one outcome row, and records an event."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, InvalidQueryError, store
+from django_workhorse import Admin, InvalidQueryError, UnknownQueueError, store
 from tests.factories import (
+    ActiveJobFactory,
     FailedJobFactory,
     ReadyJobFactory,
     ScheduledJobFactory,
@@ -101,6 +103,39 @@ def test_cancel_of_a_waiting_job_ends_it_canceled_with_an_envelope_and_an_event(
     assert rows["events"][-1]["kind"] == "canceled"
 
 
+def test_a_cancel_envelope_says_when_and_by_whom(db_rows):
+    job, anonymous = ReadyJobFactory(), ScheduledJobFactory()
+
+    Admin().cancel(job.id, reason="duplicate", by="alice")
+    Admin().cancel(anonymous.id)
+
+    rows = db_rows.of_job(job.id)
+    (outcome,) = rows["outcome"]
+    error = json.loads(outcome["error"])
+    assert (error["by"], error["reason"], error["state_before"]) == ("alice", "duplicate", "ready")
+    # The database's time of the cancel: the outcome's own finish time.
+    assert datetime.fromisoformat(error["at"]) == outcome["finished_at"]
+    assert json.loads(rows["events"][-1]["data"])["by"] == "alice"
+    (unnamed,) = db_rows.of_job(anonymous.id)["outcome"]
+    assert "by" not in json.loads(unnamed["error"]) and "at" in json.loads(unnamed["error"])
+
+
+def test_the_cancel_request_of_a_running_job_records_by_whom(db_rows):
+    job = ActiveJobFactory()
+
+    assert Admin().cancel(job.id, reason="stop", by="bob").status == "requested"
+
+    requested = db_rows.of_job(job.id)["events"][-1]
+    assert requested["kind"] == "cancel_requested"
+    assert json.loads(requested["data"]) == {"reason": "stop", "by": "bob"}
+
+
+@pytest.mark.parametrize("by", ["", "x" * 256, "a\x00b", 7])
+def test_a_bad_by_is_a_clear_error(by):
+    with pytest.raises(InvalidQueryError, match="by is a string"):
+        Admin().cancel(ReadyJobFactory().id, by=by)
+
+
 def test_cancel_of_a_finished_job_reports_how_it_finished(db_rows):
     job = SucceededJobFactory()
     result = Admin().cancel(job.id)
@@ -128,8 +163,22 @@ def test_a_paused_queue_hands_out_nothing_until_resumed():
     assert admin.resume_queue("pausable").message == "queue 'pausable' was already running"
 
 
+def test_pausing_or_resuming_an_unknown_queue_is_refused_with_the_known_ones():
+    for act in (Admin().pause_queue, Admin().resume_queue):
+        with pytest.raises(UnknownQueueError, match=r"unknown queue 'pausible'.*known: .*default"):
+            act("pausible")
+    assert Admin().queue_names() == []
+
+
+def test_a_queue_that_only_the_database_knows_can_be_paused():
+    ReadyJobFactory(queue="stored-only")  # enqueued by code this process does not import
+    assert Admin().pause_queue("stored-only").status == "changed"
+    assert Admin().resume_queue("stored-only").status == "changed"
+
+
 @pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 def test_resume_wakes_listening_workers_at_once(pg_connect):
+    ReadyJobFactory(queue="wake-me")
     listener = pg_connect()
     listener.execute('LISTEN "workhorse:wake-me"')
     Admin().pause_queue("wake-me")
@@ -146,3 +195,30 @@ def test_a_bad_queue_name_or_job_id_is_a_clear_error():
         Admin().pause_queue("bad name\n")
     with pytest.raises(InvalidQueryError, match="whole number"):
         Admin().retry(-1)
+
+
+def test_a_retried_job_fence_stays_past_its_earlier_claims_when_their_history_is_gone():
+    job = ReadyJobFactory(max_attempts=1)
+    with connection.cursor() as cursor:
+        # Two claims given back at shutdown, then one that fails for good:
+        # the attempt count is 1, the fence 3.
+        for _ in range(2):
+            (run,) = store.claim_many(cursor, "w-old", [job.queue], [1], 30)
+            assert store.release_many(cursor, "w-old", [job.id], [run.fence])[0][1]
+        (last,) = store.claim_many(cursor, "w-old", [job.queue], [1], 30)
+        (failed,) = store.fail_many(
+            cursor, "w-old", [job.id], [last.fence], ['{"type": "E"}'], ["failed"], [False], [None]
+        )
+        assert failed.ok and not failed.will_retry
+        # Retention has dropped the history of those claims.
+        cursor.execute("DELETE FROM workhorse_job_event WHERE job_id = %s", [job.id])
+        cursor.execute("DELETE FROM workhorse_attempt_history WHERE job_id = %s", [job.id])
+
+        assert Admin().retry(job.id).changed
+        fences = []
+        for _ in range(3):
+            (again,) = store.claim_many(cursor, "w-old", [job.queue], [1], 30)
+            fences.append(again.fence)
+            assert store.release_many(cursor, "w-old", [job.id], [again.fence])[0][1]
+
+    assert fences[0] > last.fence and fences == sorted(set(fences))

@@ -317,3 +317,76 @@ def test_retention_deletes_a_pruned_dependents_edges(cursor):
     cursor.execute("SELECT count(*) FROM workhorse_job_dependency")
     assert cursor.fetchone()[0] == 0
     assert Admin().get_job(dependent.id) is None
+
+
+def test_a_retried_dependent_waits_again_for_its_prerequisites_still_live():
+    first, second = ActiveJobFactory(), SucceededJobFactory()
+    dependent = BlockedJobFactory(depends_on=[first.id, second.id])
+    assert Admin().cancel(dependent.id).changed  # canceled while it was blocked
+
+    result = Admin().retry(dependent.id)
+
+    assert (result.status, result.state) == ("changed", "blocked")
+    snapshot = Admin().get_job(dependent.id)
+    assert (snapshot.state, snapshot.pending_dependencies) == ("blocked", 1)
+    succeed(first)
+    assert state(dependent.id) == "ready"
+
+
+def test_a_retried_dependent_whose_policy_cannot_be_met_waits_for_its_retried_prerequisite():
+    first = ActiveJobFactory()
+    dependent = BlockedJobFactory(depends_on=[first.id])
+    fail(first)
+    assert state(dependent.id) == "canceled"  # all_succeeded: the failure canceled it
+
+    refused = Admin().retry(dependent.id)
+
+    assert (refused.status, refused.state) == ("unchanged", "canceled")
+    assert f"prerequisite job #{first.id} ended failed" in refused.message
+    assert f"retry job #{first.id} first" in refused.message
+    assert state(dependent.id) == "canceled"
+    assert Admin().retry(first.id).changed
+    assert (Admin().retry(dependent.id).state, state(dependent.id)) == ("blocked", "blocked")
+    with connection.cursor() as cursor:
+        (claimed,) = store.claim_many(cursor, "w2", [first.queue], [1], 30)
+        assert store.succeed_many(cursor, "w2", [first.id], [claimed.fence], ["1"]) == [
+            (first.id, True)
+        ]
+    assert state(dependent.id) == "ready"
+
+
+def test_a_retry_can_override_the_dependency_policy():
+    first = ActiveJobFactory()
+    dependent = BlockedJobFactory(depends_on=[first.id])
+    fail(first)
+
+    result = Admin().retry(dependent.id, ignore_dependencies=True)
+
+    assert (result.status, result.state, state(dependent.id)) == ("changed", "ready", "ready")
+
+
+@pytest.mark.parametrize(
+    ("policy", "ends", "expected"),
+    [
+        ("all_finished", ["failed", "succeeded"], "ready"),
+        ("any_succeeded", ["failed", "succeeded"], "ready"),
+        ("any_succeeded", ["failed", "live"], "blocked"),
+        ("any_succeeded", ["failed", "failed"], "unchanged"),
+        ("all_succeeded", ["succeeded", "succeeded"], "ready"),
+    ],
+)
+def test_a_retried_dependent_is_judged_by_its_policy(policy, ends, expected):
+    prerequisites = [ActiveJobFactory() for _ in ends]
+    dependent = BlockedJobFactory(
+        depends_on=[p.id for p in prerequisites], dependency_policy=policy
+    )
+    Admin().cancel(dependent.id)
+    for job, end in zip(prerequisites, ends, strict=True):
+        if end == "failed":
+            fail(job)
+        elif end == "succeeded":
+            succeed(job)
+
+    result = Admin().retry(dependent.id)
+
+    assert (result.state if result.changed else result.status) == expected

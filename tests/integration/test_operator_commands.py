@@ -68,9 +68,30 @@ def test_status_refuses_bad_flags_with_a_clear_error(args, message):
 
 
 def test_queue_command_pauses_and_resumes():
-    assert run("workhorse_queue", "pause", "cmd-q").strip() == "queue 'cmd-q' is paused"
-    assert run("workhorse_queue", "pause", "cmd-q").strip() == "queue 'cmd-q' was already paused"
-    assert run("workhorse_queue", "resume", "cmd-q").strip() == "queue 'cmd-q' is running"
+    # jobtests.record is the queue of a registered job, with nothing enqueued.
+    assert run("workhorse_queue", "pause", "jobtests.record").strip() == (
+        "queue 'jobtests.record' is paused"
+    )
+    assert run("workhorse_queue", "pause", "jobtests.record").strip() == (
+        "queue 'jobtests.record' was already paused"
+    )
+    assert run("workhorse_queue", "resume", "jobtests.record").strip() == (
+        "queue 'jobtests.record' is running"
+    )
+
+
+@pytest.mark.parametrize("action", ["pause", "resume"])
+def test_queue_command_refuses_an_unknown_queue_and_names_the_known_ones(action):
+    with pytest.raises(CommandError, match=r"unknown queue 'jobtests\.recrod'.*jobtests\.record"):
+        run("workhorse_queue", action, "jobtests.recrod")
+    assert Admin().queue_names() == []  # no policy row was made for the typo
+
+
+def test_queue_command_pauses_a_queue_declared_only_in_settings(settings):
+    settings.WORKHORSE = {"QUEUES": {"declared-only": {"concurrency": 1}}}
+    assert run("workhorse_queue", "pause", "declared-only").strip() == (
+        "queue 'declared-only' is paused"
+    )
 
 
 @pytest.mark.parametrize("name", ["bad name", "q\x00", ".dot"])

@@ -83,7 +83,7 @@ def test_the_claim_reads_ready_jobs_best_first_from_the_ready_index(cursor, busy
 
 def test_the_promotion_finds_due_scheduled_jobs_in_the_scheduled_index(cursor, busy_queues):
     due = cte("workhorse_claim_many_v1.sql", "due")
-    statement = due.replace("v_queues", "%s::text[]").replace("v_limits", "%s::integer[]")
+    statement = due.replace("v_queues", "%s::text[]").replace("v_wanted", "%s::integer[]")
 
     nodes = plan_nodes(cursor, statement, [QUEUES, [10, 10, 10]])
 
@@ -103,14 +103,16 @@ def test_recovery_finds_expired_leases_in_the_lease_index(cursor, busy_queues):
 
 def test_the_next_due_lookup_reads_the_scheduled_index(cursor, busy_queues):
     body = read_sql("workhorse_next_run_at_v1.sql")
-    statement = body[body.index("SELECT least") : body.rindex("$$")]
+    statement = body[body.index("SELECT min(least") : body.rindex("$$")]
     statement = statement.replace("p_queues", "%s::text[]")
 
-    nodes = plan_nodes(cursor, statement, [QUEUES, QUEUES])
+    nodes = plan_nodes(cursor, statement, [QUEUES])
 
     # The scheduled index for due times; the ready index only to ask whether
-    # a rate-limited queue has work waiting.
+    # a rate-limited queue has work waiting, the lease index only to count a
+    # concurrency-limited queue's active jobs.
     assert sorted(index for _, index in runtime_scans(nodes)) == [
+        "workhorse_runtime_lease",
         "workhorse_runtime_ready",
         "workhorse_runtime_scheduled",
     ]
