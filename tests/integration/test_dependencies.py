@@ -312,7 +312,8 @@ def test_retention_deletes_a_pruned_dependents_edges(cursor):
     assert cursor.fetchone()[0] == 1
     later = store.database_now(cursor) + timedelta(days=1)
 
-    store.prune_step(cursor, later, later, 1000, False)
+    while store.prune_step(cursor, later, later, 1000, False):
+        pass  # a step that drops partitions stops before it deletes jobs
 
     cursor.execute("SELECT count(*) FROM workhorse_job_dependency")
     assert cursor.fetchone()[0] == 0
