@@ -190,10 +190,10 @@ def time_calls(job_id: int, deep: str, runs: int = 20) -> dict[str, float]:
 
 
 def deep_cursor(conn, pages: int, page_size: int = 50) -> str:
-    from django.core import signing
+    from django_workhorse.admin_api import list_cursor
 
     top = conn.execute("SELECT max(job_id) FROM workhorse_job_query").fetchone()[0]
-    return signing.dumps(["older", top - pages * page_size], salt="workhorse.jobs")
+    return list_cursor("older", top - pages * page_size)
 
 
 def run(conn, jobs: int) -> None:

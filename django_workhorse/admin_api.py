@@ -9,6 +9,8 @@ The Django admin pages are built on this class and nothing else.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -278,6 +280,29 @@ _BAD_CURSOR = (
 )
 
 
+BIGINT_MAX = 2**63 - 1
+
+
+def _is_id(value: object) -> bool:
+    """A row id as a cursor may carry it: an int in bigint's positive range."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= BIGINT_MAX
+
+
+def list_cursor(direction: str, job_id: int, **filters: object) -> str:
+    """The signed cursor of a job-list page: ``direction`` ("older" or
+    "newer") from ``job_id``, bound to the list's filters (the keyword
+    arguments of ``Admin.list_jobs``) so that a list with other filters
+    refuses it."""
+    signed: str = signing.dumps([direction, job_id, _filters_key(filters)], salt="workhorse.jobs")
+    return signed
+
+
+def _filters_key(filters: dict[str, object]) -> str:
+    named = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in filters.items()}
+    text = json.dumps({k: v for k, v in sorted(named.items()) if v is not None})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _load_cursor(cursor: str, salt: str) -> Any:
     if not isinstance(cursor, str) or len(cursor) > 500:
         raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
@@ -419,7 +444,7 @@ class Admin:
                 after = (datetime.fromisoformat(at), int(rank), int(row_id))
             except (TypeError, ValueError) as exc:
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor)) from exc
-            if cursor_job != job_id:
+            if cursor_job != job_id or after[1] not in (0, 1) or not _is_id(after[2]):
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
         with connections[self.using].cursor() as db:
             rows = store.job_timeline(db, job_id, after, limit + 1)
@@ -484,18 +509,26 @@ class Admin:
                 f"got {idempotency_key!r:.60}"
             )
         limit = _check_limit(limit)
+        filters: dict[str, object] = {
+            "queue": queue,
+            "name": name,
+            "state": state,
+            "created_after": created_after,
+            "created_before": created_before,
+            "idempotency_key": idempotency_key,
+        }
         direction, from_id = "older", None
         if cursor is not None:
             key = _load_cursor(cursor, "workhorse.jobs")
             if (
                 not isinstance(key, list)
-                or len(key) != 2
+                or len(key) != 3
                 or key[0] not in ("older", "newer")
-                or not isinstance(key[1], int)
-                or isinstance(key[1], bool)
+                or not _is_id(key[1])
+                or key[2] != _filters_key(filters)
             ):
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
-            direction, from_id = key
+            direction, from_id = key[0], key[1]
         with connections[self.using].cursor() as db:
             rows = store.list_jobs(
                 db,
@@ -519,9 +552,9 @@ class Admin:
         items = [JobRow(id=r.pop("job_id"), **r) for r in rows]
         older = newer = None
         if items and has_older:
-            older = signing.dumps(["older", items[-1].id], salt="workhorse.jobs")
+            older = list_cursor("older", items[-1].id, **filters)
         if items and has_newer:
-            newer = signing.dumps(["newer", items[0].id], salt="workhorse.jobs")
+            newer = list_cursor("newer", items[0].id, **filters)
         return Page(items, older, newer)
 
     def queue_stats(

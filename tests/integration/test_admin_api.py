@@ -311,3 +311,36 @@ def test_the_timeline_shows_what_a_transaction_older_than_the_job_did_to_it(pg_c
     kinds = [(e.source, e.kind) for e in Admin().get_job_timeline(job_id).items]
     assert ("event", "canceled") in kinds
     assert ("event", "enqueued") in kinds
+
+
+@pytest.mark.django_db
+def test_a_job_list_cursor_is_refused_by_a_list_with_other_filters():
+    for _ in range(3):
+        ReadyJobFactory(queue="cursor-a")
+        ReadyJobFactory(queue="cursor-b")
+    page = Admin().list_jobs(queue="cursor-a", limit=1)
+    assert page.next_cursor is not None
+
+    assert Admin().list_jobs(queue="cursor-a", cursor=page.next_cursor, limit=1).items
+    with pytest.raises(InvalidCursorError):
+        Admin().list_jobs(queue="cursor-b", cursor=page.next_cursor, limit=1)
+    with pytest.raises(InvalidCursorError):
+        Admin().list_jobs(cursor=page.next_cursor, limit=1)
+
+
+@pytest.mark.django_db
+def test_a_signed_cursor_with_an_id_out_of_range_is_refused_before_any_sql():
+    from django.core import signing
+
+    from django_workhorse.admin_api import list_cursor
+
+    job = ReadyJobFactory()
+    huge = list_cursor("older", 2**63)
+    timeline = signing.dumps(
+        [job.id, "2026-01-01T00:00:00+00:00", 0, 2**64], salt="workhorse.timeline"
+    )
+
+    with pytest.raises(InvalidCursorError):
+        Admin().list_jobs(cursor=huge)
+    with pytest.raises(InvalidCursorError):
+        Admin().get_job_timeline(job.id, cursor=timeline)
