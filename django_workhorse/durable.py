@@ -118,7 +118,12 @@ def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> None:
     if problem:
         raise InvalidCheckpointError(f"ctx.{what}(): {problem}")
     journal = ctx._journal
-    if journal is not None and name in journal.used:
+    if journal is not None:
+        _refuse_reuse(ctx, what, journal, name)
+
+
+def _refuse_reuse(ctx: JobContext, what: str, journal: Journal, name: str) -> None:
+    if name in journal.used:
         raise DuplicateCheckpointError(
             f"ctx.{what}(): the name {name!r} was already used in this run of job "
             f"{ctx.name!r} #{ctx.job_id}; give every checkpoint and sleep of a job its own name"
@@ -137,8 +142,15 @@ def _load(ctx: JobContext) -> Journal:
     return journal
 
 
-def _replay(ctx: JobContext, journal: Journal, kind: str, name: str) -> store.CheckpointRow | None:
-    """The stored row of ``name`` (marking the name used), or None."""
+def _replay(
+    ctx: JobContext, journal: Journal, what: str, kind: str, name: str
+) -> store.CheckpointRow | None:
+    """The stored row of ``name`` (marking the name used), or None.
+
+    Checked again here, with no await between the check and the mark: two
+    async checkpoints of one name started together (``asyncio.gather``)
+    both passed the first check while the journal was being read."""
+    _refuse_reuse(ctx, what, journal, name)
     journal.used.add(name)
     row = journal.stored.get(name)
     if row is not None and row.kind != kind:
@@ -184,7 +196,7 @@ def checkpoint(ctx: JobContext, name: str, fn: Callable[[], T]) -> T:
             f"got {type(fn).__name__}"
         )
     journal = _load(ctx)
-    row = _replay(ctx, journal, CHECKPOINT, name)
+    row = _replay(ctx, journal, "checkpoint", CHECKPOINT, name)
     # A cancel heard before this point ends the run here, replay or not: a
     # recorded stage must not carry a cancelled run on to the next one.
     ctx.raise_if_cancelled()
@@ -205,7 +217,7 @@ async def acheckpoint(ctx: JobContext, name: str, afn: Callable[[], Awaitable[T]
     journal = ctx._journal
     if journal is None:
         journal = await sync_to_async(_load)(ctx)
-    row = _replay(ctx, journal, CHECKPOINT, name)
+    row = _replay(ctx, journal, "acheckpoint", CHECKPOINT, name)
     ctx.raise_if_cancelled()  # as in checkpoint(): before a replayed result too
     if row is not None:
         return cast(T, row.result)
@@ -242,7 +254,7 @@ def _wake(ctx: JobContext, what: str, name: str, when: object) -> SleepRequested
 def sleep(ctx: JobContext, name: str, when: float | timedelta | datetime) -> None:
     _check_call(ctx, "sleep", SLEEP, name)
     request = _wake(ctx, "sleep", name, when)
-    replayed = _replay(ctx, _load(ctx), SLEEP, name) is not None
+    replayed = _replay(ctx, _load(ctx), "sleep", SLEEP, name) is not None
     ctx.raise_if_cancelled()  # a sleep already taken returns only to a run not cancelled
     if replayed:
         return
@@ -255,7 +267,7 @@ async def asleep(ctx: JobContext, name: str, when: float | timedelta | datetime)
     journal = ctx._journal
     if journal is None:
         journal = await sync_to_async(_load)(ctx)
-    replayed = _replay(ctx, journal, SLEEP, name) is not None
+    replayed = _replay(ctx, journal, "asleep", SLEEP, name) is not None
     ctx.raise_if_cancelled()
     if replayed:
         return

@@ -271,3 +271,33 @@ def test_a_checkpoint_after_a_recorded_cancel_request_raises_job_cancelled(curso
     assert isinstance(report.runs[0].error, workhorse.JobCancelled)
     assert CALLS == ["first"]
     assert (handle.refresh().status, handle.attempts) == ("canceled", 1)  # not retried
+
+
+@workhorse.job(queue="tests.durable", name="tests.durable.gathers")
+async def gathers() -> list:
+    import asyncio
+
+    ctx = workhorse.current_job()
+
+    async def one(label: str) -> str:
+        CALLS.append(label)
+        return label
+
+    # Two checkpoints of one name at once, on the run's first use (the
+    # journal is still being read when both start).
+    done = await asyncio.gather(
+        ctx.acheckpoint("same", lambda: one("x")),
+        ctx.acheckpoint("same", lambda: one("y")),
+        return_exceptions=True,
+    )
+    return [type(d).__name__ if isinstance(d, BaseException) else d for d in done]
+
+
+def test_two_async_checkpoints_of_one_name_at_once_run_one_function():
+    handle = gathers.enqueue()
+
+    run_jobs(names=[gathers])
+
+    assert handle.refresh().status == "succeeded"
+    assert sorted(handle.result) == ["DuplicateCheckpointError", "x"]
+    assert CALLS == ["x"]
