@@ -122,7 +122,7 @@ def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> None:
         _refuse_reuse(ctx, what, journal, name)
 
 
-def _refuse_reuse(ctx: JobContext, what: str, journal: Journal, name: str) -> None:
+def _refuse_reuse(ctx: JobContext, what: str, journal: Journal, name: object) -> None:
     if name in journal.used:
         raise DuplicateCheckpointError(
             f"ctx.{what}(): the name {name!r} was already used in this run of job "
