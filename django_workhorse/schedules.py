@@ -9,7 +9,7 @@ which sweep takes a slot, so a fleet enqueues one job per slot.
 
 Cron expressions are read by ``cronsim``: five fields (minute resolution) or
 six with seconds first (``*/10 * * * * *``), ``L``, ``W`` and ``#``, and
-Debian cron's rules at daylight-saving transitions (see docs/schedules.md).
+cronsim's rules at daylight-saving transitions (see docs/schedules.md).
 """
 
 from __future__ import annotations
