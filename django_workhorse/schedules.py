@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
@@ -141,6 +141,20 @@ def latest_slot(cron: str, zone: ZoneInfo, now: datetime) -> datetime:
     return next(CronSim(cron, (now + timedelta(microseconds=1)).astimezone(zone), reverse=True))
 
 
+def next_slot(cron: str, zone: ZoneInfo, now: datetime) -> datetime:
+    """The first slot after ``now``.
+
+    Not always cronsim's first answer: for an expression it reads on the wall
+    clock, a start inside a repeated (fall-back) hour yields that hour's
+    first occurrence, which is already past."""
+    # In UTC: aware datetimes of one zone compare by wall clock, ignoring ``fold``.
+    now = now.astimezone(UTC)
+    for slot in CronSim(cron, now.astimezone(zone)):
+        if slot > now:
+            return slot
+    raise AssertionError("a cron expression always has a next slot")  # pragma: no cover
+
+
 def plan(
     cron: str,
     timezone: str,
@@ -152,19 +166,23 @@ def plan(
     planned slot is ``next_run_at`` (None: not planned yet) at database time ``now``.
 
     Nothing is enqueued for an unplanned schedule: its first slot is the first
-    after ``now``. A due schedule owes the slots from ``next_run_at`` to
+    after ``now`` (later than ``now`` even when ``now`` falls in a repeated
+    fall-back hour). A due schedule owes the slots from ``next_run_at`` to
     ``now``: ``latest`` enqueues one job (for the latest of them), ``all`` one
     per slot, up to ALL_SLOTS_PER_SWEEP.
     """
     zone = ZoneInfo(timezone)
+    now = now.astimezone(UTC)  # so that comparisons with slots respect ``fold``
     if next_run_at is None or next_run_at > now:
-        return [], next(CronSim(cron, now.astimezone(zone)))
+        return [], next_slot(cron, zone, now)
     if catch_up == "latest":
         slot = max(latest_slot(cron, zone, now), next_run_at)
-        return [slot], next(CronSim(cron, now.astimezone(zone)))
+        return [slot], next_slot(cron, zone, now)
     slots = [next_run_at]
     upcoming = CronSim(cron, next_run_at.astimezone(zone))
     for slot in upcoming:
+        if slot.astimezone(UTC) <= slots[-1].astimezone(UTC):
+            continue  # the repeated hour's first occurrence, already taken
         if slot > now or len(slots) >= ALL_SLOTS_PER_SWEEP:
             return slots, slot
         slots.append(slot)

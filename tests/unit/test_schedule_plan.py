@@ -91,6 +91,23 @@ def test_a_daily_slot_inside_the_repeated_fall_back_hour_runs_once():
     ]
 
 
+def test_a_schedule_planned_in_the_repeated_hour_gets_a_slot_after_now():
+    # At 02:00 CET (01:00Z), the wall-clock 02:30 next in line is the first
+    # one, 00:30Z, already past: the first slot is the next day's.
+    now = datetime(2026, 10, 25, 1, 0, tzinfo=UTC)
+
+    unplanned, first = plan("30 2 * * *", "Europe/Paris", "latest", None, now)
+    # A schedule whose 00:30Z slot is due: it is enqueued, and not planned again.
+    planned = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
+    latest, after_latest = plan("30 2 * * *", "Europe/Paris", "latest", planned, now)
+    every, after_every = plan("30 2 * * *", "Europe/Paris", "all", planned, now)
+
+    next_day = datetime(2026, 10, 26, 1, 30, tzinfo=UTC)
+    assert (unplanned, first.astimezone(UTC)) == ([], next_day)
+    assert (latest, after_latest.astimezone(UTC)) == ([planned], next_day)
+    assert (every, after_every.astimezone(UTC)) == ([planned], next_day)
+
+
 def test_an_hour_field_starting_with_a_star_runs_twice_in_the_repeated_hour():
     # "*/2" in the hour field: cronsim follows real time, and 02:00 happens twice.
     assert slots_between("0 */2 * * *", "Europe/Paris", FALL_BACK_START, FALL_BACK_END) == [
