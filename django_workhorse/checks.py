@@ -5,15 +5,18 @@ Ids are stable: workhorse.E001 (an invalid WORKHORSE value), workhorse.E002
 would fix it), workhorse.W001 (the database could not be reached to check the
 schema), workhorse.W002 (django_workhorse migrations are pending: a warning,
 so that ``migrate`` itself is never blocked), workhorse.W003 (jobs of one
-queue ask for different concurrency; the first registered decides).
+queue ask for different concurrency; the first registered decides),
+workhorse.E003 (a ``WORKHORSE["SCHEDULES"]`` entry names a job that is not
+registered, or its payload does not fit the job or is not JSON).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.core.checks import Error, Tags, Warning, register
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
 from . import registry, store
@@ -106,4 +109,40 @@ def check_queue_concurrency(app_configs: object = None, **kwargs: object) -> lis
                 id="workhorse.W003",
             )
         )
+    return messages
+
+
+@register("workhorse")
+def check_schedules(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """Each settings schedule's job and payload, resolved as a worker's start
+    would (checks run once the app registry is ready, after every app's
+    ``jobs.py`` was imported). Entries with a bad shape are workhorse.E001's."""
+    from .cron import settings_problems
+    from .schedules import job_schedules, refuse_clash, settings_schedule
+
+    raw = raw_settings().get("SCHEDULES")
+    if not isinstance(raw, Mapping) or not raw:
+        return []
+    misshapen = {key for key, _message in settings_problems(raw)}
+    messages: list[Error] = []
+    for name, entry in raw.items():
+        if f"SCHEDULES[{name!r}]" in misshapen:
+            continue
+        try:
+            definition, _schedule = settings_schedule(name, entry)
+            refuse_clash(name, job_schedules(definition.using))
+        except ImproperlyConfigured as exc:
+            messages.append(
+                Error(
+                    str(exc),
+                    hint=(
+                        f"Fix WORKHORSE['SCHEDULES'][{name!r}]: 'job' must name a registered "
+                        "job, and 'payload' must hold JSON values (str, int, float, bool, "
+                        "None, lists, dicts) that fit the job's arguments; runworker refuses "
+                        "to start until it does. See docs/schedules.md."
+                    ),
+                    obj="settings.WORKHORSE",
+                    id="workhorse.E003",
+                )
+            )
     return messages

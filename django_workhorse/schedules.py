@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
@@ -26,7 +26,11 @@ from cronsim import CronSim
 from . import registry, store
 from .cron import ALL_SLOTS_PER_SWEEP, cron_problem
 from .exceptions import InvalidJobOptionError
+from .payloads import encode_payload
 from .store import Cursor
+
+if TYPE_CHECKING:
+    from .definitions import JobDefinition
 
 
 @dataclass(frozen=True)
@@ -63,9 +67,30 @@ def default_timezone() -> str:
 def declared(alias: str, settings_schedules: Mapping[str, Any]) -> list[Schedule]:
     """Every schedule of jobs bound to ``alias``: from the job decorators and
     from settings. ImproperlyConfigured names a settings schedule whose job is
-    not registered or whose payload does not fit it."""
+    not registered or whose payload does not fit it or is not JSON."""
+    found = job_schedules(alias)
+    for name, entry in settings_schedules.items():
+        definition, schedule = settings_schedule(name, entry)
+        if definition.using != alias:
+            continue
+        refuse_clash(name, found)
+        found[name] = schedule
+    return [found[name] for name in sorted(found)]
+
+
+def refuse_clash(name: str, job_schedules: Mapping[str, Schedule]) -> None:
+    """ImproperlyConfigured when a settings schedule takes a ``@job(schedule=...)``'s name."""
     from django.core.exceptions import ImproperlyConfigured
 
+    if name in job_schedules:
+        raise ImproperlyConfigured(
+            f"WORKHORSE['SCHEDULES'][{name!r}]: job {name!r} already declares a schedule "
+            "with @job(schedule=...); give this schedule another name"
+        )
+
+
+def job_schedules(alias: str) -> dict[str, Schedule]:
+    """The ``@job(schedule=...)`` schedules of jobs bound to ``alias``, by name."""
     found: dict[str, Schedule] = {}
     for definition in registry.all_jobs().values():
         cron = getattr(definition, "schedule", None)
@@ -73,36 +98,43 @@ def declared(alias: str, settings_schedules: Mapping[str, Any]) -> list[Schedule
             found[definition.name] = Schedule(
                 definition.name, definition.name, cron, default_timezone()
             )
-    for name, entry in settings_schedules.items():
-        try:
-            definition = registry.get(entry["job"])
-        except Exception as exc:
-            raise ImproperlyConfigured(f"WORKHORSE['SCHEDULES'][{name!r}]: {exc}") from None
-        if definition.using != alias:
-            continue
-        if name in found:
-            raise ImproperlyConfigured(
-                f"WORKHORSE['SCHEDULES'][{name!r}]: job {name!r} already declares a schedule "
-                "with @job(schedule=...); give this schedule another name"
-            )
-        payload = dict(entry.get("payload", {}))
-        try:
-            definition.check_payload(payload)
-        except Exception as exc:
-            raise ImproperlyConfigured(f"WORKHORSE['SCHEDULES'][{name!r}]: {exc}") from None
-        found[name] = Schedule(
-            name,
-            definition.name,
-            entry["cron"],
-            entry.get("timezone", "UTC"),
-            payload,
-            entry.get("catch_up", "latest"),
-        )
-    return [found[name] for name in sorted(found)]
+    return found
+
+
+def settings_schedule(
+    name: str, entry: Mapping[str, Any]
+) -> tuple[JobDefinition[..., Any], Schedule]:
+    """One ``WORKHORSE["SCHEDULES"]`` entry (already shape-checked) and its
+    job. ImproperlyConfigured names the schedule when the job is not
+    registered, or the payload does not fit its handler or is not JSON (as
+    at an enqueue: the payload encoder decides)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    key = f"WORKHORSE['SCHEDULES'][{name!r}]"
+    try:
+        definition = registry.get(entry["job"])
+    except Exception as exc:
+        raise ImproperlyConfigured(f"{key}: {exc}") from None
+    payload = dict(entry.get("payload", {}))
+    try:
+        definition.check_payload(payload)
+        encode_payload(definition.name, payload)
+    except Exception as exc:
+        raise ImproperlyConfigured(f"{key}: {exc}") from None
+    schedule = Schedule(
+        name,
+        definition.name,
+        entry["cron"],
+        entry.get("timezone", "UTC"),
+        payload,
+        entry.get("catch_up", "latest"),
+    )
+    return definition, schedule
 
 
 def sync_json(schedules: list[Schedule]) -> str:
-    """The JSON array ``workhorse_schedule_sync_v1`` reads."""
+    """The JSON array ``workhorse_schedule_sync_v1`` reads (payloads were
+    checked by ``declared``)."""
     rows = []
     for schedule in schedules:
         definition = registry.get(schedule.job_name)
@@ -128,7 +160,7 @@ def sync_json(schedules: list[Schedule]) -> str:
                 "catch_up": schedule.catch_up,
             }
         )
-    return json.dumps(rows, separators=(",", ":"))
+    return json.dumps(rows, allow_nan=False, separators=(",", ":"))
 
 
 def sync(cursor: Cursor, schedules: list[Schedule]) -> dict[str, str]:
