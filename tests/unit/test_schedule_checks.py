@@ -63,3 +63,44 @@ def test_a_misshapen_entry_is_reported_once_as_a_settings_error(settings):
     messages = schedule_messages(settings, {"n": {"job": "nope", "cron": "nope"}})
 
     assert [m.id for m in messages] == ["workhorse.E001"]
+
+
+def test_a_latest_schedule_finer_than_the_sweep_is_warned_about(settings):
+    entry = {"job": RECORD, "cron": "*/5 * * * * *"}
+
+    [warning] = schedule_messages(settings, {"tick": entry})
+
+    assert warning.id == "workhorse.W004"
+    assert "'tick'" in warning.msg
+    assert "5 s apart" in warning.msg and "SCHEDULE_SWEEP_INTERVAL (15 s)" in warning.msg
+    assert "SCHEDULE_SWEEP_INTERVAL'] to at most 5" in warning.hint
+    assert "'catch_up': 'all'" in warning.hint
+
+
+@pytest.mark.parametrize(
+    ("entry", "workhorse"),
+    [
+        ({"job": RECORD, "cron": "*/5 * * * * *", "catch_up": "all"}, {}),
+        ({"job": RECORD, "cron": "*/5 * * * * *"}, {"SCHEDULE_SWEEP_INTERVAL": 5}),
+        ({"job": RECORD, "cron": "* * * * *"}, {}),
+    ],
+)
+def test_a_schedule_the_sweep_keeps_up_with_is_not_warned_about(settings, entry, workhorse):
+    assert schedule_messages(settings, {"tick": entry}, **workhorse) == []
+
+
+def test_a_job_schedule_finer_than_the_sweep_is_warned_about(settings, monkeypatch):
+    import django_workhorse as workhorse
+    from django_workhorse import registry
+
+    monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
+
+    @workhorse.job(name="tests.checks.every_ten_seconds", schedule="*/10 * * * * *")
+    def every_ten_seconds() -> None:
+        pass
+
+    [warning] = schedule_messages(settings, {})
+
+    assert warning.id == "workhorse.W004"
+    assert "job 'tests.checks.every_ten_seconds'" in warning.msg
+    assert "declare it in WORKHORSE['SCHEDULES'] with 'catch_up': 'all'" in warning.hint
