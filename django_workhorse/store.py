@@ -420,6 +420,10 @@ class DueSchedule:
     catch_up: str
     next_run_at: datetime | None
     db_now: datetime
+    job_name: str
+    """The registered job each slot enqueues."""
+    queue: str
+    """The queue of the jobs it enqueues."""
 
 
 def sync_schedules(cursor: Cursor, schedules_json: str) -> dict[str, str]:

@@ -240,7 +240,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 5d99102624384f8a
 -- FUNCTION workhorse_schedule_due_v1()
---   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone) LANGUAGE sql -- body sha256 31d2abf4ac74b30e
+--   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone, job_name text, queue text) LANGUAGE sql -- body sha256 bf80c85e7e5d72f8
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)
 --   RETURNS TABLE(slot_at timestamp with time zone, job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 7e5fe518f8514a26
 -- FUNCTION workhorse_schedule_set_paused_v1(p_name text, p_paused boolean)

@@ -16,6 +16,7 @@ import psycopg
 
 from .. import schedules, store
 from ..store import Cursor
+from .logs import job_extra
 from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -77,6 +78,7 @@ def sweep(cursor: Cursor) -> int:
                     due.name,
                     job_id,
                     slot.isoformat(),
+                    extra=job_extra(job_id, due.queue, None, due.job_name),
                 )
     return inserted
 
