@@ -458,6 +458,33 @@ def fire_schedule(
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One schedule as the table holds it, for the operator's views."""
+
+    name: str
+    job_name: str
+    """The registered job each slot enqueues."""
+    queue: str | None
+    """The queue of the jobs it enqueues."""
+    cron: str
+    timezone: str
+    catch_up: str
+    paused: bool
+    next_run_at: datetime | None
+    """The next slot the fleet owes; None until a sweep plans it."""
+    last_slot_at: datetime | None
+    """The latest slot a sweep enqueued."""
+    last_job_id: int | None
+    """The job enqueued for ``last_slot_at``."""
+
+
+def list_schedules(cursor: Cursor) -> list[ScheduleRow]:
+    """Every schedule with its next run, by name."""
+    cursor.execute("SELECT * FROM workhorse_list_schedules_v1()")
+    return [ScheduleRow(*row) for row in cursor.fetchall()]
+
+
 def set_schedule_paused(cursor: Cursor, name: str, paused: bool) -> bool:
     """Pause or resume a schedule; False when there is no schedule ``name``."""
     cursor.execute("SELECT workhorse_schedule_set_paused_v1(%s, %s)", [name, paused])
