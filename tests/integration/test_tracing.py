@@ -62,6 +62,15 @@ async def async_overruns() -> str:
     return "too late"
 
 
+@workhorse.job(name="tests.tracing.swallows_timeout", queue=QUEUE, max_attempts=1, timeout=0.2)
+async def swallows_timeout() -> str:
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        return "kept going"
+    return "slept"
+
+
 @workhorse.job(name="tests.tracing.sync_overruns", queue=QUEUE, max_attempts=1, timeout=0.2)
 def sync_overruns() -> str:
     # Returns once the worker recorded its job failed (timed out), 30 s at most.
@@ -232,6 +241,16 @@ def test_an_async_run_past_its_timeout_is_failed_with_job_timeout_on_its_span(ex
 
     assert handle.refresh().status == "failed"
     [span] = run_spans(exporter, "tests.tracing.async_overruns.run")
+    assert_timed_out(span)
+
+
+def test_an_async_run_that_swallows_its_timeout_is_failed_as_its_span_says(exporter):
+    handle, _ = enqueue_in_span(swallows_timeout)
+
+    run_worker()
+
+    assert handle.refresh().status == "failed"
+    [span] = run_spans(exporter, "tests.tracing.swallows_timeout.run")
     assert_timed_out(span)
 
 
