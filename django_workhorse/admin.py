@@ -406,7 +406,10 @@ class QueueAdmin(OperatorAdmin):
         for row in rows:
             options = configured.get(row["stats"].name) if isinstance(configured, dict) else None
             row["concurrency"] = options.get("concurrency") if isinstance(options, dict) else None
-        context = self.context(request, title="Queues", rows=rows, states=STATES)
+        schedules = self.service().list_schedules()
+        context = self.context(
+            request, title="Queues", rows=rows, states=STATES, schedules=schedules
+        )
         return TemplateResponse(request, "admin/django_workhorse/queues.html", context)
 
     def action_view(self, request: HttpRequest) -> HttpResponse:

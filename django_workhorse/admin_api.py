@@ -358,6 +358,12 @@ class Admin:
         (the slots that passed while it was paused are not caught up)."""
         self._set_schedule_paused(name, False)
 
+    def list_schedules(self) -> list[store.ScheduleRow]:
+        """Every repeatable schedule and its next run (None: not planned until
+        the next sweep), by name."""
+        with connections[self.using].cursor() as cursor:
+            return store.list_schedules(cursor)
+
     def _set_schedule_paused(self, name: str, paused: bool) -> None:
         with connections[self.using].cursor() as cursor:
             found = store.set_schedule_paused(cursor, name, paused)

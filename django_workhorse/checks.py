@@ -5,15 +5,20 @@ Ids are stable: workhorse.E001 (an invalid WORKHORSE value), workhorse.E002
 would fix it), workhorse.W001 (the database could not be reached to check the
 schema), workhorse.W002 (django_workhorse migrations are pending: a warning,
 so that ``migrate`` itself is never blocked), workhorse.W003 (jobs of one
-queue ask for different concurrency; the first registered decides).
+queue ask for different concurrency; the first registered decides),
+workhorse.E003 (a ``WORKHORSE["SCHEDULES"]`` entry names a job that is not
+registered, or its payload does not fit the job or is not JSON),
+workhorse.W004 (a schedule with ``catch_up="latest"`` has slots closer together
+than ``SCHEDULE_SWEEP_INTERVAL``: each sweep enqueues only the latest of them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.core.checks import Error, Tags, Warning, register
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
 from . import registry, store
@@ -104,6 +109,99 @@ def check_queue_concurrency(app_configs: object = None, **kwargs: object) -> lis
                 ),
                 obj=definition.name,
                 id="workhorse.W003",
+            )
+        )
+    return messages
+
+
+@register("workhorse")
+def check_schedules(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """Each settings schedule's job and payload, resolved as a worker's start
+    would (checks run once the app registry is ready, after every app's
+    ``jobs.py`` was imported). Entries with a bad shape are workhorse.E001's."""
+    from .cron import settings_problems
+    from .schedules import job_schedules, refuse_clash, settings_schedule
+
+    raw = raw_settings().get("SCHEDULES")
+    if not isinstance(raw, Mapping) or not raw:
+        return []
+    misshapen = {key for key, _message in settings_problems(raw)}
+    messages: list[Error] = []
+    for name, entry in raw.items():
+        if f"SCHEDULES[{name!r}]" in misshapen:
+            continue
+        try:
+            definition, _schedule = settings_schedule(name, entry)
+            refuse_clash(name, job_schedules(definition.using))
+        except ImproperlyConfigured as exc:
+            messages.append(
+                Error(
+                    str(exc),
+                    hint=(
+                        f"Fix WORKHORSE['SCHEDULES'][{name!r}]: 'job' must name a registered "
+                        "job, and 'payload' must hold JSON values (str, int, float, bool, "
+                        "None, lists, dicts) that fit the job's arguments; runworker refuses "
+                        "to start until it does. See docs/schedules.md."
+                    ),
+                    obj="settings.WORKHORSE",
+                    id="workhorse.E003",
+                )
+            )
+    return messages
+
+
+@register("workhorse")
+def check_schedule_periods(app_configs: object = None, **kwargs: object) -> list[Warning]:
+    """A ``latest`` schedule whose slots come faster than the sweep: each
+    sweep finds several slots due and enqueues only the latest one."""
+    from .conf import duration_seconds
+    from .cron import cron_problem, settings_problems, shortest_period
+    from .schedules import default_timezone
+
+    raw = raw_settings()
+    try:
+        interval = duration_seconds(raw.get("SCHEDULE_SWEEP_INTERVAL"))
+    except (TypeError, ValueError):
+        return []  # workhorse.E001 reports it
+    # (name, cron, timezone, where the catch-up mode is set)
+    latest: list[tuple[str, str, str, bool]] = []
+    for definition in registry.all_jobs().values():
+        cron = getattr(definition, "schedule", None)
+        if cron:
+            latest.append((definition.name, cron, default_timezone(), False))
+    entries = raw.get("SCHEDULES")
+    if isinstance(entries, Mapping):
+        misshapen = {key for key, _message in settings_problems(entries)}
+        for name, entry in entries.items():
+            if f"SCHEDULES[{name!r}]" in misshapen:
+                continue
+            if entry.get("catch_up", "latest") == "latest":
+                latest.append((name, entry["cron"], entry.get("timezone", "UTC"), True))
+    messages: list[Warning] = []
+    for name, cron, zone, in_settings in latest:
+        if cron_problem(cron, zone):
+            continue
+        period = shortest_period(cron, zone)
+        if period >= interval:
+            continue
+        where = f"WORKHORSE['SCHEDULES'][{name!r}]" if in_settings else f"job {name!r}"
+        catch_up = (
+            f"set 'catch_up': 'all' in WORKHORSE['SCHEDULES'][{name!r}]"
+            if in_settings
+            else "declare it in WORKHORSE['SCHEDULES'] with 'catch_up': 'all'"
+        )
+        messages.append(
+            Warning(
+                f"schedule {name!r} ({where}, cron {cron!r}) has slots {period:g} s apart, "
+                f"less than SCHEDULE_SWEEP_INTERVAL ({interval:g} s): with catch_up='latest' "
+                "each sweep enqueues only the latest due slot and the slots before it in that "
+                "sweep get no job",
+                hint=(
+                    f"Lower WORKHORSE['SCHEDULE_SWEEP_INTERVAL'] to at most {period:g}, or "
+                    f"{catch_up} (one job per slot); see docs/schedules.md."
+                ),
+                obj=name,
+                id="workhorse.W004",
             )
         )
     return messages

@@ -256,7 +256,8 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
         if not isinstance(span_name, str) or not span_name:
             raise KeyError
         span_name.format(name="n", queue="q")
-    except (KeyError, IndexError, ValueError):
+    except (AttributeError, TypeError, IndexError, KeyError, ValueError):
+        # "{name.x}", "{name[x]}", "{0}", "{name:d}": each is a different error.
         found.append(
             (
                 "HANDLER_SPAN_NAME",

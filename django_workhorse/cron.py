@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -81,3 +81,25 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
         if entry.get("catch_up", "latest") not in CATCH_UP_MODES:
             found.append((key, f"'catch_up' must be one of {', '.join(CATCH_UP_MODES)}"))
     return found
+
+
+PERIOD_SAMPLE = 64
+"""How many consecutive slots ``shortest_period`` looks at."""
+
+
+def shortest_period(cron: str, timezone: str = "UTC") -> float:
+    """The shortest gap in seconds between consecutive slots of a valid
+    ``cron``, over its first PERIOD_SAMPLE slots from a fixed date (enough
+    for every field pattern short of a yearly one, where it hardly matters)."""
+    zone = ZoneInfo(timezone)
+    slots = CronSim(cron, datetime(2026, 1, 5, tzinfo=zone))
+    previous = next(slots)
+    shortest = timedelta.max
+    for _ in range(PERIOD_SAMPLE - 1):
+        try:
+            slot = next(slots)
+        except StopIteration:  # pragma: no cover - an expression with few slots
+            break
+        shortest = min(shortest, slot.astimezone(UTC) - previous.astimezone(UTC))
+        previous = slot
+    return shortest.total_seconds()

@@ -435,6 +435,10 @@ class DueSchedule:
     catch_up: str
     next_run_at: datetime | None
     db_now: datetime
+    job_name: str
+    """The registered job each slot enqueues."""
+    queue: str
+    """The queue of the jobs it enqueues."""
 
 
 def sync_schedules(cursor: Cursor, schedules_json: str) -> dict[str, str]:
@@ -467,6 +471,33 @@ def fire_schedule(
         [name, expected, list(slots), next_run_at],
     )
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One schedule as the table holds it, for the operator's views."""
+
+    name: str
+    job_name: str
+    """The registered job each slot enqueues."""
+    queue: str | None
+    """The queue of the jobs it enqueues."""
+    cron: str
+    timezone: str
+    catch_up: str
+    paused: bool
+    next_run_at: datetime | None
+    """The next slot the fleet owes; None until a sweep plans it."""
+    last_slot_at: datetime | None
+    """The latest slot a sweep enqueued."""
+    last_job_id: int | None
+    """The job enqueued for ``last_slot_at``."""
+
+
+def list_schedules(cursor: Cursor) -> list[ScheduleRow]:
+    """Every schedule with its next run, by name."""
+    cursor.execute("SELECT * FROM workhorse_list_schedules_v1()")
+    return [ScheduleRow(*row) for row in cursor.fetchall()]
 
 
 def set_schedule_paused(cursor: Cursor, name: str, paused: bool) -> bool:

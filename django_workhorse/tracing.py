@@ -82,7 +82,9 @@ class RunSpans:
 
     The span is current while the handler runs (its own spans are children).
     A failure is recorded on it (an exception event, status ERROR); a cancel
-    as well, with ``workhorse.outcome = "canceled"``.
+    as well, with ``workhorse.outcome = "canceled"``. When the worker recorded
+    the run's end while the handler ran (a timeout, an acked cancel: the mark
+    on its context), the span says that end, whatever the handler did after.
     """
 
     def __init__(self, settings: Any, worker_id: str) -> None:
@@ -136,6 +138,14 @@ class RunSpans:
 
     def succeed(self, started: tuple[Any, Any]) -> None:
         started[0].set_attribute("workhorse.outcome", "succeeded")
+
+    def end_of(self, started: tuple[Any, Any], recorded: BaseException | None) -> None:
+        """The handler returned: succeeded, unless the worker had already
+        recorded another end for the run (``recorded``: a timeout, a cancel)."""
+        if recorded is None:
+            self.succeed(started)
+        else:
+            self.fail(started, recorded)
 
     def fail(self, started: tuple[Any, Any], exc: BaseException) -> None:
         span = started[0]

@@ -39,6 +39,9 @@ class Migration(migrations.Migration):
             "workhorse_schedule_set_paused_v1.sql",
             drops_function="workhorse_schedule_set_paused_v1",
         ),
+        RunSQLFile(
+            "workhorse_list_schedules_v1.sql", drops_function="workhorse_list_schedules_v1"
+        ),
         RunSQLFile("workhorse_queue_depth_v1.sql", drops_function="workhorse_queue_depth_v1"),
         RunSQLFile(
             "workhorse_claim_many_observed_v1.sql",

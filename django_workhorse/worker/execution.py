@@ -225,20 +225,34 @@ class AsyncSlots:
 
     async def _run(self, running: Running) -> None:
         timeout = running.job.timeout
+        error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
+        mark: asyncio.TimerHandle | None = None
+        value: Any = None
+        raised: BaseException | None = None
+        scope = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout) as scope:
+            async with scope:
+                when = scope.when()
+                if when is not None:
+                    # Mark the run's context at the deadline, as the ledger does
+                    # for a sync run: this fires in the same loop turn as the
+                    # scope's own cancel, before the CancelledError reaches the
+                    # handler, so its span records the timeout, not a cancel.
+                    mark = self.loop.call_at(when, running.context._record_end, error)
                 value = await instruments.await_handler(running)
-            self._done(Finished(running, True, value))
-        except TimeoutError as exc:
-            if scope.expired():
-                error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
-                self._done(
-                    Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value)
-                )
-            else:
-                self._done(Finished(running, False, error=exc))
         except BaseException as exc:
-            self._done(Finished(running, False, error=exc))
+            raised = exc
+        finally:
+            if mark is not None:
+                mark.cancel()
+        if scope.expired():
+            # The deadline passed: timed out, as marked, however the handler
+            # ended after its cancel (raised, swallowed it and returned, ...).
+            self._done(Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value))
+        elif raised is None:
+            self._done(Finished(running, True, value))
+        else:
+            self._done(Finished(running, False, error=raised))
 
     def _ended(self, running: Running, task: asyncio.Task[Any]) -> None:
         self._tasks.pop(running, None)

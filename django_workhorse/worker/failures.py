@@ -206,7 +206,7 @@ def stall_failure(item: Recovered) -> JobFailure:
 def log_recovered(item: Recovered) -> None:
     """A warning for a job taken back to run again; an error for one failed
     by too many stalls (it will not run again)."""
-    extra = job_extra(item.job_id, item.queue, item.attempt)
+    extra = job_extra(item.job_id, item.queue, item.attempt, item.name)
     if item.failed:
         logger.error(
             "job %s %s #%s failed: it stalled %s times (max_stalled is %s); "
@@ -238,5 +238,5 @@ def call_stall_hook(hook: Callable[[JobFailure], object] | None, item: Recovered
         logger.exception(
             "workhorse: on_job_failure hook raised for job %s; processing goes on",
             item.job_id,
-            extra=job_extra(item.job_id, item.queue, item.attempt),
+            extra=job_extra(item.job_id, item.queue, item.attempt, item.name),
         )

@@ -49,11 +49,11 @@ class Instruments:
             value = _definition(running).func(**job.payload)
         except BaseException as exc:
             if spans is not None and span is not None:
-                spans.fail(span, exc)
+                spans.fail(span, running.context._ended_with or exc)
             raise
         else:
             if spans is not None and span is not None:
-                spans.succeed(span)
+                spans.end_of(span, running.context._ended_with)
             return value
         finally:
             if spans is not None and span is not None:
@@ -71,11 +71,11 @@ class Instruments:
             value = await _definition(running).func(**job.payload)
         except BaseException as exc:
             if spans is not None and span is not None:
-                spans.fail(span, exc)
+                spans.fail(span, running.context._ended_with or exc)
             raise
         else:
             if spans is not None and span is not None:
-                spans.succeed(span)
+                spans.end_of(span, running.context._ended_with)
             return value
         finally:
             if spans is not None and span is not None:

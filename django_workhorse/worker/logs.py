@@ -46,14 +46,18 @@ def use_log_format(log_format: str, worker_id: str) -> None:
         use_json(worker_id)
 
 
-def job_extra(job_id: int, queue: str, attempt: int, name: str | None = None) -> dict[str, object]:
+def job_extra(
+    job_id: int, queue: str, attempt: int | None, name: str | None = None
+) -> dict[str, object]:
     """``extra=`` for the worker's own records about a job; ``name`` is given
-    wherever the job's name is known, so JSON lines carry ``job_name``."""
+    wherever the job's name is known, so JSON lines carry ``job_name``.
+    ``attempt`` is None for a job that has not run yet (just enqueued)."""
     extra: dict[str, object] = {
         "workhorse_job_id": job_id,
         "workhorse_queue": queue,
-        "workhorse_attempt": attempt,
     }
+    if attempt is not None:
+        extra["workhorse_attempt"] = attempt
     if name is not None:
         extra["workhorse_name"] = name
     return extra

@@ -16,6 +16,7 @@ import psycopg
 
 from .. import schedules, store
 from ..store import Cursor
+from .logs import job_extra
 from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -39,7 +40,12 @@ def sync_at_start(
 
 def sweep(cursor: Cursor) -> int:
     """One sweep: enqueue the due slots of every running schedule; the jobs
-    this call inserted."""
+    this call inserted.
+
+    A schedule that cannot be planned or enqueued is logged and left as it
+    is (the next sweep tries it again); the others go on. Each fire is one
+    statement, so on the worker's autocommit connection a failed one leaves
+    nothing behind. A lost connection is raised: the sweeper reconnects."""
     inserted = 0
     for due in store.due_schedules(cursor):
         try:
@@ -49,9 +55,22 @@ def sweep(cursor: Cursor) -> int:
         except Exception as exc:  # a row written by hand with a bad cron or zone
             logger.error("workhorse: schedule %r cannot be planned: %s", due.name, exc)
             continue
-        for slot, job_id, new in store.fire_schedule(
-            cursor, due.name, due.next_run_at, slots, upcoming
-        ):
+        try:
+            fired = store.fire_schedule(cursor, due.name, due.next_run_at, slots, upcoming)
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            raise
+        except Exception as exc:
+            first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            logger.error(
+                "workhorse: schedule %r could not enqueue its job (%s); the other schedules "
+                "go on and the next sweep tries it again. Fix the job's options in its "
+                "definition and restart the workers, or correct the schedule's row in "
+                "workhorse_schedule",
+                due.name,
+                first_line,
+            )
+            continue
+        for slot, job_id, new in fired:
             if new:
                 inserted += 1
                 logger.info(
@@ -59,6 +78,7 @@ def sweep(cursor: Cursor) -> int:
                     due.name,
                     job_id,
                     slot.isoformat(),
+                    extra=job_extra(job_id, due.queue, None, due.job_name),
                 )
     return inserted
 

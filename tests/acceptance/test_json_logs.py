@@ -8,7 +8,7 @@ import json
 import pytest
 from jobtests.jobs import doomed, log_warning
 
-from django_workhorse.models import JobOutcome
+from django_workhorse.models import Job, JobOutcome
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -62,3 +62,29 @@ def test_text_logs_stay_plain_lines_by_default(start_worker, wait_until):
 
     [line] = [line for line in worker.stderr.splitlines() if line.endswith("hello in text")]
     assert not line.startswith("{")
+
+
+def test_the_sweepers_enqueued_line_carries_the_jobs_annotations(start_worker, wait_until):
+    settings = {
+        "LOG_FORMAT": "json",
+        "SCHEDULE_SWEEP_INTERVAL": 0.3,
+        "SCHEDULES": {"tick": {"job": "jobtests.jobs.record", "cron": "* * * * * *"}},
+    }
+    worker = start_worker("--queues", "jobtests.record", settings=settings)
+
+    def scheduled():
+        return Job.objects.filter(idempotency_key__startswith="schedule:tick:")
+
+    wait_until(lambda: scheduled().exists(), what="a job enqueued by the schedule")
+    wait_until(lambda: "enqueued job #" in worker.stderr, what="the sweeper's line")
+    assert worker.stop() == 0
+
+    lines = [json.loads(line) for line in worker.stderr.splitlines() if line.strip()]
+    enqueued = [line for line in lines if "enqueued job #" in line["message"]]
+    assert enqueued
+    job_ids = set(scheduled().values_list("id", flat=True))
+    for line in enqueued:
+        assert line["job_id"] in job_ids
+        assert f"enqueued job #{line['job_id']} " in line["message"]
+        assert (line["job_name"], line["queue"]) == ("jobtests.jobs.record", "jobtests.record")
+        assert "attempt" not in line, "the job has not run yet"

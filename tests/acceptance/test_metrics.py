@@ -8,11 +8,12 @@ import urllib.request
 from datetime import timedelta
 
 import pytest
-from jobtests.jobs import async_stuck, doomed, record
+from django.db import connection
+from jobtests.jobs import async_stuck, doomed, record, rendezvous
 from jobtests.models import RunRecord
 from prometheus_client.parser import text_string_to_metric_families
 
-from django_workhorse import Admin
+from django_workhorse import Admin, store
 from django_workhorse.models import JobOutcome
 
 pytestmark = pytest.mark.django_db(
@@ -55,19 +56,23 @@ def test_two_processes_serve_one_merged_view_with_counters_and_the_depth_gauge(
         "--metrics-port",
         str(port),
         "--queues",
-        "jobtests.record,jobtests.doomed",
+        "jobtests.record,jobtests.doomed,jobtests.cancel",
         "--concurrency",
         "2",
         settings={"QUEUE_METRICS_INTERVAL": 0.3},
         ready=False,
     )
     supervisor.wait_ready(count=2, timeout=90)
+    # Four runs that each wait until all four run at once: with two slots per
+    # child, each child runs two, so both children's counters are merged.
+    together = [h.id for h in rendezvous.enqueue_many([{"label": "both", "parties": 4}] * 4)]
     ids = [h.id for h in record.enqueue_many([{"label": str(i)} for i in range(20)])]
     failing = doomed.enqueue()
     record.options(delay=timedelta(hours=1)).enqueue_many([{"label": "later"}] * 3)
     wait_until(
         lambda: (
             JobOutcome.objects.filter(job_id__in=ids, state="succeeded").count() == 20
+            and JobOutcome.objects.filter(job_id__in=together, state="succeeded").count() == 4
             and JobOutcome.objects.filter(job_id=failing.id, state="failed").exists()
         ),
         timeout=60,
@@ -79,12 +84,18 @@ def test_two_processes_serve_one_merged_view_with_counters_and_the_depth_gauge(
             (s := scrape(port))
             and finished(s, "jobtests.jobs.record", "jobtests.record", "succeeded") == 20
             and finished(s, "jobtests.jobs.doomed", "jobtests.doomed", "failed") == 1
+            and finished(s, "jobtests.jobs.rendezvous", "jobtests.cancel", "succeeded") == 4
             and s
         ),
         timeout=30,
         what="the merged counters",
     )
     assert len({pid for pid in supervisor.children()}) == 2
+    with connection.cursor() as cursor:
+        ran_on = [a.worker_id for job_id in together for a in store.get_attempts(cursor, job_id)]
+    assert len(ran_on) == 4
+    assert set(ran_on) == set(supervisor.worker_ids()), "both children ran jobs"
+    assert len(set(ran_on)) == 2
     assert finished(samples, "jobtests.jobs.doomed", "jobtests.doomed", "retried") == 1
     run_count = (
         "workhorse_job_run_seconds_count",

@@ -122,3 +122,16 @@ def test_a_burst_worker_syncs_schedules_but_does_not_sweep(start_worker):
     assert row_exists is not None, "the burst worker synced the schedule"
     assert next_run_at is None, "no sweep planned a slot"
     assert slots() == []
+
+
+def test_a_schedule_payload_that_is_not_json_stops_runworker_with_a_command_error(start_worker):
+    # WORKHORSE_JSON carries NaN as the settings' float('nan').
+    bad = tick_settings()
+    bad["SCHEDULES"]["tick"]["payload"] = {"label": float("nan")}
+    worker = start_worker(*QUEUE, settings=bad, ready=False)
+
+    assert worker.wait_exit(60) != 0
+    assert "CommandError: WORKHORSE['SCHEDULES']['tick']: " in worker.stderr
+    assert "payload['label'] is nan, which JSON cannot hold" in worker.stderr
+    assert "Traceback" not in worker.stderr
+    assert schedule_state() == (None, None), "nothing was synced"

@@ -333,6 +333,41 @@ def test_the_queues_page_stops_counting_at_its_limit_and_shows_the_queues_limits
     assert ">2+</td>" in row and "4 at once" in row
 
 
+def test_the_queues_page_lists_the_schedules_and_their_next_run(operator_client):
+    from django_workhorse.schedules import Schedule, sync
+    from django_workhorse.worker.scheduler import sweep
+
+    with connection.cursor() as cursor:
+        sync(
+            cursor,
+            [
+                Schedule("nightly", "jobtests.jobs.record", "0 3 * * *", "UTC"),
+                Schedule("hourly", "jobtests.jobs.record", "0 * * * *"),
+            ],
+        )
+        sweep(cursor)
+    Admin().pause_schedule("hourly")
+
+    page = operator_client.get(QUEUES)
+
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert [s.name for s in page.context["schedules"]] == ["hourly", "nightly"]
+    nightly = body[body.index('id="wh-schedule-nightly"') :].split("</tr>")[0]
+    next_run = page.context["schedules"][1].next_run_at
+    assert next_run is not None
+    assert next_run.strftime("%Y-%m-%d 03:00:00") in nightly
+    assert "<code>0 3 * * *</code>" in nightly
+    hourly = body[body.index('id="wh-schedule-hourly"') :].split("</tr>")[0]
+    assert ">paused</span>" in hourly
+
+
+def test_the_queues_page_says_when_there_are_no_schedules(operator_client):
+    body = operator_client.get(QUEUES).content.decode()
+
+    assert 'id="wh-schedules"' in body and "No schedules." in body
+
+
 @pytest.mark.parametrize(
     "data", [{"action": "pause", "queue": "\x00"}, {"action": "nap", "queue": "dash"}, {}]
 )

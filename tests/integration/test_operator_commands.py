@@ -104,3 +104,97 @@ def test_prune_refuses_a_bad_retention_setting(settings):
     settings.WORKHORSE = {"RETENTION": {"HISTORY": "a week"}}
     with pytest.raises(CommandError, match=r"RETENTION\['HISTORY'\]"):
         run("workhorse_prune", "--dry-run")
+
+
+def declare_schedules() -> None:
+    """Two schedules as a worker's start writes them; one planned by a sweep, one paused."""
+    from django.db import connection
+
+    from django_workhorse.schedules import Schedule, sync
+    from django_workhorse.worker.scheduler import sweep
+
+    with connection.cursor() as cursor:
+        sync(
+            cursor,
+            [
+                Schedule("nightly", "jobtests.jobs.record", "0 3 * * *", "Europe/Paris"),
+                Schedule("hourly", "jobtests.jobs.record", "0 * * * *", catch_up="all"),
+            ],
+        )
+        sweep(cursor)
+    Admin().pause_schedule("hourly")
+
+
+def test_status_lists_the_schedules_and_their_next_run():
+    declare_schedules()
+    nightly = next(s for s in Admin().list_schedules() if s.name == "nightly")
+    assert nightly.next_run_at is not None and nightly.next_run_at.hour in (1, 2)  # 03:00 Paris
+
+    text = run("workhorse_status")
+
+    section = text[text.index("schedule  ") :].splitlines()
+    assert section[0].split() == [
+        "schedule",
+        "job",
+        "cron",
+        "timezone",
+        "next",
+        "run",
+        "last",
+        "slot",
+    ]
+    assert section[1].split() == [
+        "hourly",
+        "jobtests.jobs.record",
+        "0",
+        "*",
+        "*",
+        "*",
+        "*",
+        "UTC",
+        "paused",
+        "-",
+    ]
+    assert section[2].split()[:9] == [
+        "nightly",
+        "jobtests.jobs.record",
+        "0",
+        "3",
+        "*",
+        "*",
+        "*",
+        "Europe/Paris",
+        nightly.next_run_at.isoformat(),
+    ]
+
+
+def test_status_json_carries_the_schedules():
+    declare_schedules()
+
+    data = json.loads(run("workhorse_status", "--json"))
+
+    hourly, nightly = data["schedules"]
+    # Kept while paused, though not used: resuming plans the first slot after now.
+    assert hourly.pop("next_run_at") is not None
+    assert hourly == {
+        "name": "hourly",
+        "job": "jobtests.jobs.record",
+        "queue": "jobtests.record",
+        "cron": "0 * * * *",
+        "timezone": "UTC",
+        "catch_up": "all",
+        "paused": True,
+        "last_slot_at": None,
+        "last_job_id": None,
+    }
+    assert (nightly["name"], nightly["paused"], nightly["timezone"]) == (
+        "nightly",
+        False,
+        "Europe/Paris",
+    )
+    assert nightly["next_run_at"] == Admin().list_schedules()[1].next_run_at.isoformat()
+
+
+def test_status_says_when_there_are_no_schedules():
+    assert "schedules: none" in run("workhorse_status")
+    assert json.loads(run("workhorse_status", "--json"))["schedules"] == []

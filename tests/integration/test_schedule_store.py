@@ -241,3 +241,27 @@ def test_a_settings_schedule_of_an_unknown_job_stops_the_worker_naming_it():
 def test_a_settings_payload_that_does_not_fit_the_job_is_refused():
     with pytest.raises(ImproperlyConfigured, match="payload does not fit"):
         declared("default", {"n": {"job": add.name, "cron": "* * * * *", "payload": {"z": 1}}})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_schedule_that_cannot_enqueue_is_logged_and_the_others_still_fire(pg_connect, caplog):
+    # On a worker's autocommit connection, as the sweeper runs.
+    conn = pg_connect()
+    with conn.cursor() as cursor:
+        sync(cursor, [every_second("a-broken"), every_second("b-fine")])
+        # A row edited by hand: priority 500 breaks the job table's CHECK.
+        cursor.execute(
+            "UPDATE workhorse_schedule SET job_options = job_options || '{\"priority\": 500}'"
+            " WHERE name = 'a-broken'"
+        )
+        make_due(cursor, "a-broken", 2)
+        make_due(cursor, "b-fine", 1)  # swept after a-broken
+
+        with caplog.at_level("ERROR", logger="django_workhorse.worker"):
+            assert sweep(cursor) == 1
+
+        assert len(schedule_jobs(cursor, "b-fine")) == 1
+        assert schedule_jobs(cursor, "a-broken") == []
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "'a-broken'" in record.getMessage()
+    assert "workhorse_schedule" in record.getMessage()

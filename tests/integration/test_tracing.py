@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -52,6 +54,31 @@ def second_time() -> None:
 def naps() -> str:
     workhorse.current_job().sleep("nap", 0)
     return "awake"
+
+
+@workhorse.job(name="tests.tracing.async_overruns", queue=QUEUE, max_attempts=1, timeout=0.2)
+async def async_overruns() -> str:
+    await asyncio.sleep(30)
+    return "too late"
+
+
+@workhorse.job(name="tests.tracing.swallows_timeout", queue=QUEUE, max_attempts=1, timeout=0.2)
+async def swallows_timeout() -> str:
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        return "kept going"
+    return "slept"
+
+
+@workhorse.job(name="tests.tracing.sync_overruns", queue=QUEUE, max_attempts=1, timeout=0.2)
+def sync_overruns() -> str:
+    # Returns once the worker recorded its job failed (timed out), 30 s at most.
+    job_id = workhorse.current_job().job_id
+    deadline = time.monotonic() + 30
+    while workhorse.Admin().get_job(job_id).state != "failed" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "too late"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -198,3 +225,42 @@ def test_handler_span_name_names_the_span(exporter):
     assert [s.name for s in exporter.get_finished_spans() if s.name.startswith("job ")] == [
         "job tests.tracing/tests.tracing.ok"
     ]
+
+
+def assert_timed_out(span) -> None:
+    assert span.attributes["workhorse.outcome"] == "failed"
+    assert span.status.status_code == StatusCode.ERROR
+    [event] = [e for e in span.events if e.name == "exception"]
+    assert event.attributes["exception.type"].endswith("JobTimeout")
+
+
+def test_an_async_run_past_its_timeout_is_failed_with_job_timeout_on_its_span(exporter):
+    handle, _ = enqueue_in_span(async_overruns)
+
+    run_worker()
+
+    assert handle.refresh().status == "failed"
+    [span] = run_spans(exporter, "tests.tracing.async_overruns.run")
+    assert_timed_out(span)
+
+
+def test_an_async_run_that_swallows_its_timeout_is_failed_as_its_span_says(exporter):
+    handle, _ = enqueue_in_span(swallows_timeout)
+
+    run_worker()
+
+    assert handle.refresh().status == "failed"
+    [span] = run_spans(exporter, "tests.tracing.swallows_timeout.run")
+    assert_timed_out(span)
+
+
+def test_a_sync_run_that_returns_after_its_timeout_is_failed_on_its_span(exporter):
+    handle, _ = enqueue_in_span(sync_overruns)
+
+    # The burst worker records the timeout, then waits for the abandoned
+    # thread, which returns once it sees its job failed.
+    run_worker()
+
+    assert handle.refresh().status == "failed"
+    [span] = run_spans(exporter, "tests.tracing.sync_overruns.run")
+    assert_timed_out(span)

@@ -12,6 +12,10 @@ from django_workhorse.conf import get_settings, problems, raw_settings
         ({"HANDLER_SPAN_NAME": "{job}.run"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
         ({"HANDLER_SPAN_NAME": ""}, "HANDLER_SPAN_NAME", "non-empty string"),
         ({"HANDLER_SPAN_NAME": 3}, "HANDLER_SPAN_NAME", "non-empty string"),
+        ({"HANDLER_SPAN_NAME": "{name.x}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
+        ({"HANDLER_SPAN_NAME": "{name[x]}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
+        ({"HANDLER_SPAN_NAME": "{name:d}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
+        ({"HANDLER_SPAN_NAME": "{0}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
         ({"TRACE_LINKING": "child"}, "TRACE_LINKING", "'auto', 'parent', 'link', 'off'"),
     ],
 )
@@ -35,3 +39,13 @@ def test_schedules_and_log_format_are_read(settings):
     read = get_settings()
 
     assert (read.schedules, read.log_format) == (schedules, "json")
+
+
+def test_a_span_name_with_an_attribute_lookup_is_reported_by_the_check(settings):
+    from django.core.checks import run_checks
+
+    settings.WORKHORSE = {"HANDLER_SPAN_NAME": "{name.x}"}
+
+    messages = [m for m in run_checks() if m.id == "workhorse.E001"]
+
+    assert any("HANDLER_SPAN_NAME" in m.msg and "{name}.run" in m.msg for m in messages), messages

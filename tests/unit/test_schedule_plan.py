@@ -70,6 +70,64 @@ def test_a_daily_slot_inside_the_spring_forward_gap_runs_once_right_after_it():
     assert upcoming.astimezone(UTC) == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
 
 
+def slots_between(cron: str, zone: str, start: datetime, end: datetime) -> list[datetime]:
+    """Every slot of ``cron`` after ``start`` up to ``end``, in UTC."""
+    _, upcoming = plan(cron, zone, "all", None, start)
+    slots, _ = plan(cron, zone, "all", upcoming, end)
+    return [slot.astimezone(UTC) for slot in slots]
+
+
+# Europe/Paris falls back on 2026-10-25: 03:00 CEST (01:00Z) becomes 02:00 CET,
+# so the wall-clock hour 02:00-03:00 happens twice (00:00Z-01:00Z, 01:00Z-02:00Z).
+FALL_BACK_START = datetime(2026, 10, 24, 23, 0, tzinfo=UTC)
+FALL_BACK_END = datetime(2026, 10, 25, 2, 30, tzinfo=UTC)
+
+
+def test_a_daily_slot_inside_the_repeated_fall_back_hour_runs_once():
+    # Neither the minute nor the hour field starts with "*": cronsim reads the
+    # expression on the wall clock and takes the first 02:30 only.
+    assert slots_between("30 2 * * *", "Europe/Paris", FALL_BACK_START, FALL_BACK_END) == [
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
+    ]
+
+
+def test_a_schedule_planned_in_the_repeated_hour_gets_a_slot_after_now():
+    # At 02:00 CET (01:00Z), the wall-clock 02:30 next in line is the first
+    # one, 00:30Z, already past: the first slot is the next day's.
+    now = datetime(2026, 10, 25, 1, 0, tzinfo=UTC)
+
+    unplanned, first = plan("30 2 * * *", "Europe/Paris", "latest", None, now)
+    # A schedule whose 00:30Z slot is due: it is enqueued, and not planned again.
+    planned = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
+    latest, after_latest = plan("30 2 * * *", "Europe/Paris", "latest", planned, now)
+    every, after_every = plan("30 2 * * *", "Europe/Paris", "all", planned, now)
+
+    next_day = datetime(2026, 10, 26, 1, 30, tzinfo=UTC)
+    assert (unplanned, first.astimezone(UTC)) == ([], next_day)
+    assert (latest, after_latest.astimezone(UTC)) == ([planned], next_day)
+    assert (every, after_every.astimezone(UTC)) == ([planned], next_day)
+
+
+def test_an_hour_field_starting_with_a_star_runs_twice_in_the_repeated_hour():
+    # "*/2" in the hour field: cronsim follows real time, and 02:00 happens twice.
+    assert slots_between("0 */2 * * *", "Europe/Paris", FALL_BACK_START, FALL_BACK_END) == [
+        datetime(2026, 10, 25, 0, 0, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, 0, tzinfo=UTC),
+    ]
+
+
+def test_an_hour_field_starting_with_a_star_skips_the_missing_slot_at_spring_forward():
+    # 2026-03-29 02:30 does not exist in Paris and "30 */2" has no fix-up: the
+    # slots go from 00:30 CET (23:30Z) straight to 04:30 CEST (02:30Z).
+    start = datetime(2026, 3, 28, 23, 0, tzinfo=UTC)
+    end = datetime(2026, 3, 29, 3, 0, tzinfo=UTC)
+
+    assert slots_between("30 */2 * * *", "Europe/Paris", start, end) == [
+        datetime(2026, 3, 28, 23, 30, tzinfo=UTC),
+        datetime(2026, 3, 29, 2, 30, tzinfo=UTC),
+    ]
+
+
 @pytest.mark.parametrize(
     ("cron", "zone", "fragment"),
     [

@@ -1,10 +1,11 @@
-"""``manage.py workhorse_status [--json] [--watch SECONDS]``: the queue table
-for terminals and scripts."""
+"""``manage.py workhorse_status [--json] [--watch SECONDS]``: the queue table,
+the workers and the repeatable schedules, for terminals and scripts."""
 
 from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -27,8 +28,12 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
 def snapshot(admin: Admin) -> dict[str, Any]:
-    """Queues and workers as plain JSON-ready data."""
+    """Queues, workers and schedules as plain JSON-ready data."""
     workers = admin.workers()
     return {
         "queues": [
@@ -52,7 +57,29 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                 for w in workers["holding_jobs"]
             ],
         },
+        "schedules": [
+            {
+                "name": row.name,
+                "job": row.job_name,
+                "queue": row.queue,
+                "cron": row.cron,
+                "timezone": row.timezone,
+                "catch_up": row.catch_up,
+                "paused": row.paused,
+                "next_run_at": _iso(row.next_run_at),
+                "last_slot_at": _iso(row.last_slot_at),
+                "last_job_id": row.last_job_id,
+            }
+            for row in admin.list_schedules()
+        ],
     }
+
+
+def next_run(schedule: dict[str, Any]) -> str:
+    """What the text table says about a schedule's next run."""
+    if schedule["paused"]:
+        return "paused"
+    return schedule["next_run_at"] or "at the next sweep"
 
 
 def table(data: dict[str, Any]) -> str:
@@ -80,13 +107,39 @@ def table(data: dict[str, Any]) -> str:
     lines.append(f"workers connected: {workers['connected']}")
     for w in workers["holding_jobs"]:
         lines.append(f"  {w['worker_id']}: {w['jobs']} job(s) running")
+    lines.append("")
+    lines.extend(schedule_table(data["schedules"]))
     return "\n".join(lines)
+
+
+def schedule_table(schedules: list[dict[str, Any]]) -> list[str]:
+    """The schedules section of the text output."""
+    if not schedules:
+        return ["schedules: none"]
+    head = ["schedule", "job", "cron", "timezone", "next run", "last slot"]
+    rows = [
+        [
+            s["name"],
+            s["job"],
+            s["cron"],
+            s["timezone"],
+            next_run(s),
+            s["last_slot_at"] or "-",
+        ]
+        for s in schedules
+    ]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [head, *rows]
+    ]
 
 
 class Command(BaseCommand):
     help = (
         "Show every queue: counts by state (terminal ones over the last hour), oldest ready "
-        "age, paused flag, and the workers seen now."
+        "age, paused flag; the workers seen now; and every repeatable schedule with its "
+        "next run."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
