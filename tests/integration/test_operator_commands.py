@@ -47,6 +47,23 @@ def test_status_json_is_for_machines():
     assert data["workers"] == {"connected": 0, "holding_jobs": []}
 
 
+def test_status_shows_each_queues_limits():
+    ReadyJobFactory(queue="status-limits")
+    ReadyJobFactory(queue="status-free")
+    Admin().set_queue_limits("status-limits", concurrency=3, rate=100, period=60)
+
+    text = run("workhorse_status")
+    data = json.loads(run("workhorse_status", "--json"))
+
+    (row,) = [line for line in text.splitlines() if line.startswith("status-limits ")]
+    assert row.endswith("3 at once, 100/60s")
+    (free,) = [line for line in text.splitlines() if line.startswith("status-free ")]
+    assert free.endswith(" -")
+    (limited,) = [q for q in data["queues"] if q["queue"] == "status-limits"]
+    assert (limited["concurrency_limit"], limited["rate_limit"]) == (3, 100)
+    assert limited["rate_period_seconds"] == 60
+
+
 def test_status_watch_refreshes_until_its_count():
     ReadyJobFactory(queue="status-watch")
     lines = run("workhorse_status", "--json", "--watch", "0.1", "--count", "3").splitlines()

@@ -43,6 +43,9 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                 **q.counts,
                 "oldest_ready_seconds": q.oldest_ready_age,
                 "finished_last_hour": q.finished_in_window,
+                "concurrency_limit": q.concurrency_limit,
+                "rate_limit": q.rate_limit,
+                "rate_period_seconds": q.rate_period,
             }
             for q in admin.queue_stats()
         ],
@@ -82,9 +85,19 @@ def next_run(schedule: dict[str, Any]) -> str:
     return schedule["next_run_at"] or "at the next sweep"
 
 
+def limits(queue: dict[str, Any]) -> str:
+    """A queue's global limits in a few words ("-" when it has none)."""
+    parts = []
+    if queue["concurrency_limit"] is not None:
+        parts.append(f"{queue['concurrency_limit']} at once")
+    if queue["rate_limit"] is not None:
+        parts.append(f"{queue['rate_limit']}/{queue['rate_period_seconds']:g}s")
+    return ", ".join(parts) or "-"
+
+
 def table(data: dict[str, Any]) -> str:
     """The snapshot as an aligned text table."""
-    head = ["queue", "paused", *STATES, "oldest ready", "done/1h"]
+    head = ["queue", "paused", *STATES, "oldest ready", "done/1h", "limits"]
     rows = [
         [
             q["queue"],
@@ -92,6 +105,7 @@ def table(data: dict[str, Any]) -> str:
             *(str(q[s]) for s in STATES),
             "-" if q["oldest_ready_seconds"] is None else f"{q['oldest_ready_seconds']:.1f}s",
             str(q["finished_last_hour"]),
+            limits(q),
         ]
         for q in data["queues"]
     ]
@@ -138,8 +152,8 @@ def schedule_table(schedules: list[dict[str, Any]]) -> list[str]:
 class Command(BaseCommand):
     help = (
         "Show every queue: counts by state (terminal ones over the last hour), oldest ready "
-        "age, paused flag; the workers seen now; and every repeatable schedule with its "
-        "next run."
+        "age, paused flag and limits; the workers seen now; and every repeatable schedule "
+        "with its next run."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
