@@ -49,6 +49,12 @@ DECLARE
     v_good_ids bigint[];
     v_bad_ids  bigint[];
     v_canceled bigint[];
+    v_queues   text[];
+    v_attempts integer[];
+    v_stalls   integer[];
+    v_errors   jsonb[];
+    v_data     jsonb[];
+    v_n        integer;
     v_settled  integer;
     v_total    integer := 0;
 BEGIN
@@ -174,49 +180,15 @@ BEGIN
             WHERE rt.job_id = d.job_id AND d.verdict = 'release'
             RETURNING rt.job_id, rt.queue, rt.state, rt.run_at, d.cause_id, d.cause_state
         ),
-        ended AS (
-            DELETE FROM workhorse_job_runtime rt
-            WHERE rt.job_id = ANY (ARRAY(SELECT d.job_id FROM decided d WHERE d.verdict = 'cancel'))
-        ),
-        outcome AS (
-            INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-            SELECT d.job_id, 'canceled',
-                   jsonb_build_object(
-                       'type', 'JobCancelled',
-                       'message', CASE d.policy
-                           WHEN 'any_succeeded' THEN format(
-                               'none of its prerequisites succeeded (dependency_policy '
-                               'any_succeeded); the last to end was job #%s (%s)',
-                               d.cause_id, d.cause_state)
-                           ELSE format(
-                               'prerequisite job #%s %s (dependency_policy all_succeeded)',
-                               d.cause_id,
-                               CASE d.cause_state WHEN 'canceled' THEN 'was canceled'
-                                                  ELSE d.cause_state END)
-                       END,
-                       'reason', 'dependency',
-                       'prerequisite', d.cause_id,
-                       'prerequisite_state', d.cause_state,
-                       'dependency_policy', d.policy,
-                       'state_before', 'blocked'),
-                   d.attempt, d.stall_count, now()
-            FROM decided d WHERE d.verdict = 'cancel'
-        ),
         evented AS (
             INSERT INTO workhorse_job_event (job_id, kind, attempt, data)
-            SELECT d.job_id, CASE d.verdict WHEN 'cancel' THEN 'canceled' ELSE 'unblocked' END,
-                   d.attempt,
+            SELECT d.job_id, 'unblocked', d.attempt,
                    jsonb_build_object('prerequisite', d.cause_id,
-                                      'prerequisite_state', d.cause_state)
-                   || CASE d.verdict
-                          WHEN 'cancel' THEN jsonb_build_object('state_before', 'blocked',
-                                                                'reason', 'dependency')
-                          ELSE jsonb_build_object(
-                              'state', CASE WHEN d.run_at > now() THEN 'scheduled'
-                                            ELSE 'ready' END,
-                              'run_at', greatest(d.run_at, now()))
-                      END
-            FROM decided d WHERE d.verdict <> 'wait'
+                                      'prerequisite_state', d.cause_state,
+                                      'state', CASE WHEN d.run_at > now() THEN 'scheduled'
+                                                    ELSE 'ready' END,
+                                      'run_at', greatest(d.run_at, now()))
+            FROM decided d WHERE d.verdict = 'release'
         ),
         woken AS (
             -- As enqueue: ready work wakes takers now, scheduled work tells
@@ -225,11 +197,49 @@ BEGIN
                              CASE WHEN bool_or(r.state = 'ready') THEN ''
                                   ELSE extract(epoch FROM min(r.run_at))::text END)
             FROM released r GROUP BY r.queue
-        )
-        SELECT ARRAY(SELECT d.job_id FROM decided d WHERE d.verdict = 'cancel' ORDER BY d.job_id),
-               (SELECT count(*) FROM decided d WHERE d.verdict <> 'wait')
-        INTO v_canceled, v_settled
-        FROM (SELECT count(*) FROM woken) w;
+        ),
+        -- The canceled ones, in job_id order, for workhorse_end_runs_v1.
+        canceled AS (SELECT * FROM decided d WHERE d.verdict = 'cancel')
+        SELECT (SELECT count(*) FROM decided d WHERE d.verdict <> 'wait'),
+               array_agg(c.job_id ORDER BY c.job_id), array_agg(c.queue ORDER BY c.job_id),
+               array_agg(c.attempt ORDER BY c.job_id), array_agg(c.stall_count ORDER BY c.job_id),
+               array_agg(jsonb_build_object(
+                   'type', 'JobCancelled',
+                   'message', CASE c.policy
+                       WHEN 'any_succeeded' THEN format(
+                           'none of its prerequisites succeeded (dependency_policy '
+                           'any_succeeded); the last to end was job #%s (%s)',
+                           c.cause_id, c.cause_state)
+                       ELSE format(
+                           'prerequisite job #%s %s (dependency_policy all_succeeded)',
+                           c.cause_id,
+                           CASE c.cause_state WHEN 'canceled' THEN 'was canceled'
+                                              ELSE c.cause_state END)
+                   END,
+                   'reason', 'dependency',
+                   'prerequisite', c.cause_id,
+                   'prerequisite_state', c.cause_state,
+                   'dependency_policy', c.policy,
+                   'state_before', 'blocked') ORDER BY c.job_id),
+               array_agg(jsonb_build_object('prerequisite', c.cause_id,
+                                            'prerequisite_state', c.cause_state,
+                                            'state_before', 'blocked', 'reason', 'dependency')
+                         ORDER BY c.job_id),
+               (SELECT count(*) FROM woken)
+        INTO v_settled, v_canceled, v_queues, v_attempts, v_stalls, v_errors, v_data, v_n
+        FROM canceled c;
+
+        -- A canceled dependent ends like any job (workhorse_end_runs_v1),
+        -- without an attempt to close; its own dependents are the next
+        -- round of this loop rather than a call of this function from there.
+        v_n := coalesce(cardinality(v_canceled), 0);
+        IF v_n > 0 THEN
+            PERFORM workhorse_end_runs_v1(
+                v_canceled, v_queues, v_attempts, v_stalls, array_fill(NULL::text, ARRAY[v_n]),
+                array_fill(NULL::timestamptz, ARRAY[v_n]),
+                array_fill('canceled'::text, ARRAY[v_n]), NULL, v_errors,
+                array_fill(NULL::text, ARRAY[v_n]), NULL, v_data, false);
+        END IF;
 
         v_total := v_total + v_settled;
         -- The canceled dependents have ended: their own dependents next.

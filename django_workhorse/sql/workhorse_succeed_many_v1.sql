@@ -1,7 +1,8 @@
 -- Records the success of many runs in one call. For each (job, fence) still
 -- active under p_worker: the runtime row is deleted and the outcome row
--- inserted in this same statement, the attempt closes as succeeded in
--- attempt_history, and a 'succeeded' event is written. Any other id comes back
+-- inserted in one statement, the attempt closes as succeeded in
+-- attempt_history, and a 'succeeded' event is written
+-- (workhorse_end_runs_v1). Any other id comes back
 -- with ok = false (a lost lease) and nothing about that job changes. Rows come
 -- back in input order.
 CREATE OR REPLACE FUNCTION workhorse_succeed_many_v1(
@@ -19,6 +20,12 @@ DECLARE
     v_ids   bigint[];
     v_ok    boolean[];
     v_ended bigint[];
+    v_queues   text[];
+    v_attempts integer[];
+    v_stalls   integer[];
+    v_started  timestamptz[];
+    v_results  jsonb[];
+    v_n        integer;
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing.
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
@@ -58,39 +65,26 @@ BEGIN
             WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
             FOR UPDATE
         ) r ON true
-    ),
-    done AS (
-        DELETE FROM workhorse_job_runtime rt
-        WHERE rt.job_id = ANY (ARRAY(SELECT o.job_id FROM owned o WHERE o.ok))
-    ),
-    outcome AS (
-        INSERT INTO workhorse_job_outcome (job_id, state, result, attempts, stall_count, finished_at)
-        SELECT o.job_id, 'succeeded', o.result, o.attempt, o.stall_count, now()
-        FROM owned o WHERE o.ok
-    ),
-    history AS (
-        INSERT INTO workhorse_attempt_history (job_id, attempt, outcome, worker_id, started_at, finished_at)
-        SELECT o.job_id, o.attempt, 'succeeded', p_worker, o.attempt_started_at, now()
-        FROM owned o WHERE o.ok
-    ),
-    evented AS (
-        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id)
-        SELECT o.job_id, 'succeeded', o.attempt, p_worker FROM owned o WHERE o.ok
-    ),
-    -- A finished job of a queue with a concurrency limit frees a place:
-    -- wake the workers waiting for it (docs/worker.md, "Queue limits").
-    woken AS (
-        SELECT pg_notify('workhorse:' || wq.name, '') FROM workhorse_queue wq
-        WHERE wq.concurrency_limit IS NOT NULL
-          AND wq.name IN (SELECT o.queue FROM owned o WHERE o.ok)
     )
     SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord),
-           array_agg(o.job_id) FILTER (WHERE o.ok)
-    INTO v_ids, v_ok, v_ended
-    FROM owned o
-    CROSS JOIN (SELECT count(*) FROM woken) w;
-    -- A later statement than the one that wrote the outcomes, so it sees them.
-    PERFORM workhorse_settle_dependents_v1(v_ended);
+           array_agg(o.job_id ORDER BY o.job_id) FILTER (WHERE o.ok),
+           array_agg(o.queue ORDER BY o.job_id) FILTER (WHERE o.ok),
+           array_agg(o.attempt ORDER BY o.job_id) FILTER (WHERE o.ok),
+           array_agg(o.stall_count ORDER BY o.job_id) FILTER (WHERE o.ok),
+           array_agg(o.attempt_started_at ORDER BY o.job_id) FILTER (WHERE o.ok),
+           array_agg(o.result ORDER BY o.job_id) FILTER (WHERE o.ok)
+    INTO v_ids, v_ok, v_ended, v_queues, v_attempts, v_stalls, v_started, v_results
+    FROM owned o;
+    -- Runtime → succeeded outcome, the attempt closed as succeeded, a
+    -- 'succeeded' event, the wake-up of limited queues and the dependents
+    -- settled: the one home of the move (workhorse_end_runs_v1).
+    v_n := coalesce(cardinality(v_ended), 0);
+    IF v_n > 0 THEN
+        PERFORM workhorse_end_runs_v1(
+            v_ended, v_queues, v_attempts, v_stalls, array_fill(p_worker, ARRAY[v_n]), v_started,
+            array_fill('succeeded'::text, ARRAY[v_n]), v_results, NULL,
+            array_fill('succeeded'::text, ARRAY[v_n]), NULL, NULL);
+    END IF;
     RETURN QUERY SELECT u.id, u.ok FROM unnest(v_ids, v_ok) AS u(id, ok);
 END;
 $$;

@@ -1,0 +1,95 @@
+-- Internal: the one home of the active → ready / scheduled return. Every
+-- function that puts a running job back in line (a retry, a stall
+-- recovery, a release, a durable sleep) calls it on runtime rows it has
+-- already locked, in job_id order, passing what it read from them:
+--     p_job_ids          the jobs, ascending
+--     p_attempts, p_workers, p_started_ats
+--                        their runtime row's attempt, worker_id and
+--                        attempt_started_at as read
+--     p_run_ats          when each is due again; NULL keeps its run_at (its
+--                        place in line) and makes it ready
+--     p_give_back        the attempt is given back (attempt - 1): the run
+--                        consumed none (a release, a stall, a sleep)
+--     p_attempt_outcomes how the attempt closes in attempt_history; NULL for
+--                        no history row (a release: the attempt never counted)
+--     p_attempt_errors   the closing attempt's error (NULL: all NULL)
+--     p_event_kinds      the event of each ('retry_scheduled', 'stalled',
+--                        'released', 'slept'), written with the run's worker
+--     p_event_data       its data (NULL: all NULL)
+-- The row loses its worker, lease and start; it is 'scheduled' while its
+-- due time is in the future, else 'ready'. A 'stalled' close counts the stall.
+-- Each queue is notified as enqueue does: an empty payload when a job of it
+-- is ready now or the queue has a concurrency limit (a place was freed),
+-- else the epoch seconds of its earliest due time.
+CREATE OR REPLACE FUNCTION workhorse_requeue_runs_v1(
+    p_job_ids bigint[],
+    p_attempts integer[],
+    p_workers text[],
+    p_started_ats timestamptz[],
+    p_run_ats timestamptz[],
+    p_give_back boolean,
+    p_attempt_outcomes text[],
+    p_attempt_errors jsonb[],
+    p_event_kinds text[],
+    p_event_data jsonb[]
+) RETURNS void
+LANGUAGE plpgsql AS $$
+-- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
+-- for the session, while a SQL function's body is planned on every call.
+#variable_conflict use_column
+DECLARE
+    v_n integer := coalesce(cardinality(p_job_ids), 0);
+BEGIN
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    -- unnest pads a short array with NULLs: the arrays that may be left out
+    -- (NULL) rely on it, and none may be cut short.
+    IF cardinality(p_attempts) IS DISTINCT FROM v_n
+       OR cardinality(p_workers) IS DISTINCT FROM v_n
+       OR cardinality(p_started_ats) IS DISTINCT FROM v_n
+       OR cardinality(p_event_kinds) IS DISTINCT FROM v_n
+       OR cardinality(p_run_ats) <> v_n OR cardinality(p_attempt_outcomes) <> v_n
+       OR cardinality(p_attempt_errors) <> v_n OR cardinality(p_event_data) <> v_n THEN
+        RAISE EXCEPTION 'workhorse_requeue_runs_v1: the arrays for % jobs differ in length', v_n
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    WITH moved AS (
+        UPDATE workhorse_job_runtime rt
+        SET state = CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'ready' END,
+            run_at = coalesce(r.run_at, rt.run_at),
+            attempt = rt.attempt - CASE WHEN p_give_back THEN 1 ELSE 0 END,
+            stall_count = rt.stall_count
+                          + CASE WHEN r.attempt_outcome = 'stalled' THEN 1 ELSE 0 END,
+            worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
+        FROM unnest(p_job_ids, p_run_ats, p_attempt_outcomes) AS r(job_id, run_at, attempt_outcome)
+        WHERE rt.job_id = ANY (p_job_ids) AND rt.job_id = r.job_id
+        RETURNING rt.queue, rt.state, rt.run_at
+    ),
+    history AS (
+        INSERT INTO workhorse_attempt_history
+            (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
+        SELECT r.job_id, r.attempt, r.attempt_outcome, r.worker_id, r.started_at, now(), r.error
+        FROM unnest(p_job_ids, p_attempts, p_attempt_outcomes, p_workers, p_started_ats,
+                    p_attempt_errors)
+            AS r(job_id, attempt, attempt_outcome, worker_id, started_at, error)
+        WHERE r.attempt_outcome IS NOT NULL
+    ),
+    evented AS (
+        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
+        SELECT r.job_id, r.kind, r.attempt, r.worker_id, r.data
+        FROM unnest(p_job_ids, p_event_kinds, p_attempts, p_workers, p_event_data)
+            AS r(job_id, kind, attempt, worker_id, data)
+    ),
+    woken AS (
+        SELECT pg_notify('workhorse:' || m.queue,
+                         CASE WHEN bool_or(m.state = 'ready') OR EXISTS (
+                                  SELECT 1 FROM workhorse_queue wq
+                                  WHERE wq.name = m.queue AND wq.concurrency_limit IS NOT NULL)
+                              THEN ''
+                              ELSE extract(epoch FROM min(m.run_at))::text END)
+        FROM moved m GROUP BY m.queue
+    )
+    SELECT count(*) INTO v_n FROM woken;
+END;
+$$;
