@@ -21,10 +21,10 @@
 -- its new jobs with their prerequisites that had already ended, so that a
 -- prerequisite that finished before the dependent existed counts at once.
 --
--- Concurrency: the dependents are locked (FOR UPDATE) in job_id order in a
--- statement of their own; the counts are read and written by the next
--- statement, whose snapshot sees every commit made before our locks were
--- granted. Two transactions ending the last two prerequisites of one
+-- Concurrency: every blocked job the cascade can reach is locked (FOR
+-- UPDATE) in job_id order, in one statement of its own before the first
+-- round; the counts are read and written by later statements, whose
+-- snapshots see every commit made before our locks were granted. Two transactions ending the last two prerequisites of one
 -- dependent therefore take turns on its row, and only the second sees the
 -- count reach zero: it is released once. A prerequisite's id is always
 -- lower than its dependents' (they can only name jobs that exist), so a
@@ -42,7 +42,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_ended    bigint[] := p_job_ids;
     v_only     bigint[] := p_dependents;
-    v_locked   bigint[];
+    v_held     bigint[];
     v_deps     bigint[];
     v_counts   integer[];
     v_goods    integer[];
@@ -105,14 +105,62 @@ BEGIN
             GROUP BY x.job_id
         ) h;
 
-        v_locked := ARRAY(
-            SELECT rt.job_id FROM workhorse_job_runtime rt
-            WHERE rt.job_id = ANY (v_deps) AND rt.state = 'blocked'
-            ORDER BY rt.job_id
-            FOR UPDATE);
-        IF coalesce(cardinality(v_locked), 0) = 0 THEN
-            RETURN v_total;
+        -- The first round locks every blocked job the whole cascade can
+        -- reach, in one job_id-ordered statement, before it settles any.
+        -- Locking one generation at a time let a later generation ask for
+        -- lower ids than an earlier one held: two cascades crossing (job 8
+        -- then 7 against 7 then 8) deadlocked. The reach follows the edges
+        -- from the ended jobs: their blocked dependents, and on from those
+        -- that may end canceled (reached through a job that did not
+        -- succeed, with a policy other than all_finished); a success, the
+        -- common case, reaches its direct dependents only. It is bounded:
+        -- ids grow along every edge (no cycles), only blocked jobs extend
+        -- it, and UNION visits each (job, may-cancel) pair once. Each read
+        -- is a LATERAL probe (docs/sql.md).
+        IF v_held IS NULL THEN
+            v_held := ARRAY(
+                SELECT rt.job_id FROM workhorse_job_runtime rt
+                WHERE rt.job_id = ANY (ARRAY(
+                    WITH RECURSIVE reach (job_id, root, bad) AS (
+                        SELECT u.id, true, coalesce(o.state <> 'succeeded', true)
+                        FROM unnest(v_ended) AS u(id)
+                        LEFT JOIN LATERAL (
+                            SELECT oo.state FROM workhorse_job_outcome oo
+                            WHERE oo.job_id = u.id OFFSET 0
+                        ) o ON true
+                      UNION
+                        SELECT x.job_id, false, r.bad AND j.policy <> 'all_finished'
+                        FROM reach r
+                        CROSS JOIN LATERAL (
+                            SELECT d.job_id FROM workhorse_job_dependency d
+                            WHERE d.prerequisite_id = r.job_id OFFSET 0
+                        ) x
+                        CROSS JOIN LATERAL (
+                            SELECT 1 FROM workhorse_job_runtime b
+                            WHERE b.job_id = x.job_id AND b.state = 'blocked' OFFSET 0
+                        ) b
+                        CROSS JOIN LATERAL (
+                            SELECT coalesce(jb.dependency_policy, 'all_succeeded') AS policy
+                            FROM workhorse_job jb WHERE jb.id = x.job_id OFFSET 0
+                        ) j
+                        WHERE (r.root OR r.bad)
+                          AND (NOT r.root OR v_only IS NULL
+                               OR x.job_id IN (SELECT n.id FROM unnest(v_only) AS n(id)))
+                    )
+                    SELECT DISTINCT r.job_id FROM reach r WHERE NOT r.root))
+                  AND rt.state = 'blocked'
+                ORDER BY rt.job_id
+                FOR UPDATE);
         END IF;
+        -- A dependent the reach could not foresee (an edge committed after
+        -- it was read: an enqueue naming a job this cascade cancels) is
+        -- locked in its round, as before; it is rare, and a deadlock it
+        -- could meet is detected and its transaction retried.
+        PERFORM 1 FROM workhorse_job_runtime rt
+        WHERE rt.job_id = ANY (ARRAY(SELECT unnest(v_deps) EXCEPT SELECT unnest(v_held)))
+          AND rt.state = 'blocked'
+        ORDER BY rt.job_id
+        FOR UPDATE;
 
         WITH hit AS (
             SELECT * FROM unnest(v_deps, v_counts, v_goods, v_good_ids, v_bad_ids)
