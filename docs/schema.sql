@@ -204,7 +204,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql -- body sha256 3f6b64647cddecd2
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql -- body sha256 ed773e9cea2f1076
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
@@ -238,7 +238,7 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 ae3b71b56bb33759
 -- FUNCTION workhorse_requeue_runs_v1(p_job_ids bigint[], p_attempts integer[], p_workers text[], p_started_ats timestamp with time zone[], p_run_ats timestamp with time zone[], p_give_back boolean, p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_kinds text[], p_event_data jsonb[])
---   RETURNS void LANGUAGE plpgsql -- body sha256 8cd5920acbb1a2dc
+--   RETURNS void LANGUAGE plpgsql -- body sha256 ac5cfb10f053e024
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 5d99102624384f8a
 -- FUNCTION workhorse_schedule_due_v1()
@@ -256,6 +256,6 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 c25f8e4492ed34da
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 957b578a94dec45c
+--   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 63ef33adee4cc063
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 4666843b9756e731

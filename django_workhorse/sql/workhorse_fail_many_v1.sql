@@ -127,8 +127,10 @@ BEGIN
                AND (i.kind = 'canceled'
                     OR r.cancel_requested AND i.retryable AND r.attempt < j.max_attempts)
                    AS canceled,
-               now() + make_interval(secs => coalesce(i.delay,
-                   workhorse_backoff_delay_v1(j.backoff, r.attempt))) AS next_run_at
+               -- Never before now (a negative delay from a SQL caller): a
+               -- retry queues behind the jobs waiting (workhorse_requeue_runs_v1).
+               now() + make_interval(secs => greatest(coalesce(i.delay,
+                   workhorse_backoff_delay_v1(j.backoff, r.attempt)), 0)) AS next_run_at
         FROM input i
         LEFT JOIN LATERAL (
             SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at,

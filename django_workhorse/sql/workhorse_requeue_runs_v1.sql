@@ -16,8 +16,11 @@
 --     p_event_kinds      the event of each ('retry_scheduled', 'stalled',
 --                        'released', 'slept'), written with the run's worker
 --     p_event_data       its data (NULL: all NULL)
--- The row loses its worker, lease and start; it is 'scheduled' while its
--- due time is in the future, else 'ready'. A 'stalled' close counts the stall.
+-- The row loses its worker, lease and start. A due time is never earlier
+-- than now(): a job returned to line queues behind the jobs of its priority
+-- already waiting, as one enqueued now would (a run_at in the past would put
+-- it ahead of them); it is 'scheduled' while the time is in the future, else
+-- 'ready'. A 'stalled' close counts the stall.
 -- Each queue is notified as enqueue does: an empty payload when a job of it
 -- is ready now or the queue has a concurrency limit (a place was freed),
 -- else the epoch seconds of its earliest due time.
@@ -57,7 +60,8 @@ BEGIN
     WITH moved AS (
         UPDATE workhorse_job_runtime rt
         SET state = CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'ready' END,
-            run_at = coalesce(r.run_at, rt.run_at),
+            run_at = CASE WHEN r.run_at IS NULL THEN rt.run_at
+                          ELSE greatest(r.run_at, now()) END,
             attempt = rt.attempt - CASE WHEN p_give_back THEN 1 ELSE 0 END,
             stall_count = rt.stall_count
                           + CASE WHEN r.attempt_outcome = 'stalled' THEN 1 ELSE 0 END,

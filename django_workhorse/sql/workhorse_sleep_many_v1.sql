@@ -86,7 +86,9 @@ BEGIN
     ),
     owned AS (
         SELECT i.job_id, i.fence, i.ord, i.name, i.wake_at,
-               i.wake_at AS run_at,
+               -- Due no earlier than now (workhorse_requeue_runs_v1): a
+               -- wake time already past queues at the back of its priority.
+               greatest(i.wake_at, now()) AS run_at,
                r.job_id IS NOT NULL AS ok, coalesce(r.cancel_requested, false) AS cancel,
                r.attempt, r.attempt_started_at
         FROM input i
