@@ -9,7 +9,8 @@
 -- may run twice; its late writes are refused by the fence.
 -- A job an operator asked to cancel (cancel_requested) whose worker died
 -- before it acked is not put back in line: it ends 'canceled' (canceled =
--- true), its attempt closed as 'stalled'. Blocked dependents of the jobs
+-- true), its attempt closed as 'stalled', its envelope carrying the reason
+-- of the latest cancel request as the worker's ack would. Blocked dependents of the jobs
 -- that ended failed or canceled are settled in the same transaction
 -- (workhorse_settle_dependents_v1).
 CREATE OR REPLACE FUNCTION workhorse_recover_stalled_v1(p_limit integer DEFAULT 1000)
@@ -71,12 +72,21 @@ BEGIN
                    'type', 'JobCancelled', 'state_before', 'active',
                    'message', 'canceled by an operator; its worker stopped renewing the lease '
                               'before it stopped the job')
+                   -- The operator's reason, as the worker's ack carries it
+                   -- (workhorse_fail_many_v1).
+                   || jsonb_strip_nulls(jsonb_build_object('reason', q.data->'reason'))
                WHEN e.give_up THEN jsonb_build_object(
                    'type', 'StalledJobError',
                    'message', format('the job stalled %s times (max_stalled is %s): its worker '
                                      'stopped renewing the lease', e.stalls, e.max_stalled))
                END AS error
         FROM expired e
+        -- For a canceled job only (the rare case): its latest request.
+        LEFT JOIN LATERAL (
+            SELECT ev.data FROM workhorse_job_event ev
+            WHERE e.canceled AND ev.job_id = e.job_id AND ev.kind = 'cancel_requested'
+            ORDER BY ev.at DESC, ev.id DESC LIMIT 1
+        ) q ON true
     )
     SELECT array_agg(e.job_id ORDER BY e.lease_expires_at, e.job_id),
            array_agg(e.queue ORDER BY e.lease_expires_at, e.job_id),
