@@ -234,9 +234,9 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
 --   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 c07faddbe94e2cc5
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 cd62fb673d7f7d24
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 c9bca864389124c2
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
---   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 ae3b71b56bb33759
+--   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 617750dcd452a8af
 -- FUNCTION workhorse_requeue_runs_v1(p_job_ids bigint[], p_attempts integer[], p_workers text[], p_started_ats timestamp with time zone[], p_run_ats timestamp with time zone[], p_give_back boolean, p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_kinds text[], p_event_data jsonb[])
 --   RETURNS void LANGUAGE plpgsql -- body sha256 ac5cfb10f053e024
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text)
@@ -254,8 +254,8 @@ CREATE SEQUENCE workhorse_job_id_seq;
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
---   RETURNS integer LANGUAGE plpgsql -- body sha256 c25f8e4492ed34da
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 fc4aed237f990880
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 63ef33adee4cc063
+--   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 48e437a3e8ebfc23
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 4666843b9756e731

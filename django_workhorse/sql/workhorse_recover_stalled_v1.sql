@@ -69,7 +69,7 @@ BEGIN
                                   'message', 'the lease expired at ' || e.lease_expires_at
                                              || ' without a heartbeat') AS attempt_error,
                CASE WHEN e.canceled THEN jsonb_build_object(
-                   'type', 'JobCancelled', 'state_before', 'active',
+                   'type', 'django_workhorse.exceptions.JobCancelled', 'state_before', 'active',
                    'message', 'canceled by an operator; its worker stopped renewing the lease '
                               'before it stopped the job')
                    -- The operator's reason, as the worker's ack carries it

@@ -252,7 +252,7 @@ BEGIN
                array_agg(c.job_id ORDER BY c.job_id), array_agg(c.queue ORDER BY c.job_id),
                array_agg(c.attempt ORDER BY c.job_id), array_agg(c.stall_count ORDER BY c.job_id),
                array_agg(jsonb_build_object(
-                   'type', 'JobCancelled',
+                   'type', 'django_workhorse.exceptions.JobCancelled',
                    'message', CASE c.policy
                        WHEN 'any_succeeded' THEN format(
                            'none of its prerequisites succeeded (dependency_policy '

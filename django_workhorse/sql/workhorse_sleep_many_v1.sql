@@ -117,7 +117,7 @@ BEGIN
     IF cardinality(v_cancel_ids) > 0 THEN
         PERFORM workhorse_fail_many_v1(
             p_worker, v_cancel_ids, v_cancel_fences,
-            array_fill('{"type": "JobCancelled", "message": "canceled by an operator as it went to sleep"}'::jsonb,
+            array_fill('{"type": "django_workhorse.exceptions.JobCancelled", "message": "canceled by an operator as it went to sleep"}'::jsonb,
                        ARRAY[cardinality(v_cancel_ids)]),
             array_fill('canceled'::text, ARRAY[cardinality(v_cancel_ids)]),
             array_fill(false, ARRAY[cardinality(v_cancel_ids)]),
