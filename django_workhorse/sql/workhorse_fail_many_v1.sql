@@ -60,10 +60,6 @@ DECLARE
     v_r_data     jsonb[];
     -- the jobs that end
     v_e_ids            bigint[];
-    v_e_queues         text[];
-    v_e_attempts       integer[];
-    v_e_stalls         integer[];
-    v_e_started        timestamptz[];
     v_e_states         text[];
     v_e_errors         jsonb[];
     v_e_kinds          text[];
@@ -171,32 +167,26 @@ BEGIN
            array_agg(c.attempt ORDER BY c.ord), array_agg(c.max_attempts ORDER BY c.ord),
            array_agg(coalesce(c.canceled, false) ORDER BY c.ord),
            array_agg(c.reason ORDER BY c.ord),
-           array_agg(c.job_id ORDER BY c.job_id) FILTER (WHERE c.ok AND c.will_retry),
-           array_agg(c.attempt ORDER BY c.job_id) FILTER (WHERE c.ok AND c.will_retry),
-           array_agg(c.attempt_started_at ORDER BY c.job_id) FILTER (WHERE c.ok AND c.will_retry),
-           array_agg(c.next_run_at ORDER BY c.job_id) FILTER (WHERE c.ok AND c.will_retry),
-           array_agg(c.kind ORDER BY c.job_id) FILTER (WHERE c.ok AND c.will_retry),
-           array_agg(c.attempt_error ORDER BY c.job_id) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.job_id) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.attempt) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.attempt_started_at) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.next_run_at) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.kind) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.attempt_error) FILTER (WHERE c.ok AND c.will_retry),
            array_agg(jsonb_build_object('attempt_outcome', c.kind, 'error', c.error,
-                                        'run_at', c.next_run_at) ORDER BY c.job_id)
+                                        'run_at', c.next_run_at))
                FILTER (WHERE c.ok AND c.will_retry),
-           array_agg(c.job_id ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(c.queue ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(c.attempt ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(c.stall_count ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(c.attempt_started_at ORDER BY c.job_id)
+           array_agg(c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(CASE WHEN c.canceled THEN 'canceled' ELSE 'failed' END)
                FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(CASE WHEN c.canceled THEN 'canceled' ELSE 'failed' END ORDER BY c.job_id)
-               FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(c.error ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(c.kind ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(c.attempt_error ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(c.error) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(c.kind) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(c.attempt_error) FILTER (WHERE c.ok AND NOT c.will_retry),
            array_agg(jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
-                     ORDER BY c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry)
+                    ) FILTER (WHERE c.ok AND NOT c.will_retry)
     INTO v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled, v_reason,
          v_r_ids, v_r_attempts, v_r_started, v_r_run_ats, v_r_kinds, v_r_errors, v_r_data,
-         v_e_ids, v_e_queues, v_e_attempts, v_e_stalls, v_e_started, v_e_states, v_e_errors,
-         v_e_kinds, v_e_attempt_errors, v_e_data
+         v_e_ids, v_e_states, v_e_errors, v_e_kinds, v_e_attempt_errors, v_e_data
     FROM cur c;
     -- A retry: back in line at its run_at, the attempt closed as what it
     -- was, a 'retry_scheduled' event and the wake-up (workhorse_requeue_runs_v1).
@@ -213,8 +203,8 @@ BEGIN
     v_n := coalesce(cardinality(v_e_ids), 0);
     IF v_n > 0 THEN
         PERFORM workhorse_end_runs_v1(
-            v_e_ids, v_e_queues, v_e_attempts, v_e_stalls, array_fill(p_worker, ARRAY[v_n]),
-            v_e_started, v_e_states, NULL, v_e_errors, v_e_kinds, v_e_attempt_errors, v_e_data);
+            v_e_ids, NULL, NULL, v_e_states, NULL, v_e_errors, v_e_kinds, v_e_attempt_errors,
+            v_e_data);
     END IF;
     RETURN QUERY
     SELECT * FROM unnest(v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled,

@@ -40,11 +40,6 @@ DECLARE
     v_r_data     jsonb[];
     -- the jobs that end
     v_e_ids      bigint[];
-    v_e_queues   text[];
-    v_e_attempts integer[];
-    v_e_stalls   integer[];
-    v_e_workers  text[];
-    v_e_started  timestamptz[];
     v_e_states   text[];
     v_e_errors   jsonb[];
     v_e_att_err  jsonb[];
@@ -88,41 +83,34 @@ BEGIN
             ORDER BY ev.at DESC, ev.id DESC LIMIT 1
         ) q ON true
     )
-    SELECT array_agg(e.job_id ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.queue ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.attempt ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.stalls ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.give_up ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.name ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.max_attempts ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.max_stalled ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.canceled ORDER BY e.lease_expires_at, e.job_id),
-           array_agg(e.job_id ORDER BY e.job_id) FILTER (WHERE NOT (e.give_up OR e.canceled)),
-           array_agg(e.attempt ORDER BY e.job_id) FILTER (WHERE NOT (e.give_up OR e.canceled)),
-           array_agg(e.worker_id ORDER BY e.job_id) FILTER (WHERE NOT (e.give_up OR e.canceled)),
-           array_agg(e.attempt_started_at ORDER BY e.job_id)
+    SELECT array_agg(e.job_id),
+           array_agg(e.queue),
+           array_agg(e.attempt),
+           array_agg(e.stalls),
+           array_agg(e.give_up),
+           array_agg(e.name),
+           array_agg(e.max_attempts),
+           array_agg(e.max_stalled),
+           array_agg(e.canceled),
+           array_agg(e.job_id) FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.attempt) FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.worker_id) FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.attempt_started_at)
                FILTER (WHERE NOT (e.give_up OR e.canceled)),
-           array_agg(e.attempt_error ORDER BY e.job_id)
+           array_agg(e.attempt_error)
                FILTER (WHERE NOT (e.give_up OR e.canceled)),
-           array_agg(jsonb_build_object('stall_count', e.stalls) ORDER BY e.job_id)
+           array_agg(jsonb_build_object('stall_count', e.stalls))
                FILTER (WHERE NOT (e.give_up OR e.canceled)),
-           array_agg(e.job_id ORDER BY e.job_id) FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(e.queue ORDER BY e.job_id) FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(e.attempt ORDER BY e.job_id) FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(e.stall_count ORDER BY e.job_id) FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(e.worker_id ORDER BY e.job_id) FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(e.attempt_started_at ORDER BY e.job_id)
+           array_agg(e.job_id) FILTER (WHERE e.give_up OR e.canceled),
+           array_agg(CASE WHEN e.canceled THEN 'canceled' ELSE 'failed' END)
                FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(CASE WHEN e.canceled THEN 'canceled' ELSE 'failed' END ORDER BY e.job_id)
-               FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(e.error ORDER BY e.job_id) FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(e.attempt_error ORDER BY e.job_id) FILTER (WHERE e.give_up OR e.canceled),
-           array_agg(jsonb_build_object('stall_count', e.stalls) ORDER BY e.job_id)
+           array_agg(e.error) FILTER (WHERE e.give_up OR e.canceled),
+           array_agg(e.attempt_error) FILTER (WHERE e.give_up OR e.canceled),
+           array_agg(jsonb_build_object('stall_count', e.stalls))
                FILTER (WHERE e.give_up OR e.canceled)
     INTO v_ids, v_queues, v_attempts, v_stalls, v_failed, v_names, v_max, v_max_st, v_canceled,
          v_r_ids, v_r_attempts, v_r_workers, v_r_started, v_r_errors, v_r_data,
-         v_e_ids, v_e_queues, v_e_attempts, v_e_stalls, v_e_workers, v_e_started, v_e_states,
-         v_e_errors, v_e_att_err, v_e_data
+         v_e_ids, v_e_states, v_e_errors, v_e_att_err, v_e_data
     FROM judged e;
     -- Ready again with its place in line, the attempt given back and closed
     -- as 'stalled', the stall counted, a 'stalled' event
@@ -140,8 +128,8 @@ BEGIN
     v_n := coalesce(cardinality(v_e_ids), 0);
     IF v_n > 0 THEN
         PERFORM workhorse_end_runs_v1(
-            v_e_ids, v_e_queues, v_e_attempts, v_e_stalls, v_e_workers, v_e_started, v_e_states,
-            NULL, v_e_errors, array_fill('stalled'::text, ARRAY[v_n]), v_e_att_err, v_e_data);
+            v_e_ids, NULL, NULL, v_e_states, NULL, v_e_errors,
+            array_fill('stalled'::text, ARRAY[v_n]), v_e_att_err, v_e_data);
     END IF;
     RETURN QUERY
     SELECT * FROM unnest(v_ids, v_queues, v_attempts, v_stalls, v_failed, v_names, v_max,

@@ -66,11 +66,11 @@ BEGIN
     )
     SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord),
            array_agg(o.ok AND o.cancel ORDER BY o.ord),
-           coalesce(array_agg(o.job_id ORDER BY o.job_id) FILTER (WHERE o.ok AND o.cancel), '{}'),
-           coalesce(array_agg(o.fence ORDER BY o.job_id) FILTER (WHERE o.ok AND o.cancel), '{}'),
-           array_agg(o.job_id ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
-           array_agg(o.attempt ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
-           array_agg(o.attempt_started_at ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel)
+           coalesce(array_agg(o.job_id) FILTER (WHERE o.ok AND o.cancel), '{}'),
+           coalesce(array_agg(o.fence) FILTER (WHERE o.ok AND o.cancel), '{}'),
+           array_agg(o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.attempt) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.attempt_started_at) FILTER (WHERE o.ok AND NOT o.cancel)
     INTO v_ids, v_ok, v_canceled, v_cancel_ids, v_cancel_fences, v_r_ids, v_r_attempts,
          v_r_started
     FROM owned o;

@@ -46,8 +46,8 @@ BEGIN
     IF v_n = 0 THEN
         RETURN;
     END IF;
-    -- unnest pads a short array with NULLs: the arrays that may be left out
-    -- (NULL) rely on it, and none may be cut short.
+    -- An array that may be left out (NULL) reads as NULLs; none may be cut
+    -- short. Arrays are 1-based, as array_agg and array_fill make them.
     IF cardinality(p_attempts) IS DISTINCT FROM v_n
        OR cardinality(p_workers) IS DISTINCT FROM v_n
        OR cardinality(p_started_ats) IS DISTINCT FROM v_n
@@ -57,7 +57,16 @@ BEGIN
         RAISE EXCEPTION 'workhorse_requeue_runs_v1: the arrays for % jobs differ in length', v_n
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    WITH moved AS (
+    -- Elements are read by subscript at positions from unnest ... WITH
+    -- ORDINALITY (workhorse_end_runs_v1 says why).
+    WITH run AS (
+        SELECT u.job_id, p_attempts[u.i] AS attempt, p_workers[u.i] AS worker_id,
+               p_started_ats[u.i] AS started_at, p_run_ats[u.i] AS run_at,
+               p_attempt_outcomes[u.i] AS attempt_outcome, p_attempt_errors[u.i] AS error,
+               p_event_kinds[u.i] AS kind, p_event_data[u.i] AS data
+        FROM unnest(p_job_ids) WITH ORDINALITY AS u(job_id, i)
+    ),
+    moved AS (
         UPDATE workhorse_job_runtime rt
         SET state = CASE WHEN r.run_at > now() THEN 'scheduled' ELSE 'ready' END,
             run_at = CASE WHEN r.run_at IS NULL THEN rt.run_at
@@ -66,7 +75,7 @@ BEGIN
             stall_count = rt.stall_count
                           + CASE WHEN r.attempt_outcome = 'stalled' THEN 1 ELSE 0 END,
             worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
-        FROM unnest(p_job_ids, p_run_ats, p_attempt_outcomes) AS r(job_id, run_at, attempt_outcome)
+        FROM run r
         WHERE rt.job_id = ANY (p_job_ids) AND rt.job_id = r.job_id
         RETURNING rt.queue, rt.state, rt.run_at
     ),
@@ -74,16 +83,11 @@ BEGIN
         INSERT INTO workhorse_attempt_history
             (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
         SELECT r.job_id, r.attempt, r.attempt_outcome, r.worker_id, r.started_at, now(), r.error
-        FROM unnest(p_job_ids, p_attempts, p_attempt_outcomes, p_workers, p_started_ats,
-                    p_attempt_errors)
-            AS r(job_id, attempt, attempt_outcome, worker_id, started_at, error)
-        WHERE r.attempt_outcome IS NOT NULL
+        FROM run r WHERE r.attempt_outcome IS NOT NULL
     ),
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
-        SELECT r.job_id, r.kind, r.attempt, r.worker_id, r.data
-        FROM unnest(p_job_ids, p_event_kinds, p_attempts, p_workers, p_event_data)
-            AS r(job_id, kind, attempt, worker_id, data)
+        SELECT r.job_id, r.kind, r.attempt, r.worker_id, r.data FROM run r
     ),
     woken AS (
         SELECT pg_notify('workhorse:' || m.queue,

@@ -49,9 +49,6 @@ DECLARE
     v_good_ids bigint[];
     v_bad_ids  bigint[];
     v_canceled bigint[];
-    v_queues   text[];
-    v_attempts integer[];
-    v_stalls   integer[];
     v_errors   jsonb[];
     v_data     jsonb[];
     v_n        integer;
@@ -249,8 +246,7 @@ BEGIN
         -- The canceled ones, in job_id order, for workhorse_end_runs_v1.
         canceled AS (SELECT * FROM decided d WHERE d.verdict = 'cancel')
         SELECT (SELECT count(*) FROM decided d WHERE d.verdict <> 'wait'),
-               array_agg(c.job_id ORDER BY c.job_id), array_agg(c.queue ORDER BY c.job_id),
-               array_agg(c.attempt ORDER BY c.job_id), array_agg(c.stall_count ORDER BY c.job_id),
+               array_agg(c.job_id ORDER BY c.job_id),
                array_agg(jsonb_build_object(
                    'type', 'django_workhorse.exceptions.JobCancelled',
                    'message', CASE c.policy
@@ -274,7 +270,7 @@ BEGIN
                                             'state_before', 'blocked', 'reason', 'dependency')
                          ORDER BY c.job_id),
                (SELECT count(*) FROM woken)
-        INTO v_settled, v_canceled, v_queues, v_attempts, v_stalls, v_errors, v_data, v_n
+        INTO v_settled, v_canceled, v_errors, v_data, v_n
         FROM canceled c;
 
         -- A canceled dependent ends like any job (workhorse_end_runs_v1),
@@ -283,10 +279,8 @@ BEGIN
         v_n := coalesce(cardinality(v_canceled), 0);
         IF v_n > 0 THEN
             PERFORM workhorse_end_runs_v1(
-                v_canceled, v_queues, v_attempts, v_stalls, array_fill(NULL::text, ARRAY[v_n]),
-                array_fill(NULL::timestamptz, ARRAY[v_n]),
-                array_fill('canceled'::text, ARRAY[v_n]), NULL, v_errors,
-                array_fill(NULL::text, ARRAY[v_n]), NULL, v_data, false);
+                v_canceled, NULL, NULL, array_fill('canceled'::text, ARRAY[v_n]), NULL, v_errors,
+                NULL, NULL, v_data, false);
         END IF;
 
         v_total := v_total + v_settled;

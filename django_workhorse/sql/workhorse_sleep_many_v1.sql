@@ -102,14 +102,14 @@ BEGIN
     SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord),
            array_agg(CASE WHEN o.ok AND NOT o.cancel THEN o.run_at END ORDER BY o.ord),
            array_agg(o.ok AND o.cancel ORDER BY o.ord),
-           coalesce(array_agg(o.job_id ORDER BY o.job_id) FILTER (WHERE o.ok AND o.cancel), '{}'),
-           coalesce(array_agg(o.fence ORDER BY o.job_id) FILTER (WHERE o.ok AND o.cancel), '{}'),
-           array_agg(o.job_id ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
-           array_agg(o.attempt ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
-           array_agg(o.attempt_started_at ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
-           array_agg(o.name ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
-           array_agg(o.wake_at ORDER BY o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
-           array_agg(jsonb_build_object('name', o.name, 'run_at', o.run_at) ORDER BY o.job_id)
+           coalesce(array_agg(o.job_id) FILTER (WHERE o.ok AND o.cancel), '{}'),
+           coalesce(array_agg(o.fence) FILTER (WHERE o.ok AND o.cancel), '{}'),
+           array_agg(o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.attempt) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.attempt_started_at) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.name) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.wake_at) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(jsonb_build_object('name', o.name, 'run_at', o.run_at))
                FILTER (WHERE o.ok AND NOT o.cancel)
     INTO v_ids, v_ok, v_run_ats, v_canceled, v_cancel_ids, v_cancel_fences, v_s_ids,
          v_s_attempts, v_s_started, v_s_names, v_s_wake_ats, v_s_data

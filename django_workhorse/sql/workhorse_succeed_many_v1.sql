@@ -17,15 +17,8 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_twice bigint;
-    v_ids   bigint[];
+    v_n     integer;
     v_ok    boolean[];
-    v_ended bigint[];
-    v_queues   text[];
-    v_attempts integer[];
-    v_stalls   integer[];
-    v_started  timestamptz[];
-    v_results  jsonb[];
-    v_n        integer;
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing.
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
@@ -44,47 +37,15 @@ BEGIN
                 v_twice USING ERRCODE = 'invalid_parameter_value';
         END IF;
     END IF;
-    WITH input AS (
-        SELECT * FROM unnest(p_job_ids, p_fences, p_results) WITH ORDINALITY
-            AS i(job_id, fence, result, ord)
-        ORDER BY i.job_id
-    ),
     -- The owner lookup (see docs/sql.md, "Plans that do not depend on
-    -- statistics"): one primary-key probe per input row, in job_id order, each
-    -- locking its row. Every function that locks several runtime rows takes
-    -- them in that order, so a heartbeat and a finish of the same jobs may
-    -- wait on each other but never deadlock. worker_id implies
-    -- state = 'active' (the owner CHECK).
-    owned AS (
-        SELECT i.job_id, i.ord, i.result, r.job_id IS NOT NULL AS ok,
-               r.queue, r.attempt, r.stall_count, r.attempt_started_at
-        FROM input i
-        LEFT JOIN LATERAL (
-            SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at
-            FROM workhorse_job_runtime rt
-            WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
-            FOR UPDATE
-        ) r ON true
-    )
-    SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord),
-           array_agg(o.job_id ORDER BY o.job_id) FILTER (WHERE o.ok),
-           array_agg(o.queue ORDER BY o.job_id) FILTER (WHERE o.ok),
-           array_agg(o.attempt ORDER BY o.job_id) FILTER (WHERE o.ok),
-           array_agg(o.stall_count ORDER BY o.job_id) FILTER (WHERE o.ok),
-           array_agg(o.attempt_started_at ORDER BY o.job_id) FILTER (WHERE o.ok),
-           array_agg(o.result ORDER BY o.job_id) FILTER (WHERE o.ok)
-    INTO v_ids, v_ok, v_ended, v_queues, v_attempts, v_stalls, v_started, v_results
-    FROM owned o;
-    -- Runtime → succeeded outcome, the attempt closed as succeeded, a
-    -- 'succeeded' event, the wake-up of limited queues and the dependents
-    -- settled: the one home of the move (workhorse_end_runs_v1).
-    v_n := coalesce(cardinality(v_ended), 0);
-    IF v_n > 0 THEN
-        PERFORM workhorse_end_runs_v1(
-            v_ended, v_queues, v_attempts, v_stalls, array_fill(p_worker, ARRAY[v_n]), v_started,
-            array_fill('succeeded'::text, ARRAY[v_n]), v_results, NULL,
-            array_fill('succeeded'::text, ARRAY[v_n]), NULL, NULL);
-    END IF;
-    RETURN QUERY SELECT u.id, u.ok FROM unnest(v_ids, v_ok) AS u(id, ok);
+    -- statistics"), the runtime → succeeded outcome move, the attempt closed
+    -- as succeeded, a 'succeeded' event, the wake-up of limited queues and
+    -- the dependents settled: one statement in the one home of the move
+    -- (workhorse_end_runs_v1), under p_worker's ownership of each row.
+    v_n := coalesce(cardinality(p_job_ids), 0);
+    v_ok := workhorse_end_runs_v1(
+        p_job_ids, p_fences, p_worker, array_fill('succeeded'::text, ARRAY[v_n]), p_results,
+        NULL, array_fill('succeeded'::text, ARRAY[v_n]), NULL, NULL);
+    RETURN QUERY SELECT u.id, u.ok FROM unnest(p_job_ids, v_ok) AS u(id, ok);
 END;
 $$;
