@@ -156,8 +156,9 @@ BEGIN
             ORDER BY e.at DESC, e.id DESC LIMIT 1
         ) q ON true
     )
-    -- The answer in input order; each transition's rows in job_id order
-    -- (the lock order).
+    -- The answer in input order; each transition's rows as cur yields them
+    -- (job_id order). All aggregates of one pass read the rows in the same
+    -- order, so the arrays of a transition line up without a sort each.
     SELECT array_agg(c.job_id ORDER BY c.ord), array_agg(c.ok ORDER BY c.ord),
            array_agg(coalesce(c.ok AND c.will_retry, false) ORDER BY c.ord),
            array_agg(CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END ORDER BY c.ord),
@@ -182,8 +183,8 @@ BEGIN
            array_agg(c.error) FILTER (WHERE c.ok AND NOT c.will_retry),
            array_agg(c.kind) FILTER (WHERE c.ok AND NOT c.will_retry),
            array_agg(c.attempt_error) FILTER (WHERE c.ok AND NOT c.will_retry),
-           array_agg(jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
-                    ) FILTER (WHERE c.ok AND NOT c.will_retry)
+           array_agg(jsonb_build_object('attempt_outcome', c.kind, 'error', c.error))
+               FILTER (WHERE c.ok AND NOT c.will_retry)
     INTO v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled, v_reason,
          v_r_ids, v_r_attempts, v_r_started, v_r_run_ats, v_r_kinds, v_r_errors, v_r_data,
          v_e_ids, v_e_states, v_e_errors, v_e_kinds, v_e_attempt_errors, v_e_data

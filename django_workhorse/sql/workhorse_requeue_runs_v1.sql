@@ -1,8 +1,8 @@
 -- Internal: the one home of the active → ready / scheduled return. Every
 -- function that puts a running job back in line (a retry, a stall
--- recovery, a release, a durable sleep) calls it on runtime rows it has
--- already locked, in job_id order, passing what it read from them:
---     p_job_ids          the jobs, ascending
+-- recovery, a release, a durable sleep) calls it on active runtime rows it
+-- has already locked, passing what it read from them:
+--     p_job_ids          the jobs
 --     p_attempts, p_workers, p_started_ats
 --                        their runtime row's attempt, worker_id and
 --                        attempt_started_at as read
