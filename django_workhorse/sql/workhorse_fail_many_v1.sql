@@ -38,7 +38,6 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice   bigint;
     v_kind    text;
     v_ids     bigint[];
     v_ok      boolean[];
@@ -79,16 +78,8 @@ BEGIN
             cardinality(p_kinds), cardinality(p_retryable), cardinality(p_delays)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- A job named twice would be closed twice (two history rows, two
-    -- events for one attempt): refused, never applied twice (docs/decisions.md).
-    IF cardinality(p_job_ids) > 1 THEN
-        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
-        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'workhorse_fail_many_v1: job % is named more than once; name each job once per call',
-                v_twice USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
+    -- A job named twice is refused, never applied twice (docs/decisions.md).
+    PERFORM workhorse_refuse_named_twice_v1('workhorse_fail_many_v1', p_job_ids);
     -- A run that did not succeed closes as failed, timed out or canceled;
     -- anything else would be a history row that says something that did not
     -- happen.

@@ -19,7 +19,6 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice         bigint;
     v_cancel_ids    bigint[];
     v_cancel_fences bigint[];
     v_ids           bigint[];
@@ -35,16 +34,8 @@ BEGIN
         RAISE EXCEPTION 'workhorse_release_many_v1: % ids, % fences',
             cardinality(p_job_ids), cardinality(p_fences) USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- A job named twice would be released twice (two released events,
-    -- the attempt counter lowered twice): refused, never applied twice (docs/decisions.md).
-    IF cardinality(p_job_ids) > 1 THEN
-        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
-        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'workhorse_release_many_v1: job % is named more than once; name each job once per call',
-                v_twice USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
+    -- A job named twice is refused, never applied twice (docs/decisions.md).
+    PERFORM workhorse_refuse_named_twice_v1('workhorse_release_many_v1', p_job_ids);
     -- The owner lookup of succeed_many: a locking primary-key probe per
     -- input row, in job_id order (docs/sql.md). The cancel flag is read
     -- under the lock, so a cancel cannot be requested between reading it and

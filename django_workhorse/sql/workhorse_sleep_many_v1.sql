@@ -27,7 +27,6 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice         bigint;
     v_bad           bigint;
     v_cancel_ids    bigint[];
     v_cancel_fences bigint[];
@@ -54,16 +53,8 @@ BEGIN
             cardinality(p_wake_ats), cardinality(p_delays)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- A job named twice would close one attempt twice: refused, never
-    -- applied twice (docs/decisions.md).
-    IF cardinality(p_job_ids) > 1 THEN
-        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
-        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'workhorse_sleep_many_v1: job % is named more than once; name each job once per call',
-                v_twice USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
+    -- A job named twice is refused, never applied twice (docs/decisions.md).
+    PERFORM workhorse_refuse_named_twice_v1('workhorse_sleep_many_v1', p_job_ids);
     -- Each sleep needs a wake time or a delay of 0 to 100 years (limits.py).
     SELECT i.id INTO v_bad
     FROM unnest(p_job_ids, p_wake_ats, p_delays) AS i(id, wake_at, delay)

@@ -16,7 +16,6 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice bigint;
     v_n     integer;
     v_ok    boolean[];
 BEGIN
@@ -27,16 +26,8 @@ BEGIN
             cardinality(p_job_ids), cardinality(p_fences), cardinality(p_results)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- A job named twice would be closed twice (two history rows, two
-    -- events for one attempt): refused, never applied twice (docs/decisions.md).
-    IF cardinality(p_job_ids) > 1 THEN
-        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
-        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'workhorse_succeed_many_v1: job % is named more than once; name each job once per call',
-                v_twice USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
+    -- A job named twice is refused, never applied twice (docs/decisions.md).
+    PERFORM workhorse_refuse_named_twice_v1('workhorse_succeed_many_v1', p_job_ids);
     -- The owner lookup (see docs/sql.md, "Plans that do not depend on
     -- statistics"), the runtime → succeeded outcome move, the attempt closed
     -- as succeeded, a 'succeeded' event, the wake-up of limited queues and
