@@ -196,6 +196,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 71d9967e625690f5
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 e0df63faafe92a60
+-- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
+--   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 3fba5ec10f33a10c
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 eb4747f3afa03f22
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
@@ -203,7 +205,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql -- body sha256 516fe097b8a76a47
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql -- body sha256 8227654481efb714
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
@@ -237,9 +239,13 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
 --   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 c07faddbe94e2cc5
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 43742989c3fcf0af
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 bb980e119a864141
+-- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])
+--   RETURNS void LANGUAGE plpgsql -- body sha256 f09d469dee60e522
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
---   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 f15fe0532e5dae6d
+--   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 e6c5411ce2ba2315
+-- FUNCTION workhorse_requeue_runs_v1(p_job_ids bigint[], p_attempts integer[], p_workers text[], p_started_ats timestamp with time zone[], p_run_ats timestamp with time zone[], p_give_back boolean, p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_kinds text[], p_event_data jsonb[])
+--   RETURNS void LANGUAGE plpgsql -- body sha256 443d6fef8ddb8359
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text, p_ignore_dependencies boolean)
 --   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql -- body sha256 94685335ce357cf7
 -- FUNCTION workhorse_schedule_due_v1()
@@ -255,8 +261,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
---   RETURNS integer LANGUAGE plpgsql -- body sha256 59841fc01ffa84c3
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 2becc2e2f6ae66dd
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 d8f112a1e0cce075
+--   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 466ed45057adf17e
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 50310112c9e7ca18
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 eb5951d85ddbcade

@@ -19,6 +19,11 @@ class Migration(migrations.Migration):
         RunSQLFile(
             "workhorse_settle_dependents_v1.sql", drops_function="workhorse_settle_dependents_v1"
         ),
+        RunSQLFile(
+            "workhorse_refuse_named_twice_v1.sql", drops_function="workhorse_refuse_named_twice_v1"
+        ),
+        RunSQLFile("workhorse_end_runs_v1.sql", drops_function="workhorse_end_runs_v1"),
+        RunSQLFile("workhorse_requeue_runs_v1.sql", drops_function="workhorse_requeue_runs_v1"),
         RunSQLFile("workhorse_enqueue_many_v1.sql", drops_function="workhorse_enqueue_many_v1"),
         RunSQLFile("workhorse_enqueue_v1.sql", drops_function="workhorse_enqueue_v1"),
         RunSQLFile("workhorse_claim_many_v1.sql", drops_function="workhorse_claim_many_v1"),

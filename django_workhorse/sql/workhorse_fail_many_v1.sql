@@ -38,7 +38,6 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice   bigint;
     v_kind    text;
     v_ids     bigint[];
     v_ok      boolean[];
@@ -49,7 +48,22 @@ DECLARE
     v_max     integer[];
     v_canceled boolean[];
     v_reason  text[];
-    v_ended   bigint[];
+    v_n       integer;
+    -- the retried jobs
+    v_r_ids      bigint[];
+    v_r_attempts integer[];
+    v_r_started  timestamptz[];
+    v_r_run_ats  timestamptz[];
+    v_r_kinds    text[];
+    v_r_errors   jsonb[];
+    v_r_data     jsonb[];
+    -- the jobs that end
+    v_e_ids            bigint[];
+    v_e_states         text[];
+    v_e_errors         jsonb[];
+    v_e_kinds          text[];
+    v_e_attempt_errors jsonb[];
+    v_e_data           jsonb[];
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing; the
     -- optional arrays may be left out (NULL) but not cut short.
@@ -64,16 +78,8 @@ BEGIN
             cardinality(p_kinds), cardinality(p_retryable), cardinality(p_delays)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- A job named twice would be closed twice (two history rows, two
-    -- events for one attempt): refused, never applied twice (docs/decisions.md).
-    IF cardinality(p_job_ids) > 1 THEN
-        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
-        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'workhorse_fail_many_v1: job % is named more than once; name each job once per call',
-                v_twice USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
+    -- A job named twice is refused, never applied twice (docs/decisions.md).
+    PERFORM workhorse_refuse_named_twice_v1('workhorse_fail_many_v1', p_job_ids);
     -- A run that did not succeed closes as failed, timed out or canceled;
     -- anything else would be a history row that says something that did not
     -- happen.
@@ -108,8 +114,10 @@ BEGIN
                AND (i.kind = 'canceled'
                     OR r.cancel_requested AND i.retryable AND r.attempt < j.max_attempts)
                    AS canceled,
-               now() + make_interval(secs => coalesce(i.delay,
-                   workhorse_backoff_delay_v1(j.backoff, r.attempt))) AS next_run_at
+               -- Never before now (a negative delay from a SQL caller): a
+               -- retry queues behind the jobs waiting (workhorse_requeue_runs_v1).
+               now() + make_interval(secs => greatest(coalesce(i.delay,
+                   workhorse_backoff_delay_v1(j.backoff, r.attempt)), 0)) AS next_run_at
         FROM input i
         LEFT JOIN LATERAL (
             SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at,
@@ -138,54 +146,10 @@ BEGIN
             WHERE o.canceled AND e.job_id = o.job_id AND e.kind = 'cancel_requested'
             ORDER BY e.at DESC, e.id DESC LIMIT 1
         ) q ON true
-    ),
-    retried AS (
-        UPDATE workhorse_job_runtime rt
-        SET state = CASE WHEN c.next_run_at > now() THEN 'scheduled' ELSE 'ready' END,
-            run_at = c.next_run_at,
-            worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
-        FROM cur c
-        WHERE rt.job_id = ANY (ARRAY(SELECT c2.job_id FROM cur c2 WHERE c2.ok AND c2.will_retry))
-          AND c.job_id = rt.job_id
-        RETURNING rt.job_id, rt.queue, rt.state
-    ),
-    ended AS (
-        DELETE FROM workhorse_job_runtime rt
-        WHERE rt.job_id = ANY (ARRAY(SELECT c.job_id FROM cur c WHERE c.ok AND NOT c.will_retry))
-    ),
-    outcome AS (
-        INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-        SELECT c.job_id, CASE WHEN c.canceled THEN 'canceled' ELSE 'failed' END,
-               c.error, c.attempt, c.stall_count, now()
-        FROM cur c WHERE c.ok AND NOT c.will_retry
-    ),
-    history AS (
-        INSERT INTO workhorse_attempt_history
-            (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
-        SELECT c.job_id, c.attempt, c.kind, p_worker, c.attempt_started_at, now(),
-               c.attempt_error
-        FROM cur c WHERE c.ok
-    ),
-    evented AS (
-        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
-        SELECT c.job_id,
-               CASE WHEN c.will_retry THEN 'retry_scheduled'
-                    WHEN c.canceled THEN 'canceled' ELSE 'failed' END,
-               c.attempt, p_worker,
-               jsonb_build_object('attempt_outcome', c.kind, 'error', c.error)
-               || CASE WHEN c.will_retry THEN jsonb_build_object('run_at', c.next_run_at)
-                       ELSE '{}'::jsonb END
-        FROM cur c WHERE c.ok
-    ),
-    -- Wake workers for a retry that is ready now, and for a place freed in
-    -- a queue with a concurrency limit (docs/worker.md, "Queue limits").
-    woken AS (
-        SELECT pg_notify('workhorse:' || c.queue, '') FROM cur c
-        WHERE c.ok AND (c.will_retry AND c.next_run_at <= now()
-                        OR EXISTS (SELECT 1 FROM workhorse_queue wq
-                                   WHERE wq.name = c.queue AND wq.concurrency_limit IS NOT NULL))
-        GROUP BY c.queue
     )
+    -- The answer in input order; each transition's rows as cur yields them
+    -- (job_id order). All aggregates of one pass read the rows in the same
+    -- order, so the arrays of a transition line up without a sort each.
     SELECT array_agg(c.job_id ORDER BY c.ord), array_agg(c.ok ORDER BY c.ord),
            array_agg(coalesce(c.ok AND c.will_retry, false) ORDER BY c.ord),
            array_agg(CASE WHEN c.ok AND c.will_retry THEN c.next_run_at END ORDER BY c.ord),
@@ -195,12 +159,45 @@ BEGIN
            array_agg(c.attempt ORDER BY c.ord), array_agg(c.max_attempts ORDER BY c.ord),
            array_agg(coalesce(c.canceled, false) ORDER BY c.ord),
            array_agg(c.reason ORDER BY c.ord),
-           array_agg(c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry)
-    INTO v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled, v_reason, v_ended
-    FROM cur c
-    CROSS JOIN (SELECT count(*) FROM woken) w;
-    -- A later statement than the one that wrote the outcomes, so it sees them.
-    PERFORM workhorse_settle_dependents_v1(v_ended);
+           array_agg(c.job_id) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.attempt) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.attempt_started_at) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.next_run_at) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.kind) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.attempt_error) FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(jsonb_build_object('attempt_outcome', c.kind, 'error', c.error,
+                                        'run_at', c.next_run_at))
+               FILTER (WHERE c.ok AND c.will_retry),
+           array_agg(c.job_id) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(CASE WHEN c.canceled THEN 'canceled' ELSE 'failed' END)
+               FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(c.error) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(c.kind) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(c.attempt_error) FILTER (WHERE c.ok AND NOT c.will_retry),
+           array_agg(jsonb_build_object('attempt_outcome', c.kind, 'error', c.error))
+               FILTER (WHERE c.ok AND NOT c.will_retry)
+    INTO v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled, v_reason,
+         v_r_ids, v_r_attempts, v_r_started, v_r_run_ats, v_r_kinds, v_r_errors, v_r_data,
+         v_e_ids, v_e_states, v_e_errors, v_e_kinds, v_e_attempt_errors, v_e_data
+    FROM cur c;
+    -- A retry: back in line at its run_at, the attempt closed as what it
+    -- was, a 'retry_scheduled' event and the wake-up (workhorse_requeue_runs_v1).
+    v_n := coalesce(cardinality(v_r_ids), 0);
+    IF v_n > 0 THEN
+        PERFORM workhorse_requeue_runs_v1(
+            v_r_ids, v_r_attempts, array_fill(p_worker, ARRAY[v_n]), v_r_started, v_r_run_ats,
+            false, v_r_kinds, v_r_errors, array_fill('retry_scheduled'::text, ARRAY[v_n]),
+            v_r_data);
+    END IF;
+    -- The end: a failed or canceled outcome, the attempt closed, a 'failed'
+    -- or 'canceled' event, limited queues woken and the dependents settled
+    -- (workhorse_end_runs_v1).
+    v_n := coalesce(cardinality(v_e_ids), 0);
+    IF v_n > 0 THEN
+        PERFORM workhorse_end_runs_v1(
+            v_e_ids, NULL, NULL, v_e_states, NULL, v_e_errors, v_e_kinds, v_e_attempt_errors,
+            v_e_data);
+    END IF;
     RETURN QUERY
     SELECT * FROM unnest(v_ids, v_ok, v_retry, v_run_at, v_in, v_attempt, v_max, v_canceled,
                          v_reason);

@@ -9,7 +9,8 @@
 -- may run twice; its late writes are refused by the fence.
 -- A job an operator asked to cancel (cancel_requested) whose worker died
 -- before it acked is not put back in line: it ends 'canceled' (canceled =
--- true), its attempt closed as 'stalled'. Blocked dependents of the jobs
+-- true), its attempt closed as 'stalled', its envelope carrying the reason
+-- of the latest cancel request as the worker's ack would. Blocked dependents of the jobs
 -- that ended failed or canceled are settled in the same transaction
 -- (workhorse_settle_dependents_v1).
 CREATE OR REPLACE FUNCTION workhorse_recover_stalled_v1(p_limit integer DEFAULT 1000)
@@ -29,10 +30,23 @@ DECLARE
     v_max      integer[];
     v_max_st   integer[];
     v_canceled boolean[];
-    v_ended    bigint[];
+    v_n        integer;
+    -- the jobs back in line
+    v_r_ids      bigint[];
+    v_r_attempts integer[];
+    v_r_workers  text[];
+    v_r_started  timestamptz[];
+    v_r_errors   jsonb[];
+    v_r_data     jsonb[];
+    -- the jobs that end
+    v_e_ids      bigint[];
+    v_e_states   text[];
+    v_e_errors   jsonb[];
+    v_e_att_err  jsonb[];
+    v_e_data     jsonb[];
 BEGIN
     WITH expired AS (
-        SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count + 1 AS stall_count,
+        SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.stall_count + 1 AS stalls,
                rt.worker_id, rt.attempt_started_at, rt.lease_expires_at,
                rt.stall_count + 1 > j.max_stalled AND NOT rt.cancel_requested AS give_up,
                rt.cancel_requested AS canceled,
@@ -44,65 +58,79 @@ BEGIN
         LIMIT p_limit
         FOR UPDATE OF rt SKIP LOCKED
     ),
-    requeued AS (
-        UPDATE workhorse_job_runtime rt
-        SET state = 'ready', attempt = rt.attempt - 1, stall_count = e.stall_count,
-            worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
-        FROM expired e
-        WHERE rt.job_id = e.job_id AND NOT e.give_up AND NOT e.canceled
-        RETURNING rt.job_id
-    ),
-    ended AS (
-        DELETE FROM workhorse_job_runtime rt USING expired e
-        WHERE rt.job_id = e.job_id AND (e.give_up OR e.canceled)
-        RETURNING rt.job_id, e.attempt, e.stall_count
-    ),
-    outcome AS (
-        INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-        SELECT e.job_id, CASE WHEN e.canceled THEN 'canceled' ELSE 'failed' END,
-               CASE WHEN e.canceled THEN jsonb_build_object(
-                   'type', 'JobCancelled', 'state_before', 'active',
-                   'message', 'canceled by an operator; its worker stopped renewing the lease '
-                              'before it stopped the job')
-               ELSE jsonb_build_object(
-                   'type', 'StalledJobError',
-                   'message', format('the job stalled %s times (max_stalled is %s): its worker '
-                                     'stopped renewing the lease', e.stall_count, e.max_stalled))
-               END,
-               e.attempt, e.stall_count, now()
-        FROM ended n JOIN expired e ON e.job_id = n.job_id
-    ),
-    history AS (
-        INSERT INTO workhorse_attempt_history
-            (job_id, attempt, outcome, worker_id, started_at, finished_at, error)
-        SELECT e.job_id, e.attempt, 'stalled', e.worker_id, e.attempt_started_at, now(),
+    judged AS (
+        SELECT e.*,
                jsonb_build_object('type', 'LeaseExpired',
                                   'message', 'the lease expired at ' || e.lease_expires_at
-                                             || ' without a heartbeat')
+                                             || ' without a heartbeat') AS attempt_error,
+               CASE WHEN e.canceled THEN jsonb_build_object(
+                   'type', 'django_workhorse.exceptions.JobCancelled', 'state_before', 'active',
+                   'message', 'canceled by an operator; its worker stopped renewing the lease '
+                              'before it stopped the job')
+                   -- The operator's reason, as the worker's ack carries it
+                   -- (workhorse_fail_many_v1).
+                   || jsonb_strip_nulls(jsonb_build_object('reason', q.data->'reason'))
+               WHEN e.give_up THEN jsonb_build_object(
+                   'type', 'StalledJobError',
+                   'message', format('the job stalled %s times (max_stalled is %s): its worker '
+                                     'stopped renewing the lease', e.stalls, e.max_stalled))
+               END AS error
         FROM expired e
-    ),
-    evented AS (
-        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
-        SELECT e.job_id, CASE WHEN e.canceled THEN 'canceled'
-                              WHEN e.give_up THEN 'failed' ELSE 'stalled' END,
-               e.attempt, e.worker_id,
-               jsonb_build_object('stall_count', e.stall_count)
-        FROM expired e
-    ),
-    -- Every recovered job frees a place in its queue (a concurrency limit
-    -- counts active jobs) and most are ready again: wake the queue's workers.
-    woken AS (
-        SELECT pg_notify('workhorse:' || e.queue, '') FROM expired e GROUP BY e.queue
+        -- For a canceled job only (the rare case): its latest request.
+        LEFT JOIN LATERAL (
+            SELECT ev.data FROM workhorse_job_event ev
+            WHERE e.canceled AND ev.job_id = e.job_id AND ev.kind = 'cancel_requested'
+            ORDER BY ev.at DESC, ev.id DESC LIMIT 1
+        ) q ON true
     )
-    SELECT array_agg(e.job_id), array_agg(e.queue), array_agg(e.attempt),
-           array_agg(e.stall_count), array_agg(e.give_up), array_agg(e.name),
-           array_agg(e.max_attempts), array_agg(e.max_stalled), array_agg(e.canceled),
-           array_agg(e.job_id) FILTER (WHERE e.give_up OR e.canceled)
-    INTO v_ids, v_queues, v_attempts, v_stalls, v_failed, v_names, v_max, v_max_st,
-         v_canceled, v_ended
-    FROM expired e CROSS JOIN (SELECT count(*) FROM woken) w;
-    -- A later statement than the one that wrote the outcomes, so it sees them.
-    PERFORM workhorse_settle_dependents_v1(v_ended);
+    SELECT array_agg(e.job_id),
+           array_agg(e.queue),
+           array_agg(e.attempt),
+           array_agg(e.stalls),
+           array_agg(e.give_up),
+           array_agg(e.name),
+           array_agg(e.max_attempts),
+           array_agg(e.max_stalled),
+           array_agg(e.canceled),
+           array_agg(e.job_id) FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.attempt) FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.worker_id) FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.attempt_started_at)
+               FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.attempt_error)
+               FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(jsonb_build_object('stall_count', e.stalls))
+               FILTER (WHERE NOT (e.give_up OR e.canceled)),
+           array_agg(e.job_id) FILTER (WHERE e.give_up OR e.canceled),
+           array_agg(CASE WHEN e.canceled THEN 'canceled' ELSE 'failed' END)
+               FILTER (WHERE e.give_up OR e.canceled),
+           array_agg(e.error) FILTER (WHERE e.give_up OR e.canceled),
+           array_agg(e.attempt_error) FILTER (WHERE e.give_up OR e.canceled),
+           array_agg(jsonb_build_object('stall_count', e.stalls))
+               FILTER (WHERE e.give_up OR e.canceled)
+    INTO v_ids, v_queues, v_attempts, v_stalls, v_failed, v_names, v_max, v_max_st, v_canceled,
+         v_r_ids, v_r_attempts, v_r_workers, v_r_started, v_r_errors, v_r_data,
+         v_e_ids, v_e_states, v_e_errors, v_e_att_err, v_e_data
+    FROM judged e;
+    -- Ready again with its place in line, the attempt given back and closed
+    -- as 'stalled', the stall counted, a 'stalled' event
+    -- (workhorse_requeue_runs_v1).
+    v_n := coalesce(cardinality(v_r_ids), 0);
+    IF v_n > 0 THEN
+        PERFORM workhorse_requeue_runs_v1(
+            v_r_ids, v_r_attempts, v_r_workers, v_r_started, NULL, true,
+            array_fill('stalled'::text, ARRAY[v_n]), v_r_errors,
+            array_fill('stalled'::text, ARRAY[v_n]), v_r_data);
+    END IF;
+    -- Failed past max_stalled, or canceled: the outcome, the attempt closed
+    -- as 'stalled', the event, limited queues woken and the dependents
+    -- settled (workhorse_end_runs_v1).
+    v_n := coalesce(cardinality(v_e_ids), 0);
+    IF v_n > 0 THEN
+        PERFORM workhorse_end_runs_v1(
+            v_e_ids, NULL, NULL, v_e_states, NULL, v_e_errors,
+            array_fill('stalled'::text, ARRAY[v_n]), v_e_att_err, v_e_data);
+    END IF;
     RETURN QUERY
     SELECT * FROM unnest(v_ids, v_queues, v_attempts, v_stalls, v_failed, v_names, v_max,
                          v_max_st, v_canceled);

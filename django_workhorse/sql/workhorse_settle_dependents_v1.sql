@@ -21,10 +21,10 @@
 -- its new jobs with their prerequisites that had already ended, so that a
 -- prerequisite that finished before the dependent existed counts at once.
 --
--- Concurrency: the dependents are locked (FOR UPDATE) in job_id order in a
--- statement of their own; the counts are read and written by the next
--- statement, whose snapshot sees every commit made before our locks were
--- granted. Two transactions ending the last two prerequisites of one
+-- Concurrency: every blocked job the cascade can reach is locked (FOR
+-- UPDATE) in job_id order, in one statement of its own before the first
+-- round; the counts are read and written by later statements, whose
+-- snapshots see every commit made before our locks were granted. Two transactions ending the last two prerequisites of one
 -- dependent therefore take turns on its row, and only the second sees the
 -- count reach zero: it is released once. A prerequisite's id is always
 -- lower than its dependents' (they can only name jobs that exist), so a
@@ -42,13 +42,16 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_ended    bigint[] := p_job_ids;
     v_only     bigint[] := p_dependents;
-    v_locked   bigint[];
+    v_held     bigint[];
     v_deps     bigint[];
     v_counts   integer[];
     v_goods    integer[];
     v_good_ids bigint[];
     v_bad_ids  bigint[];
     v_canceled bigint[];
+    v_errors   jsonb[];
+    v_data     jsonb[];
+    v_n        integer;
     v_settled  integer;
     v_total    integer := 0;
 BEGIN
@@ -99,14 +102,62 @@ BEGIN
             GROUP BY x.job_id
         ) h;
 
-        v_locked := ARRAY(
-            SELECT rt.job_id FROM workhorse_job_runtime rt
-            WHERE rt.job_id = ANY (v_deps) AND rt.state = 'blocked'
-            ORDER BY rt.job_id
-            FOR UPDATE);
-        IF coalesce(cardinality(v_locked), 0) = 0 THEN
-            RETURN v_total;
+        -- The first round locks every blocked job the whole cascade can
+        -- reach, in one job_id-ordered statement, before it settles any.
+        -- Locking one generation at a time let a later generation ask for
+        -- lower ids than an earlier one held: two cascades crossing (job 8
+        -- then 7 against 7 then 8) deadlocked. The reach follows the edges
+        -- from the ended jobs: their blocked dependents, and on from those
+        -- that may end canceled (reached through a job that did not
+        -- succeed, with a policy other than all_finished); a success, the
+        -- common case, reaches its direct dependents only. It is bounded:
+        -- ids grow along every edge (no cycles), only blocked jobs extend
+        -- it, and UNION visits each (job, may-cancel) pair once. Each read
+        -- is a LATERAL probe (docs/sql.md).
+        IF v_held IS NULL THEN
+            v_held := ARRAY(
+                SELECT rt.job_id FROM workhorse_job_runtime rt
+                WHERE rt.job_id = ANY (ARRAY(
+                    WITH RECURSIVE reach (job_id, root, bad) AS (
+                        SELECT u.id, true, coalesce(o.state <> 'succeeded', true)
+                        FROM unnest(v_ended) AS u(id)
+                        LEFT JOIN LATERAL (
+                            SELECT oo.state FROM workhorse_job_outcome oo
+                            WHERE oo.job_id = u.id OFFSET 0
+                        ) o ON true
+                      UNION
+                        SELECT x.job_id, false, r.bad AND j.policy <> 'all_finished'
+                        FROM reach r
+                        CROSS JOIN LATERAL (
+                            SELECT d.job_id FROM workhorse_job_dependency d
+                            WHERE d.prerequisite_id = r.job_id OFFSET 0
+                        ) x
+                        CROSS JOIN LATERAL (
+                            SELECT 1 FROM workhorse_job_runtime b
+                            WHERE b.job_id = x.job_id AND b.state = 'blocked' OFFSET 0
+                        ) b
+                        CROSS JOIN LATERAL (
+                            SELECT coalesce(jb.dependency_policy, 'all_succeeded') AS policy
+                            FROM workhorse_job jb WHERE jb.id = x.job_id OFFSET 0
+                        ) j
+                        WHERE (r.root OR r.bad)
+                          AND (NOT r.root OR v_only IS NULL
+                               OR x.job_id IN (SELECT n.id FROM unnest(v_only) AS n(id)))
+                    )
+                    SELECT DISTINCT r.job_id FROM reach r WHERE NOT r.root))
+                  AND rt.state = 'blocked'
+                ORDER BY rt.job_id
+                FOR UPDATE);
         END IF;
+        -- A dependent the reach could not foresee (an edge committed after
+        -- it was read: an enqueue naming a job this cascade cancels) is
+        -- locked in its round, as before; it is rare, and a deadlock it
+        -- could meet is detected and its transaction retried.
+        PERFORM 1 FROM workhorse_job_runtime rt
+        WHERE rt.job_id = ANY (ARRAY(SELECT unnest(v_deps) EXCEPT SELECT unnest(v_held)))
+          AND rt.state = 'blocked'
+        ORDER BY rt.job_id
+        FOR UPDATE;
 
         WITH hit AS (
             SELECT * FROM unnest(v_deps, v_counts, v_goods, v_good_ids, v_bad_ids)
@@ -174,49 +225,15 @@ BEGIN
             WHERE rt.job_id = d.job_id AND d.verdict = 'release'
             RETURNING rt.job_id, rt.queue, rt.state, rt.run_at, d.cause_id, d.cause_state
         ),
-        ended AS (
-            DELETE FROM workhorse_job_runtime rt
-            WHERE rt.job_id = ANY (ARRAY(SELECT d.job_id FROM decided d WHERE d.verdict = 'cancel'))
-        ),
-        outcome AS (
-            INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-            SELECT d.job_id, 'canceled',
-                   jsonb_build_object(
-                       'type', 'JobCancelled',
-                       'message', CASE d.policy
-                           WHEN 'any_succeeded' THEN format(
-                               'none of its prerequisites succeeded (dependency_policy '
-                               'any_succeeded); the last to end was job #%s (%s)',
-                               d.cause_id, d.cause_state)
-                           ELSE format(
-                               'prerequisite job #%s %s (dependency_policy all_succeeded)',
-                               d.cause_id,
-                               CASE d.cause_state WHEN 'canceled' THEN 'was canceled'
-                                                  ELSE d.cause_state END)
-                       END,
-                       'reason', 'dependency',
-                       'prerequisite', d.cause_id,
-                       'prerequisite_state', d.cause_state,
-                       'dependency_policy', d.policy,
-                       'state_before', 'blocked'),
-                   d.attempt, d.stall_count, now()
-            FROM decided d WHERE d.verdict = 'cancel'
-        ),
         evented AS (
             INSERT INTO workhorse_job_event (job_id, kind, attempt, data)
-            SELECT d.job_id, CASE d.verdict WHEN 'cancel' THEN 'canceled' ELSE 'unblocked' END,
-                   d.attempt,
+            SELECT d.job_id, 'unblocked', d.attempt,
                    jsonb_build_object('prerequisite', d.cause_id,
-                                      'prerequisite_state', d.cause_state)
-                   || CASE d.verdict
-                          WHEN 'cancel' THEN jsonb_build_object('state_before', 'blocked',
-                                                                'reason', 'dependency')
-                          ELSE jsonb_build_object(
-                              'state', CASE WHEN d.run_at > now() THEN 'scheduled'
-                                            ELSE 'ready' END,
-                              'run_at', greatest(d.run_at, now()))
-                      END
-            FROM decided d WHERE d.verdict <> 'wait'
+                                      'prerequisite_state', d.cause_state,
+                                      'state', CASE WHEN d.run_at > now() THEN 'scheduled'
+                                                    ELSE 'ready' END,
+                                      'run_at', greatest(d.run_at, now()))
+            FROM decided d WHERE d.verdict = 'release'
         ),
         woken AS (
             -- As enqueue: ready work wakes takers now, scheduled work tells
@@ -225,11 +242,46 @@ BEGIN
                              CASE WHEN bool_or(r.state = 'ready') THEN ''
                                   ELSE extract(epoch FROM min(r.run_at))::text END)
             FROM released r GROUP BY r.queue
-        )
-        SELECT ARRAY(SELECT d.job_id FROM decided d WHERE d.verdict = 'cancel' ORDER BY d.job_id),
-               (SELECT count(*) FROM decided d WHERE d.verdict <> 'wait')
-        INTO v_canceled, v_settled
-        FROM (SELECT count(*) FROM woken) w;
+        ),
+        -- The canceled ones, in job_id order, for workhorse_end_runs_v1.
+        canceled AS (SELECT * FROM decided d WHERE d.verdict = 'cancel')
+        SELECT (SELECT count(*) FROM decided d WHERE d.verdict <> 'wait'),
+               array_agg(c.job_id ORDER BY c.job_id),
+               array_agg(jsonb_build_object(
+                   'type', 'django_workhorse.exceptions.JobCancelled',
+                   'message', CASE c.policy
+                       WHEN 'any_succeeded' THEN format(
+                           'none of its prerequisites succeeded (dependency_policy '
+                           'any_succeeded); the last to end was job #%s (%s)',
+                           c.cause_id, c.cause_state)
+                       ELSE format(
+                           'prerequisite job #%s %s (dependency_policy all_succeeded)',
+                           c.cause_id,
+                           CASE c.cause_state WHEN 'canceled' THEN 'was canceled'
+                                              ELSE c.cause_state END)
+                   END,
+                   'reason', 'dependency',
+                   'prerequisite', c.cause_id,
+                   'prerequisite_state', c.cause_state,
+                   'dependency_policy', c.policy,
+                   'state_before', 'blocked') ORDER BY c.job_id),
+               array_agg(jsonb_build_object('prerequisite', c.cause_id,
+                                            'prerequisite_state', c.cause_state,
+                                            'state_before', 'blocked', 'reason', 'dependency')
+                         ORDER BY c.job_id),
+               (SELECT count(*) FROM woken)
+        INTO v_settled, v_canceled, v_errors, v_data, v_n
+        FROM canceled c;
+
+        -- A canceled dependent ends like any job (workhorse_end_runs_v1),
+        -- without an attempt to close; its own dependents are the next
+        -- round of this loop rather than a call of this function from there.
+        v_n := coalesce(cardinality(v_canceled), 0);
+        IF v_n > 0 THEN
+            PERFORM workhorse_end_runs_v1(
+                v_canceled, NULL, NULL, array_fill('canceled'::text, ARRAY[v_n]), NULL, v_errors,
+                NULL, NULL, v_data, false);
+        END IF;
 
         v_total := v_total + v_settled;
         -- The canceled dependents have ended: their own dependents next.

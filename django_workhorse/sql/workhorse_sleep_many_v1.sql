@@ -27,10 +27,21 @@ LANGUAGE plpgsql AS $$
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column
 DECLARE
-    v_twice         bigint;
     v_bad           bigint;
     v_cancel_ids    bigint[];
     v_cancel_fences bigint[];
+    v_ids           bigint[];
+    v_ok            boolean[];
+    v_run_ats       timestamptz[];
+    v_canceled      boolean[];
+    v_n             integer;
+    -- the jobs that go to sleep
+    v_s_ids         bigint[];
+    v_s_attempts    integer[];
+    v_s_started     timestamptz[];
+    v_s_names       text[];
+    v_s_wake_ats    timestamptz[];
+    v_s_data        jsonb[];
 BEGIN
     -- unnest would pad a short array with NULLs and lose the pairing.
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids)
@@ -42,16 +53,8 @@ BEGIN
             cardinality(p_wake_ats), cardinality(p_delays)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- A job named twice would close one attempt twice: refused, never
-    -- applied twice (docs/decisions.md).
-    IF cardinality(p_job_ids) > 1 THEN
-        SELECT u.id INTO v_twice FROM unnest(p_job_ids) AS u(id)
-        GROUP BY u.id HAVING count(*) > 1 LIMIT 1;
-        IF FOUND THEN
-            RAISE EXCEPTION 'workhorse_sleep_many_v1: job % is named more than once; name each job once per call',
-                v_twice USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-    END IF;
+    -- A job named twice is refused, never applied twice (docs/decisions.md).
+    PERFORM workhorse_refuse_named_twice_v1('workhorse_sleep_many_v1', p_job_ids);
     -- Each sleep needs a wake time or a delay of 0 to 100 years (limits.py).
     SELECT i.id INTO v_bad
     FROM unnest(p_job_ids, p_wake_ats, p_delays) AS i(id, wake_at, delay)
@@ -61,28 +64,10 @@ BEGIN
         RAISE EXCEPTION 'workhorse_sleep_many_v1: job % needs a wake time or a delay of 0 to 3155760000 seconds',
             v_bad USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    -- Lock the owned rows first (in job_id order, as everywhere), so that a
-    -- cancel cannot be requested between reading the flag and the sleep.
-    SELECT coalesce(array_agg(f.job_id ORDER BY f.job_id) FILTER (WHERE f.cancel_requested), '{}'),
-           coalesce(array_agg(f.fence ORDER BY f.job_id) FILTER (WHERE f.cancel_requested), '{}')
-    INTO v_cancel_ids, v_cancel_fences
-    FROM (SELECT * FROM unnest(p_job_ids, p_fences) AS u(job_id, fence) ORDER BY u.job_id) i
-    CROSS JOIN LATERAL (
-        SELECT rt.job_id, rt.fence, rt.cancel_requested
-        FROM workhorse_job_runtime rt
-        WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
-        FOR UPDATE
-    ) f;
-    IF cardinality(v_cancel_ids) > 0 THEN
-        PERFORM workhorse_fail_many_v1(
-            p_worker, v_cancel_ids, v_cancel_fences,
-            array_fill('{"type": "JobCancelled", "message": "canceled by an operator as it went to sleep"}'::jsonb,
-                       ARRAY[cardinality(v_cancel_ids)]),
-            array_fill('canceled'::text, ARRAY[cardinality(v_cancel_ids)]),
-            array_fill(false, ARRAY[cardinality(v_cancel_ids)]),
-            NULL);
-    END IF;
-    RETURN QUERY
+    -- The owner lookup of succeed_many: a locking primary-key probe per
+    -- input row, in job_id order (docs/sql.md). The cancel flag is read
+    -- under the lock, so a cancel cannot be requested between reading it and
+    -- the sleep.
     WITH input AS (
         SELECT i.job_id, i.fence, i.name, i.ord,
                coalesce(i.wake_at, now() + make_interval(secs => i.delay)) AS wake_at
@@ -90,59 +75,66 @@ BEGIN
             AS i(job_id, fence, name, wake_at, delay, ord)
         ORDER BY i.job_id
     ),
-    -- The owner lookup of succeed_many: a locking primary-key probe per
-    -- input row, in job_id order (docs/sql.md).
     owned AS (
-        SELECT i.job_id, i.ord, i.name, i.wake_at, r.job_id IS NOT NULL AS ok,
-               r.queue, r.attempt, r.attempt_started_at
+        SELECT i.job_id, i.fence, i.ord, i.name, i.wake_at,
+               -- Due no earlier than now (workhorse_requeue_runs_v1): a
+               -- wake time already past queues at the back of its priority.
+               greatest(i.wake_at, now()) AS run_at,
+               r.job_id IS NOT NULL AS ok, coalesce(r.cancel_requested, false) AS cancel,
+               r.attempt, r.attempt_started_at
         FROM input i
         LEFT JOIN LATERAL (
-            SELECT rt.job_id, rt.queue, rt.attempt, rt.attempt_started_at
+            SELECT rt.job_id, rt.cancel_requested, rt.attempt, rt.attempt_started_at
             FROM workhorse_job_runtime rt
             WHERE rt.job_id = i.job_id AND rt.fence = i.fence AND rt.worker_id = p_worker
             FOR UPDATE
         ) r ON true
-    ),
-    slept AS (
-        UPDATE workhorse_job_runtime rt
-        SET state = CASE WHEN o.wake_at > now() THEN 'scheduled' ELSE 'ready' END,
-            run_at = o.wake_at, attempt = rt.attempt - 1,
-            worker_id = NULL, lease_expires_at = NULL, attempt_started_at = NULL
-        FROM owned o
-        WHERE rt.job_id = ANY (ARRAY(SELECT o2.job_id FROM owned o2 WHERE o2.ok))
-          AND o.job_id = rt.job_id
-    ),
-    marked AS (
+    )
+    SELECT array_agg(o.job_id ORDER BY o.ord), array_agg(o.ok ORDER BY o.ord),
+           array_agg(CASE WHEN o.ok AND NOT o.cancel THEN o.run_at END ORDER BY o.ord),
+           array_agg(o.ok AND o.cancel ORDER BY o.ord),
+           coalesce(array_agg(o.job_id) FILTER (WHERE o.ok AND o.cancel), '{}'),
+           coalesce(array_agg(o.fence) FILTER (WHERE o.ok AND o.cancel), '{}'),
+           array_agg(o.job_id) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.attempt) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.attempt_started_at) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.name) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(o.wake_at) FILTER (WHERE o.ok AND NOT o.cancel),
+           array_agg(jsonb_build_object('name', o.name, 'run_at', o.run_at))
+               FILTER (WHERE o.ok AND NOT o.cancel)
+    INTO v_ids, v_ok, v_run_ats, v_canceled, v_cancel_ids, v_cancel_fences, v_s_ids,
+         v_s_attempts, v_s_started, v_s_names, v_s_wake_ats, v_s_data
+    FROM owned o;
+    IF cardinality(v_cancel_ids) > 0 THEN
+        PERFORM workhorse_fail_many_v1(
+            p_worker, v_cancel_ids, v_cancel_fences,
+            array_fill('{"type": "django_workhorse.exceptions.JobCancelled", "message": "canceled by an operator as it went to sleep"}'::jsonb,
+                       ARRAY[cardinality(v_cancel_ids)]),
+            array_fill('canceled'::text, ARRAY[cardinality(v_cancel_ids)]),
+            array_fill(false, ARRAY[cardinality(v_cancel_ids)]),
+            NULL);
+    END IF;
+    v_n := coalesce(cardinality(v_s_ids), 0);
+    IF v_n > 0 THEN
+        -- The sleep, by name, with the wake time asked for: the run after
+        -- the wake-up finds it and goes on.
         INSERT INTO workhorse_job_checkpoint AS c (job_id, name, kind, result, written_at, attempt)
-        SELECT o.job_id, o.name, 'sleep', jsonb_build_object('wake_at', o.wake_at), now(), o.attempt
-        FROM owned o WHERE o.ok
+        SELECT s.job_id, s.name, 'sleep', jsonb_build_object('wake_at', s.wake_at), now(),
+               s.attempt
+        FROM unnest(v_s_ids, v_s_names, v_s_wake_ats, v_s_attempts)
+            AS s(job_id, name, wake_at, attempt)
         ON CONFLICT (job_id, name) DO UPDATE
             SET kind = 'sleep', result = EXCLUDED.result,
-                written_at = EXCLUDED.written_at, attempt = EXCLUDED.attempt
-    ),
-    history AS (
-        INSERT INTO workhorse_attempt_history (job_id, attempt, outcome, worker_id, started_at, finished_at)
-        SELECT o.job_id, o.attempt, 'slept', p_worker, o.attempt_started_at, now()
-        FROM owned o WHERE o.ok
-    ),
-    evented AS (
-        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
-        SELECT o.job_id, 'slept', o.attempt, p_worker,
-               jsonb_build_object('name', o.name, 'run_at', o.wake_at)
-        FROM owned o WHERE o.ok
-    ),
-    -- As enqueue does: a job awake at once wakes takers now; a sleeping one
-    -- tells them when to look again (epoch seconds of the earliest wake).
-    woken AS (
-        SELECT pg_notify('workhorse:' || o.queue,
-                         CASE WHEN bool_or(o.wake_at <= now()) THEN ''
-                              ELSE extract(epoch FROM min(o.wake_at))::text END)
-        FROM owned o WHERE o.ok GROUP BY o.queue
-    )
-    SELECT o.job_id, o.ok OR o.job_id = ANY (v_cancel_ids), CASE WHEN o.ok THEN o.wake_at END,
-           o.job_id = ANY (v_cancel_ids)
-    FROM owned o
-    CROSS JOIN (SELECT count(*) FROM woken) w
-    ORDER BY o.ord;
+                written_at = EXCLUDED.written_at, attempt = EXCLUDED.attempt;
+        -- Back in line at the wake time, the attempt given back and closed
+        -- as 'slept', a 'slept' event and the wake-up: as enqueue does, a
+        -- job awake at once wakes takers now, a sleeping one tells them when
+        -- to look again (workhorse_requeue_runs_v1).
+        PERFORM workhorse_requeue_runs_v1(
+            v_s_ids, v_s_attempts, array_fill(p_worker, ARRAY[v_n]), v_s_started, v_s_wake_ats,
+            true, array_fill('slept'::text, ARRAY[v_n]), NULL,
+            array_fill('slept'::text, ARRAY[v_n]), v_s_data);
+    END IF;
+    RETURN QUERY SELECT * FROM unnest(v_ids, v_ok, v_run_ats, v_canceled);
 END;
 $$;

@@ -149,6 +149,19 @@ def test_recovery_of_a_flagged_job_whose_worker_died_ends_it_canceled(cursor, db
     assert db_rows.of_job(job.id)["events"][-1]["kind"] == "canceled"
 
 
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_recovery_of_a_flagged_job_keeps_the_operators_latest_reason(cursor, db_rows):
+    job = ActiveJobFactory(lease_seconds=0, worker="died")
+    Admin().cancel(job.id, reason="first thought")
+    Admin().cancel(job.id, reason="customer left")
+
+    store.recover_stalled(cursor)
+
+    error = json.loads(db_rows.outcome(job.id)["error"])
+    assert (error["reason"], error["state_before"]) == ("customer left", "active")
+    assert store.get_job(cursor, job.id)["error"]["reason"] == "customer left"
+
+
 def test_a_failure_racing_a_cancel_ends_the_job_canceled_not_retried(cursor, db_rows):
     job = ActiveJobFactory(max_attempts=5)
     Admin().cancel(job.id, reason="raced")

@@ -133,7 +133,7 @@ def test_a_failed_prerequisite_cancels_its_dependents_and_theirs(db_rows):
     child_job, grandchild_job = Admin().get_job(child.id), Admin().get_job(grandchild.id)
     assert (child_job.state, grandchild_job.state) == ("canceled", "canceled")
     assert child_job.error == {
-        "type": "JobCancelled",
+        "type": "django_workhorse.exceptions.JobCancelled",
         "message": f"prerequisite job #{first.id} failed (dependency_policy all_succeeded)",
         "reason": "dependency",
         "prerequisite": first.id,
