@@ -189,7 +189,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 e8a94957ae10c16e
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text, p_by text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 4d6fd79cc36fd912
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 9e064e9e63b106da
 -- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
 --   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 10bbead34bfef8d1
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)

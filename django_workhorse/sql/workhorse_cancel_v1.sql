@@ -52,22 +52,21 @@ BEGIN
         RETURN QUERY SELECT 'requested'::text, 'active'::text;
         RETURN;
     END IF;
-    DELETE FROM workhorse_job_runtime rt WHERE rt.job_id = p_job_id;
-    INSERT INTO workhorse_job_outcome (job_id, state, error, attempts, stall_count, finished_at)
-    VALUES (p_job_id, 'canceled',
-            jsonb_strip_nulls(jsonb_build_object(
-                'type', 'JobCancelled',
-                'message', coalesce(p_reason, 'canceled by an operator'),
-                'reason', p_reason,
-                'by', p_by,
-                'at', now(),
-                'state_before', v_rt.state)),
-            v_rt.attempt, v_rt.stall_count, now());
-    INSERT INTO workhorse_job_event (job_id, kind, attempt, data)
-    VALUES (p_job_id, 'canceled', v_rt.attempt,
-            jsonb_strip_nulls(jsonb_build_object('state_before', v_rt.state,
-                                                 'reason', p_reason, 'by', p_by)));
-    PERFORM workhorse_settle_dependents_v1(ARRAY[p_job_id]);
+    -- The runtime -> outcome move, its event and the dependents settled: the
+    -- one home of the transition (workhorse_end_runs_v1). No attempt closes:
+    -- a job that is not running has none open. The row is locked above.
+    PERFORM workhorse_end_runs_v1(
+        ARRAY[p_job_id], NULL, NULL, ARRAY['canceled'], NULL,
+        ARRAY[jsonb_strip_nulls(jsonb_build_object(
+            'type', 'django_workhorse.exceptions.JobCancelled',
+            'message', coalesce(p_reason, 'canceled by an operator'),
+            'reason', p_reason,
+            'by', p_by,
+            'at', now(),
+            'state_before', v_rt.state))],
+        NULL, NULL,
+        ARRAY[jsonb_strip_nulls(jsonb_build_object('state_before', v_rt.state,
+                                                   'reason', p_reason, 'by', p_by))]);
     RETURN QUERY SELECT 'changed'::text, 'canceled'::text;
 END;
 $$;

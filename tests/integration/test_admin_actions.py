@@ -99,7 +99,10 @@ def test_cancel_of_a_waiting_job_ends_it_canceled_with_an_envelope_and_an_event(
     (outcome,) = rows["outcome"]
     assert outcome["state"] == "canceled"
     error = json.loads(outcome["error"])
-    assert (error["type"], error["reason"]) == ("JobCancelled", "customer left")
+    assert (error["type"], error["reason"]) == (
+        "django_workhorse.exceptions.JobCancelled",
+        "customer left",
+    )
     assert rows["events"][-1]["kind"] == "canceled"
 
 

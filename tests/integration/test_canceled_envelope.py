@@ -81,14 +81,7 @@ def canceled_while_waiting(cursor) -> int:
         put_to_sleep,
         recovered_after_a_crash,
         settled_by_a_prerequisite,
-        pytest.param(
-            canceled_while_waiting,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="workhorse_cancel_v1 writes its own envelope until it ends jobs "
-                "through workhorse_end_runs_v1",
-            ),
-        ),
+        canceled_while_waiting,
     ],
 )
 def test_every_canceled_envelope_names_the_exception_by_its_dotted_path(end, cursor):
