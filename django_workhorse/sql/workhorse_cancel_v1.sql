@@ -29,7 +29,9 @@ CREATE OR REPLACE FUNCTION workhorse_cancel_v1(
     p_reason text DEFAULT NULL,
     p_by text DEFAULT NULL
 ) RETURNS TABLE (status text, state text)
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_rt    workhorse_job_runtime%ROWTYPE;
     v_state text;

@@ -17,7 +17,9 @@ CREATE OR REPLACE FUNCTION workhorse_checkpoint_v1(
     p_name text,
     p_result jsonb
 ) RETURNS TABLE (ok boolean, cancel_requested boolean)
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column

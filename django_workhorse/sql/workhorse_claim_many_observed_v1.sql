@@ -23,7 +23,9 @@ CREATE OR REPLACE FUNCTION workhorse_claim_many_observed_v1(
     lease_expires_at timestamptz, cancel_requested boolean,
     trace_context jsonb, waited_seconds double precision, pickup_seconds double precision
 )
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 #variable_conflict use_column
 DECLARE
     v_ids      bigint[];

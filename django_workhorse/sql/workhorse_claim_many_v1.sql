@@ -24,7 +24,9 @@ CREATE OR REPLACE FUNCTION workhorse_claim_many_v1(
     max_attempts integer, fence bigint, timeout_seconds double precision,
     lease_expires_at timestamptz, cancel_requested boolean
 )
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_queues text[];
     v_limits integer[];

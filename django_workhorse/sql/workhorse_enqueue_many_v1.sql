@@ -16,7 +16,9 @@
 -- wake-up NOTIFY is only delivered on commit.
 CREATE OR REPLACE FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 RETURNS TABLE (job_id bigint, inserted boolean)
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_ids      bigint[];
     v_inserted boolean[];

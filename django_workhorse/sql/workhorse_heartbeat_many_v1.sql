@@ -10,7 +10,9 @@ CREATE OR REPLACE FUNCTION workhorse_heartbeat_many_v1(
     p_fences bigint[],
     p_lease_seconds double precision DEFAULT 30
 ) RETURNS TABLE (job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamptz)
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column

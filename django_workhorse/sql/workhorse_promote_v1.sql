@@ -6,7 +6,9 @@
 -- 'unknown' (no such job).
 CREATE OR REPLACE FUNCTION workhorse_promote_v1(p_job_id bigint)
 RETURNS TABLE (status text, state text)
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_queue   text;
     v_attempt integer;

@@ -16,7 +16,9 @@
 CREATE OR REPLACE FUNCTION workhorse_recover_stalled_v1(p_limit integer DEFAULT 1000)
 RETURNS TABLE (job_id bigint, queue text, attempt integer, stall_count integer, failed boolean,
                name text, max_attempts integer, max_stalled integer, canceled boolean)
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 -- PL/pgSQL, not LANGUAGE sql: PostgreSQL caches a PL/pgSQL statement's plan
 -- for the session, while a SQL function's body is planned on every call.
 #variable_conflict use_column

@@ -43,7 +43,9 @@ CREATE OR REPLACE FUNCTION workhorse_retry_v1(
     p_reason text DEFAULT NULL,
     p_ignore_dependencies boolean DEFAULT false
 ) RETURNS TABLE (status text, state text, prerequisite bigint, prerequisite_state text)
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, for the life of a session's
+-- cached plans (docs/sql.md, "Plans that do not depend on statistics").
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_outcome  workhorse_job_outcome%ROWTYPE;
     v_job      workhorse_job%ROWTYPE;

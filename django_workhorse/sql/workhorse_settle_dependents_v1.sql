@@ -58,9 +58,9 @@ BEGIN
     LOOP
         -- The whole cost to a job nobody waits for: one probe of the
         -- edges' primary key per id, all of them missing (about 10 us for
-        -- 100 ids). A function-level SET enable_seqscan = off would make
-        -- sure of the probes but costs 50 us a call; the n_distinct of
-        -- prerequisite_id is fixed instead (tables_v1.sql). Every read of the
+        -- 100 ids). The finishing functions that call this one run with
+        -- enable_seqscan = off, which it inherits; for other callers the
+        -- n_distinct of prerequisite_id is fixed (tables_v1.sql). Every read of the
         -- edges by prerequisite is such a LATERAL probe (docs/sql.md): with
         -- `prerequisite_id = ANY (ids)` the planner scans the whole edge
         -- table once it holds a few thousand rows, and a probe must not sit
