@@ -27,7 +27,7 @@ class Heartbeat(threading.Thread):
     """Renews leases every ``renew_interval``; sweeps every ``stalled_interval``.
 
     ``in_flight`` gives (owner, job id, fence) of the leases to renew;
-    ``on_lost`` (job id, fence) and ``on_cancel`` (job id, fence, owner) get
+    ``on_lost`` and ``on_cancel`` (job id, fence, owner) get
     the answers. Every field but the
     events is used by the heartbeat's thread only.
     """
@@ -41,7 +41,7 @@ class Heartbeat(threading.Thread):
         stalled_interval: float,
         partition_days_ahead: int,
         in_flight: Callable[[], list[tuple[str, int, int]]],
-        on_lost: Callable[[int, int], None],
+        on_lost: Callable[[int, int, str], None],
         on_cancel: Callable[[int, int, str], None],
         on_recovered: Callable[[list[store.Recovered]], None],
     ) -> None:
@@ -109,7 +109,7 @@ class Heartbeat(threading.Thread):
             # Rows come back in input order: each answers the fence that was sent.
             for (job_id, renewed, cancel_requested), fence in zip(rows, fences, strict=True):
                 if not renewed:
-                    self.on_lost(job_id, fence)
+                    self.on_lost(job_id, fence, owner)
                 elif cancel_requested:
                     self.on_cancel(job_id, fence, owner)
 

@@ -211,9 +211,14 @@ class Ledger:
                 if not r.lease_lost
             ]
 
-    def lost(self, job_id: int, fence: int) -> Running | None:
-        """The heartbeat was refused for (job, fence). Returns the run to
-        report as having lost its lease, or None.
+    def lost(self, job_id: int, fence: int, owner: str) -> Running | None:
+        """The heartbeat was refused for (job, fence) under ``owner``. Returns
+        the run to report as having lost its lease, or None.
+
+        The owner is compared too: after a claim lost in a database crash the
+        job may be claimed again with the same fence under the next owner
+        name (docs/decisions.md), and a refusal of the old run's renewal is
+        not a loss of the new run's lease.
 
         Only a run whose handler is still going is reported. A run handed to
         the writer may have been refused because its own result committed
@@ -222,7 +227,12 @@ class Ledger:
         """
         with self._lock:
             running = self._running.get(job_id)
-            if running is None or running.lease_lost or running.job.fence != fence:
+            if (
+                running is None
+                or running.lease_lost
+                or running.job.fence != fence
+                or running.owner != owner
+            ):
                 return None
             running.lease_lost = True
             return running

@@ -460,8 +460,8 @@ class Worker:
         """
         self.ledger.expire(time.monotonic())
 
-    def _on_lost(self, job_id: int, fence: int) -> None:
-        running = self.ledger.lost(job_id, fence)
+    def _on_lost(self, job_id: int, fence: int, owner: str) -> None:
+        running = self.ledger.lost(job_id, fence, owner)
         if running is None:
             return
         job = running.job

@@ -49,9 +49,9 @@ def test_a_renewal_refused_because_the_success_committed_is_not_a_lost_lease(own
     written: list[Running] = []
     done = threading.Event()
 
-    def on_lost(job_id: int, fence: int) -> None:
+    def on_lost(job_id: int, fence: int, owner: str) -> None:
         refusals.append(job_id)
-        run = ledger.lost(job_id, fence)
+        run = ledger.lost(job_id, fence, owner)
         if run is not None:
             reported.append(run)
 

@@ -62,7 +62,7 @@ def test_a_batch_of_two_owners_is_renewed_and_written_under_each_owner(cursor):
         stalled_interval=3600,
         partition_days_ahead=1,
         in_flight=ledger.leases,
-        on_lost=lambda job_id, fence: lost.append(job_id),
+        on_lost=lambda job_id, fence, owner: lost.append(job_id),
         on_cancel=lambda job_id, fence, owner: None,
         on_recovered=lambda recovered: None,
     )
@@ -89,3 +89,17 @@ def test_a_batch_of_two_owners_is_renewed_and_written_under_each_owner(cursor):
         [[r.job.job_id for r in runs]],
     )
     assert cursor.fetchall() == [("owner-w", 2), ("owner-w+1", 2)]
+
+
+def test_a_refused_renewal_under_an_earlier_owner_is_not_a_loss_of_the_new_run():
+    """After a claim lost in a crash, the same job can be claimed again with
+    the same fence under the next owner name: the old run's refusal names the
+    old owner and leaves the new run's lease alone."""
+    jobs.gated.enqueue(value=1)
+    (run,) = claim("owner-x+1", 1)
+    ledger = Ledger({"inproc.gated": 1}, hand_over=lambda item: None)
+    ledger.start(run)
+
+    assert ledger.lost(run.job.job_id, run.job.fence, "owner-x") is None
+    assert not run.lease_lost
+    assert ledger.lost(run.job.job_id, run.job.fence, "owner-x+1") is run
