@@ -22,7 +22,7 @@ import time
 from .common import median, percentile, report, section
 from .worker import drained_span, start_worker, wait_drained
 
-TURNS = 3
+TURNS = 7
 JOBS = 20_000
 SLOTS = 100
 LIMITED = {
@@ -69,8 +69,12 @@ def drain_once(conn, url: str, queue: str, limits: dict, jobs: int = JOBS) -> fl
 
 def limits_ratio(conn, url: str) -> None:
     rates: dict[str, list[float]] = {name: [] for name in LIMITED}
-    for _ in range(TURNS):
-        for name, (queue, limits) in LIMITED.items():
+    names = list(LIMITED)
+    for turn in range(TURNS):
+        # The order turns each round, so no side always runs first or last.
+        shift = turn % len(names)
+        for name in names[shift:] + names[:shift]:
+            queue, limits = LIMITED[name]
             rates[name].append(drain_once(conn, url, queue, limits))
     plain = median(rates["plain"])
     report(

@@ -123,11 +123,13 @@ CREATE TABLE workhorse_queue (
     rate_limit integer,
     rate_period interval,
     rate_starts timestamp with time zone[] NOT NULL DEFAULT '{}'::timestamp with time zone[],
+    rate_counts integer[] NOT NULL DEFAULT '{}'::integer[],
     CONSTRAINT workhorse_queue_concurrency_limit_range CHECK (((concurrency_limit >= 1) AND (concurrency_limit <= 100000))),
     CONSTRAINT workhorse_queue_pkey PRIMARY KEY (name),
     CONSTRAINT workhorse_queue_rate_limit_range CHECK (((rate_limit >= 1) AND (rate_limit <= 10000))),
     CONSTRAINT workhorse_queue_rate_pair CHECK (((rate_limit IS NULL) = (rate_period IS NULL))),
-    CONSTRAINT workhorse_queue_rate_period_positive CHECK ((rate_period > '00:00:00'::interval))
+    CONSTRAINT workhorse_queue_rate_period_positive CHECK ((rate_period > '00:00:00'::interval)),
+    CONSTRAINT workhorse_queue_rate_record CHECK ((cardinality(rate_starts) = cardinality(rate_counts)))
 );
 
 CREATE TABLE workhorse_schedule (
@@ -195,7 +197,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 71d9967e625690f5
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 e0df63faafe92a60
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 139525fa02b3583d
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
 --   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 3fba5ec10f33a10c
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
@@ -227,7 +229,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
---   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 f652645a4156c73c
+--   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 7ed64b2ac0e095b5
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)

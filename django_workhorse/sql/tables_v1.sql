@@ -223,9 +223,10 @@ CREATE TABLE workhorse_queue (
     updated_at timestamptz NOT NULL DEFAULT now(),
     -- Queue limits, enforced by workhorse_claim_many_v1 for every worker:
     -- at most concurrency_limit active jobs, and at most rate_limit claims in
-    -- any rate_period. NULL is no limit. rate_starts is the durable record of
-    -- the claims of the last rate_period (one entry per job, database clock),
-    -- pruned by each claim; it never holds more than rate_limit entries.
+    -- any rate_period. NULL is no limit. rate_starts and rate_counts are the
+    -- durable record of the claims of the last rate_period: one entry per
+    -- claim call (its database time, and how many jobs it started), pruned
+    -- by each claim; they never hold more than rate_limit entries.
     concurrency_limit integer
         CONSTRAINT workhorse_queue_concurrency_limit_range CHECK (concurrency_limit BETWEEN 1 AND 100000),
     rate_limit  integer
@@ -233,7 +234,9 @@ CREATE TABLE workhorse_queue (
     rate_period interval
         CONSTRAINT workhorse_queue_rate_period_positive CHECK (rate_period > interval '0'),
     rate_starts timestamptz[] NOT NULL DEFAULT '{}',
-    CONSTRAINT workhorse_queue_rate_pair CHECK ((rate_limit IS NULL) = (rate_period IS NULL))
+    rate_counts integer[] NOT NULL DEFAULT '{}',
+    CONSTRAINT workhorse_queue_rate_pair CHECK ((rate_limit IS NULL) = (rate_period IS NULL)),
+    CONSTRAINT workhorse_queue_rate_record CHECK (cardinality(rate_starts) = cardinality(rate_counts))
 );
 
 -- The installed schema version; the system check and the worker compare it

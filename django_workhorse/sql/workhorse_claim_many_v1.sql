@@ -71,7 +71,8 @@ BEGIN
         -- active jobs and together exceed the limit. Claims of unlimited
         -- queues never take this lock.
         FOR v_q IN
-            SELECT wq.name, wq.concurrency_limit, wq.rate_limit, wq.rate_period, wq.rate_starts
+            SELECT wq.name, wq.concurrency_limit, wq.rate_limit, wq.rate_period, wq.rate_starts,
+                   wq.rate_counts
             FROM workhorse_queue wq
             WHERE wq.name = ANY (v_queues)
               AND (wq.concurrency_limit IS NOT NULL OR wq.rate_limit IS NOT NULL)
@@ -94,8 +95,8 @@ BEGIN
                 -- but took the lock first): then any window of one period
                 -- holds at most rate_limit claims, as each claim in it
                 -- counted all the others committed before it.
-                SELECT v_q.rate_limit - count(*) INTO v_room
-                FROM unnest(v_q.rate_starts) AS t(at)
+                SELECT v_q.rate_limit - coalesce(sum(t.n), 0) INTO v_room
+                FROM unnest(v_q.rate_starts, v_q.rate_counts) AS t(at, n)
                 WHERE t.at > now() - v_q.rate_period;
                 v_allowed := least(v_allowed, v_room);
                 v_rated := true;
@@ -150,11 +151,19 @@ BEGIN
     END IF;
 
     IF v_rated THEN
-        -- The durable record of these starts, pruned to the current window.
+        -- The durable record of these starts, pruned to the current window:
+        -- one entry for the whole claim (its time and its count), not one
+        -- per job, so a busy window of a high rate is a short array
+        -- (rewriting 1,000 timestamps per claim cost a tenth of the drain).
         UPDATE workhorse_queue wq
-        SET rate_starts = ARRAY(SELECT t.at FROM unnest(wq.rate_starts) AS t(at)
-                                WHERE t.at > now() - wq.rate_period)
-                          || array_fill(now(), ARRAY[c.n])
+        SET rate_starts = ARRAY(SELECT t.at FROM unnest(wq.rate_starts, wq.rate_counts)
+                                         WITH ORDINALITY AS t(at, n, o)
+                                WHERE t.at > now() - wq.rate_period ORDER BY t.o)
+                          || now(),
+            rate_counts = ARRAY(SELECT t.n FROM unnest(wq.rate_starts, wq.rate_counts)
+                                         WITH ORDINALITY AS t(at, n, o)
+                                WHERE t.at > now() - wq.rate_period ORDER BY t.o)
+                          || c.n
         FROM (SELECT rt.queue, count(*)::integer AS n FROM workhorse_job_runtime rt
               WHERE rt.job_id = ANY (v_ids) GROUP BY rt.queue) c
         WHERE wq.name = c.queue AND wq.rate_limit IS NOT NULL;

@@ -25,8 +25,8 @@ LANGUAGE sql STABLE AS $$
         ORDER BY rt.run_at LIMIT 1
     ) s ON true
     LEFT JOIN LATERAL (
-        SELECT min(t.at) + wq.rate_period AS reopens, count(*) AS used
-        FROM unnest(wq.rate_starts) AS t(at)
+        SELECT min(t.at) + wq.rate_period AS reopens, coalesce(sum(t.n), 0) AS used
+        FROM unnest(wq.rate_starts, wq.rate_counts) AS t(at, n)
         WHERE wq.rate_limit IS NOT NULL AND t.at > now() - wq.rate_period
     ) w ON true
     CROSS JOIN LATERAL (

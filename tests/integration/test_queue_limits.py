@@ -76,8 +76,11 @@ def test_a_rate_limit_caps_claims_per_period_and_records_them(cursor, db_rows):
     assert len(store.claim_many(cursor, "worker-a", [QUEUE], [2], 30)) == 2
     assert len(store.claim_many(cursor, "worker-b", [QUEUE], [4], 30)) == 1
     assert store.claim_many(cursor, "worker-b", [QUEUE], [4], 30) == []
-    cursor.execute("SELECT cardinality(rate_starts) FROM workhorse_queue WHERE name = %s", [QUEUE])
-    assert cursor.fetchone()[0] == 3
+    cursor.execute(
+        "SELECT cardinality(rate_starts), rate_counts FROM workhorse_queue WHERE name = %s",
+        [QUEUE],
+    )
+    assert cursor.fetchone() == (2, [2, 1])  # one entry per claim: its time and its count
     # The idle worker is told when the window reopens.
     assert store.next_run_at(cursor, [QUEUE]) is not None
 
