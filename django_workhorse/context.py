@@ -36,10 +36,6 @@ class JobContext:
     using: str = "default"
     """The database alias the job lives in."""
     _cancelled: bool = field(default=False, repr=False, compare=False)
-    # The end the worker recorded for this run while its handler still ran
-    # (a sync handler past its timeout, a run acked canceled): the error it
-    # recorded. Set once, by the worker's ledger; read when the handler returns.
-    _ended_with: BaseException | None = field(default=None, repr=False, compare=False)
     # Set by the worker that runs the job: the owner name and fence its
     # checkpoints are written under, and where it gets a cursor for them.
     # One field, not three: the context is built for every run, and each
@@ -48,6 +44,12 @@ class JobContext:
     # The run's recorded stages, read on its first checkpoint or sleep. Not
     # a dataclass field: a run that never checkpoints never sets it.
     _journal: ClassVar[durable.Journal | None] = None
+    # The end the worker recorded for this run while its handler still ran
+    # (a sync handler past its timeout, a run acked canceled): the error it
+    # recorded. Set once, by the worker's ledger; read when the handler
+    # returns. Not a dataclass field either: almost no run sets it, and a
+    # field would cost every run's context a setattr.
+    _ended_with: ClassVar[BaseException | None] = None
 
     @property
     def cancel_requested(self) -> bool:
