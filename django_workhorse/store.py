@@ -164,21 +164,6 @@ def missing_jobs(cursor: Cursor, job_ids: Sequence[int]) -> list[int]:
     return [row[0] for row in cursor.fetchall()]
 
 
-def cancel_requests(cursor: Cursor, job_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Per job of ``job_ids`` with a recorded cancel request: who asked
-    (``by``, when known) and when (``at``), as the latest 'cancel_requested'
-    event says, in the JSON form the cancel envelopes use."""
-    cursor.execute(
-        "SELECT DISTINCT ON (e.job_id) e.job_id,"
-        " jsonb_strip_nulls(jsonb_build_object('by', e.data->'by', 'at', e.at))::text"
-        " FROM workhorse_job_event e"
-        " WHERE e.job_id = ANY (%s::bigint[]) AND e.kind = 'cancel_requested'"
-        " ORDER BY e.job_id, e.at DESC, e.id DESC",
-        [_ints(job_ids)],
-    )
-    return {row[0]: json.loads(row[1]) for row in cursor.fetchall()}
-
-
 def claim_many(
     cursor: Cursor,
     worker_id: str,

@@ -3,8 +3,9 @@
 -- p_worker the attempt closes in attempt_history as p_kinds[i] ('failed',
 -- 'timed_out' or 'canceled') with its error; then:
 --   * a 'canceled' run is never retried: the runtime row becomes a 'canceled'
---     outcome whose error is p_errors[i] with the reason of the operator's
---     cancel request, if there was one (its 'cancel_requested' event);
+--     outcome whose error is p_errors[i] with the reason, who asked (by)
+--     and when (at) of the operator's cancel request, if there was one (its
+--     'cancel_requested' event);
 --   * nor is a job whose cancel was requested (cancel_requested): a failed
 --     or timed-out run that would have been retried ends it 'canceled' too
 --     (its attempt closes as what it was), so a cancel that raced a failure
@@ -139,12 +140,13 @@ BEGIN
                q.data->>'reason' AS reason, o.error AS attempt_error,
                CASE WHEN o.canceled
                     THEN o.error || jsonb_strip_nulls(jsonb_build_object(
-                             'reason', q.data->'reason', 'state_before', 'active'))
+                             'reason', q.data->'reason', 'by', q.data->'by', 'at', q.at,
+                             'state_before', 'active'))
                     ELSE o.error END AS error
         FROM owned o
-        -- The operator's reason, for a canceled run only (the rare case).
+        -- The operator's request, for a canceled run only (the rare case).
         LEFT JOIN LATERAL (
-            SELECT e.data FROM workhorse_job_event e
+            SELECT e.data, e.at FROM workhorse_job_event e
             WHERE o.canceled AND e.job_id = o.job_id AND e.kind = 'cancel_requested'
             ORDER BY e.at DESC, e.id DESC LIMIT 1
         ) q ON true

@@ -69,9 +69,10 @@ BEGIN
                    'type', 'django_workhorse.exceptions.JobCancelled', 'state_before', 'active',
                    'message', 'canceled by an operator; its worker stopped renewing the lease '
                               'before it stopped the job')
-                   -- The operator's reason, as the worker's ack carries it
-                   -- (workhorse_fail_many_v1).
-                   || jsonb_strip_nulls(jsonb_build_object('reason', q.data->'reason'))
+                   -- The operator's reason, who asked and when, as the
+                   -- worker's ack carries them (workhorse_fail_many_v1).
+                   || jsonb_strip_nulls(jsonb_build_object(
+                          'reason', q.data->'reason', 'by', q.data->'by', 'at', q.at))
                WHEN e.give_up THEN jsonb_build_object(
                    'type', 'StalledJobError',
                    'message', format('the job stalled %s times (max_stalled is %s): its worker '
@@ -80,7 +81,7 @@ BEGIN
         FROM expired e
         -- For a canceled job only (the rare case): its latest request.
         LEFT JOIN LATERAL (
-            SELECT ev.data FROM workhorse_job_event ev
+            SELECT ev.data, ev.at FROM workhorse_job_event ev
             WHERE e.canceled AND ev.job_id = e.job_id AND ev.kind = 'cancel_requested'
             ORDER BY ev.at DESC, ev.id DESC LIMIT 1
         ) q ON true

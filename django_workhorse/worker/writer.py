@@ -17,7 +17,6 @@ and is handed to the worker, which stops.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import queue
 import threading
@@ -40,7 +39,7 @@ from .failures import (
     Failure,
     call_hook,
     classify,
-    error_envelope,
+    error_json,
     log_failure,
     log_sleep,
     report_lost,
@@ -56,20 +55,6 @@ TRANSIENT_CLASSES = frozenset({"08", "40", "53", "57"})
 """SQLSTATE classes a batch is written again after: connection exception,
 transaction rollback (serialization failure, deadlock), insufficient
 resources, operator intervention (shutdown, cancel)."""
-
-
-def _errors(cursor: store.Cursor, failures: list[Failure]) -> list[str]:
-    """The error envelope of each failure. The ack of an operator's cancel
-    says who asked and when (``by``, ``at``), as its 'cancel_requested'
-    event recorded: one read per batch that holds such acks, none otherwise."""
-    acks = [f.item.running.job.job_id for f in failures if f.canceled]
-    asked = store.cancel_requests(cursor, acks) if acks else {}
-    errors = []
-    for failure in failures:
-        envelope: dict[str, Any] = error_envelope(failure.exception)
-        envelope.update(asked.get(failure.item.running.job.job_id, {}))
-        errors.append(json.dumps(envelope, separators=(",", ":")))
-    return errors
 
 
 class Writer(threading.Thread):
@@ -340,7 +325,7 @@ class Writer(threading.Thread):
                     owner,
                     [f.item.running.job.job_id for f in failures],
                     [f.item.running.job.fence for f in failures],
-                    _errors(cursor, failures),
+                    [error_json(f.exception) for f in failures],
                     [f.kind for f in failures],
                     [f.retryable for f in failures],
                     [f.delay for f in failures],

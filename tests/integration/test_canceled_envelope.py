@@ -6,6 +6,7 @@ backend hands on as ``exception_class_path``."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from django.utils.module_loading import import_string
@@ -21,7 +22,7 @@ DOTTED = "django_workhorse.exceptions.JobCancelled"
 
 def acked_by_the_worker(cursor) -> int:
     job = ActiveJobFactory()
-    Admin().cancel(job.id, reason="stop")
+    Admin().cancel(job.id, reason="stop", by="ops")
     envelope = error_envelope(JobCancelled(f"job {job.id} was canceled by an operator"))
     store.fail_many(
         cursor,
@@ -38,21 +39,21 @@ def acked_by_the_worker(cursor) -> int:
 
 def released_at_shutdown(cursor) -> int:
     job = ActiveJobFactory()
-    Admin().cancel(job.id, reason="stop")
+    Admin().cancel(job.id, reason="stop", by="ops")
     store.release_many(cursor, job.worker, [job.id], [job.fence])
     return job.id
 
 
 def put_to_sleep(cursor) -> int:
     job = ActiveJobFactory()
-    Admin().cancel(job.id, reason="stop")
+    Admin().cancel(job.id, reason="stop", by="ops")
     store.sleep_many(cursor, job.worker, [job.id], [job.fence], ["nap"], [None], [60.0])
     return job.id
 
 
 def recovered_after_a_crash(cursor) -> int:
     job = ActiveJobFactory(lease_seconds=0)
-    Admin().cancel(job.id, reason="stop")
+    Admin().cancel(job.id, reason="stop", by="ops")
     store.recover_stalled(cursor)
     return job.id
 
@@ -91,3 +92,19 @@ def test_every_canceled_envelope_names_the_exception_by_its_dotted_path(end, cur
     assert job.state == "canceled"
     assert job.error["type"] == DOTTED
     assert import_string(job.error["type"]) is JobCancelled
+
+
+@pytest.mark.parametrize(
+    "end", [acked_by_the_worker, released_at_shutdown, put_to_sleep, recovered_after_a_crash]
+)
+def test_a_run_canceled_while_active_says_why_who_and_when_on_every_path(end, cursor):
+    """The reason, ``by`` and ``at`` of the operator's request come from its
+    'cancel_requested' event, read by the SQL that ends the job."""
+    job_id = end(cursor)
+
+    error = Admin().get_job(job_id).error
+    (requested,) = [
+        e for e in Admin().get_job_timeline(job_id).items if e.kind == "cancel_requested"
+    ]
+    assert (error["reason"], error["by"]) == ("stop", "ops")
+    assert datetime.fromisoformat(error["at"]) == requested.at
