@@ -97,6 +97,7 @@ class Job(ReadOnlyModel):
     trace_context = models.JSONField(null=True)
     created_at = models.DateTimeField()
     dependency_policy = models.TextField(null=True)
+    first_due_at = models.DateTimeField(null=True)
 
     class Meta:
         managed = False
@@ -164,7 +165,11 @@ class JobQuery(ReadOnlyModel):
 
 
 class JobEvent(ReadOnlyModel):
-    """One lifecycle change (append-only, partitioned by day)."""
+    """One stored lifecycle change (append-only, partitioned by day).
+
+    Not every event of a job's timeline is a row here: the enqueue, the
+    claims and a plain success are derived from the job row and the
+    attempts (``Admin().get_job_timeline`` shows them all)."""
 
     id = models.BigIntegerField(primary_key=True)
     job_id = models.BigIntegerField()

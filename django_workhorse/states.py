@@ -70,7 +70,12 @@ class JobState(_TextChoices):
 
 
 class EventKind(_TextChoices):
-    """What a ``workhorse_job_event`` row records (the CHECK on its kind)."""
+    """What a timeline event records (the CHECK on ``workhorse_job_event.kind``).
+
+    ``ENQUEUED``, ``CLAIMED`` and a run's plain ``SUCCEEDED`` appear in the
+    timeline (``workhorse_job_timeline_v1``) but are mostly not stored: the
+    job row and the attempt history record them already (docs/concepts.md).
+    """
 
     ENQUEUED = "enqueued"
     PROMOTED = "promoted"

@@ -133,7 +133,14 @@ class DbRows:
             "runtime": self._dicts(one.format("workhorse_job_runtime", "job_id"), [job_id]),
             "outcome": self._dicts(one.format("workhorse_job_outcome", "job_id"), [job_id]),
             "query": self._dicts(one.format("workhorse_job_query", "job_id"), [job_id]),
+            # The events as the timeline shows them: the stored ones and those
+            # it derives from other rows (an enqueue, a claim, a success).
             "events": self._dicts(
+                "SELECT at, kind, attempt, worker_id, data"
+                " FROM workhorse_job_timeline_v1(%s, p_limit => 100000) WHERE source = 'event'",
+                [job_id],
+            ),
+            "stored_events": self._dicts(
                 "SELECT * FROM workhorse_job_event WHERE job_id = %s ORDER BY id", [job_id]
             ),
             "attempts": self._dicts(

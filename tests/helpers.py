@@ -116,3 +116,16 @@ def run_pytest(
         text=True,
         timeout=timeout,
     )
+
+
+def timeline_events(cursor: Any, job_ids: list[int], kind: str) -> list[tuple[int, Any, int]]:
+    """(job_id, at, attempt) of every ``kind`` event the jobs' timelines show,
+    in time order: stored events and those the timeline derives (an enqueue,
+    a claim, a success)."""
+    cursor.execute(
+        "SELECT j.id, t.at, t.attempt FROM unnest(%s::bigint[]) AS j(id),"
+        " workhorse_job_timeline_v1(j.id, p_limit => 100000) AS t"
+        " WHERE t.source = 'event' AND t.kind = %s ORDER BY t.at, j.id",
+        [list(job_ids), kind],
+    )
+    return [tuple(row) for row in cursor.fetchall()]

@@ -113,6 +113,7 @@ class Migration(migrations.Migration):
                 ("trace_context", models.JSONField(null=True)),
                 ("created_at", models.DateTimeField()),
                 ("dependency_policy", models.TextField(null=True)),
+                ("first_due_at", models.DateTimeField(null=True)),
             ],
             options={
                 "db_table": "workhorse_job",

@@ -47,6 +47,11 @@ CREATE TABLE workhorse_job (
         CHECK (length(idempotency_key) BETWEEN 1 AND 255),
     trace_context   jsonb,
     created_at      timestamptz NOT NULL DEFAULT now(),
+    -- When the job was first due, if not at its creation (a run_at or a
+    -- delay); NULL, and so no bytes, for the common job that is due at once.
+    -- The timeline's 'enqueued' entry is read from this row (no event is
+    -- stored for it).
+    first_due_at    timestamptz,
     -- How a job with prerequisites (workhorse_job_dependency) settles; NULL
     -- for a job without any (workhorse_settle_dependents_v1 applies it).
     dependency_policy text

@@ -181,11 +181,10 @@ BEGIN
         WHERE rt.job_id = ANY (v_ids)
         RETURNING rt.job_id, rt.priority, rt.run_at, rt.attempt, rt.fence,
                   rt.lease_expires_at, rt.cancel_requested
-    ),
-    evented AS (
-        INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id)
-        SELECT c.job_id, 'claimed', c.attempt, p_worker FROM claimed c
     )
+    -- No 'claimed' event is written: the claim is the attempt's start, which
+    -- the runtime row holds while it runs and attempt_history once it ends;
+    -- workhorse_job_timeline_v1 shows it from there (docs/decisions.md).
     SELECT c.job_id, j.name, j.queue, j.payload, c.attempt, j.max_attempts, c.fence,
            extract(epoch FROM j.timeout)::double precision, c.lease_expires_at, c.cancel_requested
     FROM claimed c

@@ -22,7 +22,8 @@
 -- rows, or neither) with the attempts and stall count of the runtime row;
 -- each closing attempt gets its history row and each job an event named by
 -- its end state, both under the row's worker_id (the run's worker; none for
--- a job that was waiting); a queue with a concurrency limit whose running
+-- a job that was waiting), except a run's plain success, whose event the
+-- timeline derives from its attempt row; a queue with a concurrency limit whose running
 -- job ended is notified (the place it freed). A 'stalled' close counts the
 -- stall in the outcome, as workhorse_requeue_runs_v1 counts it in the
 -- runtime row. Then, unless p_settle is false (the settlement's own
@@ -116,7 +117,11 @@ BEGIN
     evented AS (
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
         SELECT o.job_id, p_states[o.i], o.attempt, o.worker_id, p_event_data[o.i]
-        FROM owned o WHERE o.ok
+        FROM owned o
+        -- A run's plain success is its 'succeeded' attempt row, from which
+        -- the timeline shows the event; only an end with data is written.
+        WHERE o.ok AND NOT (p_states[o.i] = 'succeeded' AND o.attempt_outcome = 'succeeded'
+                            AND p_event_data[o.i] IS NULL)
     ),
     -- A running job of a queue with a concurrency limit frees a place when
     -- it ends: wake the workers waiting for it (docs/worker.md, "Queue

@@ -132,7 +132,7 @@ BEGIN
     new_job AS (
         INSERT INTO workhorse_job AS j (id, name, queue, payload, max_attempts, priority, timeout,
                                         backoff, max_stalled, idempotency_key, trace_context,
-                                        dependency_policy)
+                                        dependency_policy, first_due_at)
         -- An option left out takes its default from workhorse_job_defaults_v1()
         -- (folded to constants when this statement is planned).
         SELECT i.id, i.name, coalesce(i.queue, workhorse_job_defaults_v1() ->> 'queue'), i.payload,
@@ -145,7 +145,8 @@ BEGIN
                i.idempotency_key, i.trace_context,
                CASE WHEN jsonb_array_length(CASE WHEN jsonb_typeof(i.depends_on) = 'array'
                                                  THEN i.depends_on END) > 0
-                    THEN coalesce(i.dependency_policy, 'all_succeeded') END
+                    THEN coalesce(i.dependency_policy, 'all_succeeded') END,
+               nullif(i.due_at, now())
         FROM input i
         ORDER BY i.ord
         ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -171,12 +172,9 @@ BEGIN
         INSERT INTO workhorse_job_query (job_id, queue, name, created_at)
         SELECT n.id, n.queue, n.name, n.created_at FROM new_job n
     ),
-    evented AS (
-        INSERT INTO workhorse_job_event (job_id, kind, attempt, data)
-        SELECT l.job_id, 'enqueued', 0,
-               jsonb_build_object('state', l.state, 'run_at', l.run_at)
-        FROM live l
-    ),
+    -- No 'enqueued' event is written: the job row holds all it said (its
+    -- created_at, first_due_at and dependency_policy), and the timeline
+    -- reads it from there (docs/decisions.md).
     woken AS (
         -- One notification per queue and commit: ready work wakes takers now,
         -- scheduled work tells them when to look again (epoch seconds).

@@ -1,18 +1,33 @@
--- One job's history as a single stream: the closed attempts of
--- attempt_history (at their finish) and the events of job_event, in time
--- order across day partitions. Rows at the same instant put the attempt
--- before the event it led to (rank 0, then 1), then go by id.
+-- One job's history as a single stream, in time order across day
+-- partitions: the closed attempts of attempt_history (at their finish), the
+-- events of job_event, and the events that are not stored because another
+-- row records them already:
+--     'enqueued'  the job row: created_at, and the state and due time it
+--                 started with (blocked when it has a dependency_policy,
+--                 else scheduled when first_due_at is later than created_at,
+--                 else ready);
+--     'claimed'   every attempt's start: started_at of its attempt_history
+--                 row, or of the runtime row while it runs (an attempt that
+--                 closes without a history row, a release, stores it);
+--     'succeeded' a run's success: its 'succeeded' attempt row.
+-- Rows at the same instant go: the derived 'enqueued' (rank -1), attempts
+-- (rank 0), stored events (rank 1, by id), derived 'claimed' and
+-- 'succeeded' (rank 2), which is the order the stored rows had when every
+-- event was written (a claim's 'promoted' precedes it, a success follows
+-- its attempt).
 --
 -- Paging is by keyset: pass the (at, rank, id) of the last row seen to get
--- the rows after it. Each side reads its (job_id, time, id) index with its
--- own LIMIT, so a page costs two short index scans per day partition
--- however long the history is; and nothing of a job is recorded long before
--- its creation, so the partitions of earlier days are pruned at execution
--- time and an old table with many partitions costs no more than a new one.
--- "Long": a row's time is its transaction's start (now()), and a
--- transaction that began before the job was enqueued (by another session)
--- can act on it, so the bound is a day before the job's creation, not the
--- creation itself; such a row reads first, at the time it was stamped.
+-- the rows after it. Each source reads its (job_id, time, id) index with
+-- its own LIMIT, so a page costs a few short index scans per day partition
+-- however long its history is (the attempts' starts are sorted: there is
+-- no index by start, and a job has few attempts). Nothing of a
+-- job is recorded long before its creation, so the partitions of earlier
+-- days are pruned at execution time and an old table with many partitions
+-- costs no more than a new one. "Long": a row's time is its transaction's
+-- start (now()), and a transaction that began before the job was enqueued
+-- (by another session) can act on it, so the bound is a day before the
+-- job's creation, not the creation itself; such a row reads first, at the
+-- time it was stamped.
 CREATE OR REPLACE FUNCTION workhorse_job_timeline_v1(
     p_job_id bigint,
     p_after_at timestamptz DEFAULT NULL,
@@ -24,32 +39,76 @@ CREATE OR REPLACE FUNCTION workhorse_job_timeline_v1(
     worker_id text, started_at timestamptz, finished_at timestamptz, error jsonb, data jsonb
 )
 LANGUAGE sql STABLE AS $$
+    WITH job AS (
+        SELECT j.id, j.created_at, j.created_at - interval '1 day' AS since,
+               CASE WHEN j.dependency_policy IS NOT NULL THEN 'blocked'
+                    WHEN j.first_due_at > j.created_at THEN 'scheduled'
+                    ELSE 'ready' END AS state,
+               coalesce(j.first_due_at, j.created_at) AS run_at
+        FROM workhorse_job j WHERE j.id = p_job_id
+    )
     SELECT * FROM (
-        (SELECT h.finished_at, 0, h.id, 'attempt', h.outcome, h.attempt, h.worker_id,
-                h.started_at, h.finished_at, h.error, NULL::jsonb
+        -- Attempts, and the successes they record, in finish order.
+        (SELECT x.*
+         FROM (SELECT h.* FROM workhorse_attempt_history h
+               WHERE h.job_id = p_job_id
+                 AND h.finished_at >= coalesce((SELECT since FROM job), '-infinity')
+                 AND (p_after_at IS NULL
+                      OR (h.finished_at >= p_after_at
+                          AND (h.finished_at, CASE WHEN h.outcome = 'succeeded' THEN 2 ELSE 0 END,
+                               h.id) > (p_after_at, p_after_rank, p_after_id)))
+               ORDER BY h.finished_at, h.id
+               LIMIT p_limit) h
+         CROSS JOIN LATERAL (
+             SELECT h.finished_at, 0, h.id, 'attempt', h.outcome, h.attempt, h.worker_id,
+                    h.started_at, h.finished_at, h.error, NULL::jsonb
+             UNION ALL
+             SELECT h.finished_at, 2, h.id, 'event', 'succeeded', h.attempt, h.worker_id,
+                    NULL, NULL, NULL, NULL
+             WHERE h.outcome = 'succeeded'
+         ) x(at, rank, id, source, kind, attempt, worker_id, started_at, finished_at, error, data)
+         WHERE p_after_at IS NULL OR (x.at, x.rank, x.id) > (p_after_at, p_after_rank, p_after_id))
+        UNION ALL
+        -- The closed attempts' starts, in start order: a claim's time is its
+        -- transaction's start, which can be earlier than the close of the
+        -- attempt before it when the claim began first (its later statement
+        -- saw the job come back), so finish order is not start order. A
+        -- start is never after its own finish, which bounds the scan.
+        (SELECT h.started_at, 2, h.id, 'event', 'claimed', h.attempt, h.worker_id,
+                NULL::timestamptz, NULL::timestamptz, NULL::jsonb, NULL::jsonb
          FROM workhorse_attempt_history h
          WHERE h.job_id = p_job_id
-           AND h.finished_at >= coalesce(
-               (SELECT j.created_at - interval '1 day' FROM workhorse_job j WHERE j.id = p_job_id),
-               '-infinity')
+           AND h.finished_at >= coalesce((SELECT since FROM job), '-infinity')
            AND (p_after_at IS NULL
                 OR (h.finished_at >= p_after_at
-                    AND (h.finished_at, 0, h.id) > (p_after_at, p_after_rank, p_after_id)))
-         ORDER BY h.finished_at, h.id
+                    AND (h.started_at, 2, h.id) > (p_after_at, p_after_rank, p_after_id)))
+         ORDER BY h.started_at, h.id
          LIMIT p_limit)
         UNION ALL
         (SELECT e.at, 1, e.id, 'event', e.kind, e.attempt, e.worker_id,
                 NULL::timestamptz, NULL::timestamptz, NULL::jsonb, e.data
          FROM workhorse_job_event e
          WHERE e.job_id = p_job_id
-           AND e.at >= coalesce(
-               (SELECT j.created_at - interval '1 day' FROM workhorse_job j WHERE j.id = p_job_id),
-               '-infinity')
+           AND e.at >= coalesce((SELECT since FROM job), '-infinity')
            AND (p_after_at IS NULL
                 OR (e.at >= p_after_at
                     AND (e.at, 1, e.id) > (p_after_at, p_after_rank, p_after_id)))
          ORDER BY e.at, e.id
          LIMIT p_limit)
+        UNION ALL
+        (SELECT rt.attempt_started_at, 2, 0::bigint, 'event', 'claimed', rt.attempt, rt.worker_id,
+                NULL::timestamptz, NULL::timestamptz, NULL::jsonb, NULL::jsonb
+         FROM workhorse_job_runtime rt
+         WHERE rt.job_id = p_job_id AND rt.state = 'active'
+           AND (p_after_at IS NULL
+                OR (rt.attempt_started_at, 2, 0::bigint) > (p_after_at, p_after_rank, p_after_id)))
+        UNION ALL
+        (SELECT j.created_at, -1, 0::bigint, 'event', 'enqueued', 0, NULL::text,
+                NULL::timestamptz, NULL::timestamptz, NULL::jsonb,
+                jsonb_build_object('state', j.state, 'run_at', j.run_at)
+         FROM job j
+         WHERE p_after_at IS NULL
+            OR (j.created_at, -1, 0::bigint) > (p_after_at, p_after_rank, p_after_id))
     ) t
     ORDER BY 1, 2, 3
     LIMIT p_limit

@@ -89,6 +89,14 @@ BEGIN
         INSERT INTO workhorse_job_event (job_id, kind, attempt, worker_id, data)
         SELECT r.job_id, r.kind, r.attempt, r.worker_id, r.data FROM run r
     ),
+    -- The claim wrote no event (the timeline derives it from the attempt's
+    -- history row); an attempt closed without one (a release) records its
+    -- start here, at the time it was claimed.
+    unrecorded AS (
+        INSERT INTO workhorse_job_event (job_id, at, kind, attempt, worker_id)
+        SELECT r.job_id, r.started_at, 'claimed', r.attempt, r.worker_id
+        FROM run r WHERE r.attempt_outcome IS NULL AND r.started_at IS NOT NULL
+    ),
     woken AS (
         SELECT pg_notify('workhorse:' || m.queue,
                          CASE WHEN bool_or(m.state = 'ready') OR EXISTS (

@@ -1,5 +1,5 @@
-"""Job dependencies with real workers: a diamond runs in order (read from
-the database's event sequence), a failure
+"""Job dependencies with real workers: a diamond runs in order (handler
+starts against the finishes of their prerequisites), a failure
 cancels what depends on it (all the way down), the policies behave as
 documented (after an operator's cancel of a ready or a scheduled
 prerequisite too), and fan-in and fan-out of 5,000 jobs release correctly while
@@ -22,23 +22,24 @@ QUEUES = ("--queues", "jobtests.record,jobtests.doomed,jobtests.gather", "--conc
 
 
 def runs(job_ids: list[int]) -> dict[int, tuple]:
-    """(state, start, end) per terminal job, from the database: start is the
-    job's first claim and end its succeeded or failed event, as positions in
-    the event sequence (None for a job never claimed).
+    """(state, start, end) per terminal job, from the database: start is when
+    the job's handler first started (its ``RunRecord``, None for a job that
+    never ran) and end the finish of its succeeded or failed attempt.
 
-    Positions, not timestamps: ``now()`` is when a transaction began, so a
-    claim whose transaction began a moment before the finish it waited for
-    carries the earlier time; the event ids come from one sequence, drawn in
-    the order the events were written.
+    Causal times, not claim times: ``now()`` is when a transaction began,
+    and a claim's later statements take fresh snapshots, so a claim whose
+    transaction began a moment before the finish it waited for carries the
+    earlier time. A handler starts after its claim committed, which was
+    after the prerequisite's end committed, whose ``finished_at`` is earlier
+    still; the clock is the machine's in both.
     """
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT o.job_id, o.state,"
-            " min(e.id) FILTER (WHERE e.kind = 'claimed'),"
-            " max(e.id) FILTER (WHERE e.kind IN ('succeeded', 'failed'))"
-            " FROM workhorse_job_outcome o"
-            " LEFT JOIN workhorse_job_event e ON e.job_id = o.job_id"
-            " WHERE o.job_id = ANY(%s) GROUP BY o.job_id, o.state",
+            " (SELECT min(r.started_at) FROM jobtests_runrecord r WHERE r.job_id = o.job_id),"
+            " (SELECT max(h.finished_at) FROM workhorse_attempt_history h"
+            "  WHERE h.job_id = o.job_id AND h.outcome IN ('succeeded', 'failed'))"
+            " FROM workhorse_job_outcome o WHERE o.job_id = ANY(%s)",
             [job_ids],
         )
         return {row[0]: row[1:] for row in cursor.fetchall()}
@@ -168,7 +169,7 @@ def test_fan_in_and_fan_out_of_5000_jobs_release_while_two_workers_drain(start_w
         many = noop.enqueue_many([{}] * FAN)
         fan_in = record.options(depends_on=many).enqueue(label="fan-in")
         one = record.enqueue(label="one")
-        fan_out = noop.options(depends_on=[one]).enqueue_many([{}] * FAN)
+        fan_out = record.options(depends_on=[one]).enqueue_many([{"label": "fan-out"}] * FAN)
     assert Admin().get_job(fan_in.id).pending_dependencies == FAN
     flags = ("--queues", "bench,jobtests.record", "--concurrency", "50")
     workers = [start_worker(*flags, persistent_connections=True) for _ in range(2)]
@@ -186,14 +187,13 @@ def test_fan_in_and_fan_out_of_5000_jobs_release_while_two_workers_drain(start_w
         cursor.execute("SELECT o.state, count(*) FROM workhorse_job_outcome o GROUP BY o.state")
         assert dict(cursor.fetchall()) == {"succeeded": 2 * FAN + 2}
         cursor.execute(
-            "SELECT max(e.id) FROM workhorse_job_event e"
-            " WHERE e.job_id = ANY(%s) AND e.kind = 'succeeded'",
+            "SELECT max(h.finished_at) FROM workhorse_attempt_history h"
+            " WHERE h.job_id = ANY(%s) AND h.outcome = 'succeeded'",
             [[h.id for h in many]],
         )
         last_prerequisite_end = cursor.fetchone()[0]
         cursor.execute(
-            "SELECT min(e.id) FROM workhorse_job_event e"
-            " WHERE e.job_id = ANY(%s) AND e.kind = 'claimed'",
+            "SELECT min(r.started_at) FROM jobtests_runrecord r WHERE r.job_id = ANY(%s)",
             [[h.id for h in fan_out]],
         )
         first_fan_out_start = cursor.fetchone()[0]

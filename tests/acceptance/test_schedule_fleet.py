@@ -37,8 +37,8 @@ def slots() -> list[datetime]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT e.data->>'run_at' FROM workhorse_job j"
-            " JOIN workhorse_job_event e ON e.job_id = j.id AND e.kind = 'enqueued'"
-            " WHERE j.idempotency_key LIKE 'schedule:tick:%%' ORDER BY 1"
+            " CROSS JOIN LATERAL workhorse_job_timeline_v1(j.id) e"
+            " WHERE j.idempotency_key LIKE 'schedule:tick:%%' AND e.kind = 'enqueued' ORDER BY 1"
         )
         return [datetime.fromisoformat(row[0]) for row in cursor.fetchall()]
 

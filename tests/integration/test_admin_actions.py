@@ -36,7 +36,7 @@ def test_retry_runs_a_failed_job_again_with_a_fresh_budget_and_keeps_its_history
     assert rows["outcome"] == [] and len(rows["runtime"]) == 1
     assert (rows["runtime"][0]["state"], rows["runtime"][0]["attempt"]) == ("ready", 0)
     assert len(rows["attempts"]) == attempts_before
-    retried = rows["events"][-1]
+    retried = rows["stored_events"][-1]
     assert retried["kind"] == "retried"
     assert json.loads(retried["data"]) == {
         "previous_state": "failed",
@@ -128,7 +128,7 @@ def test_the_cancel_request_of_a_running_job_records_by_whom(db_rows):
 
     assert Admin().cancel(job.id, reason="stop", by="bob").status == "requested"
 
-    requested = db_rows.of_job(job.id)["events"][-1]
+    requested = db_rows.of_job(job.id)["stored_events"][-1]
     assert requested["kind"] == "cancel_requested"
     assert json.loads(requested["data"]) == {"reason": "stop", "by": "bob"}
 

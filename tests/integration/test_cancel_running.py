@@ -34,7 +34,7 @@ def test_cancel_of_a_running_job_flags_it_and_leaves_it_running(db_rows):
     runtime = db_rows.runtime(job.id)
     assert (runtime["state"], runtime["cancel_requested"]) == ("active", True)
     assert runtime["worker_id"] == job.worker and runtime["fence"] == job.fence
-    requested = db_rows.of_job(job.id)["events"][-1]
+    requested = db_rows.of_job(job.id)["stored_events"][-1]
     assert requested["kind"] == "cancel_requested"
     assert json.loads(requested["data"]) == {"reason": "customer left"}
 
@@ -98,7 +98,7 @@ def test_the_workers_ack_ends_the_job_canceled_with_the_reason_and_no_retry(curs
         "active",
     )
     assert [(a["attempt"], a["outcome"]) for a in rows["attempts"]] == [(1, "canceled")]
-    assert rows["events"][-1]["kind"] == "canceled"
+    assert rows["stored_events"][-1]["kind"] == "canceled"
 
 
 def test_a_handler_that_cancels_itself_ends_canceled_without_a_request(cursor, db_rows):

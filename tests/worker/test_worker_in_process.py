@@ -45,8 +45,9 @@ def claims_of(cursor, ids: list[int]) -> list[int]:
     """How many jobs each claim took, in claim order (one claim is one
     transaction, so its events share their ``at``)."""
     cursor.execute(
-        "SELECT count(*) FROM workhorse_job_event WHERE kind = 'claimed' AND job_id = ANY(%s)"
-        " GROUP BY at ORDER BY at",
+        "SELECT count(*) FROM unnest(%s::bigint[]) AS j(id),"
+        " workhorse_job_timeline_v1(j.id) AS t WHERE t.kind = 'claimed'"
+        " GROUP BY t.at ORDER BY t.at",
         [ids],
     )
     return [row[0] for row in cursor.fetchall()]
@@ -192,7 +193,7 @@ def test_shutdown_releases_running_jobs_before_the_writer_flushes(start_worker, 
     assert running.stop() == 0
     assert state_of(cursor, finished) == "succeeded"
     cursor.execute(
-        "SELECT kind FROM workhorse_job_event WHERE job_id = %s ORDER BY id", [still_running]
+        "SELECT kind FROM workhorse_job_timeline_v1(%s) WHERE source = 'event'", [still_running]
     )
     assert [k for (k,) in cursor.fetchall()] == ["enqueued", "claimed", "released"]
     jobs.gate(hold).set()
