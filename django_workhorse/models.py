@@ -91,7 +91,8 @@ class Job(ReadOnlyModel):
     max_attempts = models.IntegerField()
     priority = models.SmallIntegerField()
     timeout = models.DurationField(null=True)
-    backoff = models.JSONField()
+    backoff = models.JSONField(null=True)
+    """The job's retry policy; None for the default one (``exponential()``)."""
     max_stalled = models.IntegerField()
     idempotency_key = models.TextField(null=True)
     trace_context = models.JSONField(null=True)

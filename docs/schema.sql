@@ -22,7 +22,7 @@ CREATE TABLE workhorse_job (
     max_attempts integer NOT NULL,
     priority smallint NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'priority'::text))::smallint,
     timeout interval,
-    backoff jsonb NOT NULL DEFAULT (workhorse_job_defaults_v1() -> 'backoff'::text),
+    backoff jsonb,
     max_stalled integer NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'max_stalled'::text))::integer,
     idempotency_key text,
     trace_context jsonb,
@@ -202,7 +202,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
 --   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 9858cae86acc6783
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 e0d07ad3257972c1
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 fa47d80d194fb335
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3a8326753fef970a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)

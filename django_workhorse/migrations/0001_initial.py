@@ -107,7 +107,7 @@ class Migration(migrations.Migration):
                 ("max_attempts", models.IntegerField()),
                 ("priority", models.SmallIntegerField()),
                 ("timeout", models.DurationField(null=True)),
-                ("backoff", models.JSONField()),
+                ("backoff", models.JSONField(null=True)),
                 ("max_stalled", models.IntegerField()),
                 ("idempotency_key", models.TextField(null=True)),
                 ("trace_context", models.JSONField(null=True)),

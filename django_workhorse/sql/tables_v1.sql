@@ -38,7 +38,10 @@ CREATE TABLE workhorse_job (
         CONSTRAINT workhorse_job_priority_range CHECK (priority BETWEEN -100 AND 100),
     timeout         interval
         CONSTRAINT workhorse_job_timeout_positive CHECK (timeout > interval '0'),
-    backoff         jsonb NOT NULL DEFAULT (workhorse_job_defaults_v1() -> 'backoff'),
+    -- The job's retry policy; NULL for the default one (the 'backoff' of
+    -- workhorse_job_defaults_v1(), which workhorse_backoff_delay_v1 reads for
+    -- a NULL policy), so most jobs store no bytes for it (93 a row otherwise).
+    backoff         jsonb,
     max_stalled     integer NOT NULL
         DEFAULT (workhorse_job_defaults_v1() ->> 'max_stalled')::integer
         CONSTRAINT workhorse_job_max_stalled_range CHECK (max_stalled BETWEEN 0 AND 1000),

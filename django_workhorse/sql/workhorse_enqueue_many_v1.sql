@@ -140,7 +140,8 @@ BEGIN
                coalesce(i.priority, (workhorse_job_defaults_v1() ->> 'priority')::smallint),
                make_interval(secs => coalesce(
                    i.timeout, (workhorse_job_defaults_v1() ->> 'timeout')::double precision)),
-               coalesce(i.backoff, workhorse_job_defaults_v1() -> 'backoff'),
+               -- The default policy is stored as NULL (tables_v1.sql).
+               nullif(i.backoff, workhorse_job_defaults_v1() -> 'backoff'),
                coalesce(i.max_stalled, (workhorse_job_defaults_v1() ->> 'max_stalled')::integer),
                i.idempotency_key, i.trace_context,
                CASE WHEN jsonb_array_length(CASE WHEN jsonb_typeof(i.depends_on) = 'array'

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from django_workhorse import conf, defaults, registry, schedules
+from django_workhorse import conf, defaults, fixed, registry, schedules, store
 from django_workhorse.backoff import Exponential
 from django_workhorse.defaults import DEFAULTS_FILE, JOB_DEFAULTS
 from django_workhorse.definitions import JobDefinition
@@ -32,7 +32,9 @@ OPTIONS = ("queue", "max_attempts", "priority", "max_stalled", "timeout", "backo
 def stored(cursor, job_id: int) -> dict[str, object]:
     cursor.execute(
         "SELECT queue, max_attempts, priority, max_stalled,"
-        " extract(epoch FROM timeout)::float8, backoff FROM workhorse_job WHERE id = %s",
+        " extract(epoch FROM timeout)::float8,"
+        " coalesce(backoff, workhorse_job_defaults_v1() -> 'backoff')"
+        " FROM workhorse_job WHERE id = %s",
         [job_id],
     )
     row = cursor.fetchone()
@@ -230,3 +232,33 @@ def test_the_scans_find_a_second_spelling_where_there_is_one():
     assert any(p.search("    max_stalled integer NOT NULL DEFAULT 1") for p in SQL_SECOND_SPELLINGS)
     assert any(p.search("    jitter: float = 0.1\n") for p in PYTHON_SECOND_SPELLINGS)
     assert any(p.search('    "MAX_STALLED_COUNT": 1,') for p in PYTHON_SECOND_SPELLINGS)
+
+
+def test_the_default_backoff_is_stored_as_null_and_a_job_of_its_own_keeps_its_policy(cursor):
+    default = JobDefinition(handler, name="tests.default_backoff").enqueue()
+    own = JobDefinition(handler, name="tests.own_backoff", backoff=fixed(7)).enqueue()
+    cursor.execute(
+        "SELECT id, backoff FROM workhorse_job WHERE id = ANY(%s)", [[default.id, own.id]]
+    )
+    rows = {job_id: value for job_id, value in cursor.fetchall()}
+
+    assert rows[default.id] is None
+    assert json.loads(rows[own.id]) == {"kind": "fixed", "delay": 7.0}
+
+
+def test_a_job_with_the_default_backoff_retries_after_the_default_delay(cursor):
+    handle = JobDefinition(handler, name="tests.default_delay", queue="default-delay").enqueue()
+    (claimed,) = store.claim_many(cursor, "w", ["default-delay"], [1], 30)
+    (failed,) = store.fail_many(
+        cursor, "w", [handle.id], [claimed.fence], ['{"type": "E"}'], ["failed"], [True], [None]
+    )
+    cursor.execute(
+        "SELECT extract(epoch FROM rt.run_at - now()) FROM workhorse_job_runtime rt"
+        " WHERE rt.job_id = %s",
+        [handle.id],
+    )
+    (delay,) = cursor.fetchone()
+
+    assert failed.will_retry
+    base, jitter = JOB_DEFAULTS.backoff.base, JOB_DEFAULTS.backoff.jitter
+    assert base * (1 - jitter) <= delay <= base * (1 + jitter)
