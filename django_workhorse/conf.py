@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "POLL_INTERVAL": 5.0,
     "SCHEDULE_SWEEP_INTERVAL": 15.0,
     "QUEUE_METRICS_INTERVAL": None,
+    "VACUUM_INTERVAL": 30.0,
     "HANDLER_SPAN_NAME": "{name}.run",
     "TRACE_LINKING": "auto",
     "ON_JOB_FAILURE": None,
@@ -60,9 +61,12 @@ _DURATIONS = (
     "POLL_INTERVAL",
     "SCHEDULE_SWEEP_INTERVAL",
     "QUEUE_METRICS_INTERVAL",
+    "VACUUM_INTERVAL",
     "SHUTDOWN_GRACE",
 )
-_OPTIONAL_DURATIONS = ("LOCK_RENEW_INTERVAL", "QUEUE_METRICS_INTERVAL")
+_OPTIONAL_DURATIONS = ("LOCK_RENEW_INTERVAL", "QUEUE_METRICS_INTERVAL", "VACUUM_INTERVAL")
+_OFF_WITH_NONE = ("QUEUE_METRICS_INTERVAL", "VACUUM_INTERVAL")
+"""Optional durations whose None turns the work off: a bad value's message says so."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,9 @@ class WorkhorseSettings:
     schedules: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     log_format: str = "text"
     on_job_canceled: str | None = None
+    vacuum_interval: float | None = 30.0
+    """How often each worker looks at the dead tuples of the tables with churn
+    and vacuums those past the threshold; None: never (docs/worker.md#vacuum)."""
 
 
 def duration_seconds(value: Any) -> float:
@@ -160,15 +167,18 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
         value = raw[key]
         if value is None and key in _OPTIONAL_DURATIONS:
             continue
+        off = ", or None to turn it off" if key in _OFF_WITH_NONE else ""
         try:
             seconds = duration_seconds(value)
         except ValueError as exc:
-            found.append((key, str(exc)))
+            found.append((key, f"{exc}{off}"))
             continue
         if seconds <= 0:
-            found.append((key, f"must be a positive duration, got {value!r}"))
+            found.append((key, f"must be a positive duration{off}, got {value!r}"))
         elif seconds > MAX_DURATION_SECONDS:
-            found.append((key, f"must be at most {MAX_DURATION_SECONDS} seconds, got {value!r}"))
+            found.append(
+                (key, f"must be at most {MAX_DURATION_SECONDS} seconds{off}, got {value!r}")
+            )
     for key, low, high in (
         ("CONCURRENCY", 1, CONCURRENCY_MAX),
         ("DEFAULT_MAX_ATTEMPTS", 1, MAX_ATTEMPTS_MAX),
@@ -331,6 +341,7 @@ def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSetting
     lock = duration_seconds(raw["LOCK_DURATION"])
     renew = raw["LOCK_RENEW_INTERVAL"]
     metrics = raw["QUEUE_METRICS_INTERVAL"]
+    vacuum = raw["VACUUM_INTERVAL"]
     return WorkhorseSettings(
         database=raw["DATABASE"],
         default_queue=raw["DEFAULT_QUEUE"],
@@ -353,6 +364,7 @@ def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSetting
         partition_days_ahead=raw["PARTITION_DAYS_AHEAD"],
         schedules=dict(raw["SCHEDULES"]),
         log_format=raw["LOG_FORMAT"],
+        vacuum_interval=None if vacuum is None else duration_seconds(vacuum),
     )
 
 

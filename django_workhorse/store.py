@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+from psycopg import sql
+
 type Cursor = Any
 """A DB-API cursor on the job's database: Django's ``connections[alias].cursor()``
 or, in the worker, a psycopg cursor. Django ships no types, so it is ``Any``."""
@@ -506,6 +508,69 @@ def try_depth_sampler_lock(cursor: Cursor) -> bool:
     The holder keeps it until its connection closes (or dies)."""
     cursor.execute("SELECT pg_try_advisory_lock(%s)", [QUEUE_DEPTH_LOCK])
     return cast("bool", cursor.fetchone()[0])
+
+
+VACUUM_LOCK = "workhorse_vacuum"
+"""The advisory lock held by the one worker of a fleet that is vacuuming: the
+key is ``hashtext('workhorse_vacuum')``, named like the keys the SQL functions
+take (``hashtext('workhorse_prune')``, ...; docs/sql.md#advisory-locks)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumCandidate:
+    """A table with churn from ``workhorse_vacuum_due_v1``: due for a VACUUM,
+    or one the connected role may not vacuum (or both)."""
+
+    table: str
+    dead_tuples: int
+    """Dead tuples of the table and its TOAST table, per the statistics."""
+    live_tuples: int
+    due: bool
+    """Over the threshold, and not vacuumed within the quiet window."""
+    may_vacuum: bool
+    """False when VACUUM by this role would only warn and do nothing."""
+
+
+def vacuum_due(cursor: Cursor, quiet_for: float) -> list[VacuumCandidate]:
+    """The tables with churn that need a VACUUM (none vacuumed them in the
+    last ``quiet_for`` seconds), and those this role may not vacuum."""
+    cursor.execute("SELECT * FROM workhorse_vacuum_due_v1(make_interval(secs => %s))", [quiet_for])
+    return [VacuumCandidate(*row) for row in cursor.fetchall()]
+
+
+def try_vacuum_lock(cursor: Cursor) -> bool:
+    """Take the session-level advisory lock of the vacuum turn, if free."""
+    cursor.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [VACUUM_LOCK])
+    return cast("bool", cursor.fetchone()[0])
+
+
+def release_vacuum_lock(cursor: Cursor) -> None:
+    """Give back the lock ``try_vacuum_lock`` took."""
+    cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [VACUUM_LOCK])
+
+
+def vacuum_table(cursor: Cursor, table: str) -> list[tuple[str | None, str]]:
+    """``VACUUM (SKIP_LOCKED) table`` on a psycopg cursor in autocommit mode
+    (VACUUM cannot run in a transaction); returns the server's warnings as
+    ``(sqlstate, message)``, e.g. ``55P03`` for a table skipped because
+    another session (autovacuum, a migration) holds a conflicting lock.
+
+    SKIP_LOCKED: a VACUUM waiting for its lock would make autovacuum cancel
+    itself, or queue behind a migration; the next turn tries again instead.
+    """
+    warnings: list[tuple[str | None, str]] = []
+
+    def keep(diagnostic: Any) -> None:
+        if diagnostic.severity_nonlocalized == "WARNING":
+            warnings.append((diagnostic.sqlstate, diagnostic.message_primary or ""))
+
+    connection = cursor.connection
+    connection.add_notice_handler(keep)
+    try:
+        cursor.execute(sql.SQL("VACUUM (SKIP_LOCKED) {}").format(sql.Identifier(table)))
+    finally:
+        connection.remove_notice_handler(keep)
+    return warnings
 
 
 def claim_many_observed(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,63 @@ def timeline_events(cursor: Any, job_ids: list[int], kind: str) -> list[tuple[in
         [list(job_ids), kind],
     )
     return [tuple(row) for row in cursor.fetchall()]
+
+
+# -- dead tuples and the worker's vacuum turn (docs/worker.md#vacuum) ---------
+
+CHURN_TABLES = ("workhorse_job_runtime", "workhorse_queue", "workhorse_schedule")
+"""The tables ``workhorse_vacuum_due_v1`` looks at."""
+
+VACUUM_LOCK_SQL = "hashtext('workhorse_vacuum')"
+"""The key of the fleet's vacuum lock, as SQL."""
+
+
+def table_stats(cursor: Any, table: str) -> dict[str, Any]:
+    """``n_dead_tup``, ``n_live_tup``, ``vacuum_count`` and ``last_vacuum`` of
+    a table, from the cumulative statistics (read afresh: ``cursor`` must be
+    in autocommit mode, or a transaction keeps its first snapshot of them)."""
+    cursor.execute(
+        "SELECT n_dead_tup, n_live_tup, vacuum_count, last_vacuum FROM pg_stat_user_tables"
+        " WHERE relid = %s::regclass",
+        [table],
+    )
+    names = ("n_dead_tup", "n_live_tup", "vacuum_count", "last_vacuum")
+    return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+def vacuum_counts(cursor: Any) -> dict[str, int]:
+    """``vacuum_count`` of each table with churn."""
+    return {table: table_stats(cursor, table)["vacuum_count"] for table in CHURN_TABLES}
+
+
+@contextlib.contextmanager
+def autovacuum_off(cursor: Any) -> Iterator[None]:
+    """Autovacuum leaves the tables with churn alone while the block runs, so
+    that only the VACUUMs a test expects clear their dead tuples, whatever
+    the server's own setting (the embedded server runs autovacuum)."""
+    for table in CHURN_TABLES:
+        cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    try:
+        yield
+    finally:
+        for table in CHURN_TABLES:
+            cursor.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
+
+
+def vacuum_churn_tables(cursor: Any) -> None:
+    """VACUUM the tables with churn now (autocommit cursor), so that dead
+    tuples left by earlier tests (autovacuum may be off) count for nothing."""
+    for table in CHURN_TABLES:
+        cursor.execute(f"VACUUM {table}")
+
+
+def make_dead_runtime_rows(cursor: Any, count: int, queue: str = "vacuum-churn") -> None:
+    """``count`` live runtime rows and ``count`` dead tuples of them: jobs
+    scheduled a day ahead (no claim reads their pages, so none prunes them),
+    each row updated once, the statistics of this session flushed at once.
+    ``cursor`` must be in autocommit mode."""
+    from demo.jobs import add
+
+    add.options(queue=queue, delay=86400).enqueue_many([{"a": i, "b": 0} for i in range(count)])
+    cursor.execute("UPDATE workhorse_job_runtime SET run_at = run_at WHERE queue = %s", [queue])
+    cursor.execute("SELECT pg_stat_force_next_flush()")

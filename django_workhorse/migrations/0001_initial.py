@@ -77,6 +77,8 @@ class Migration(migrations.Migration):
             "workhorse_get_checkpoints_v1.sql", drops_function="workhorse_get_checkpoints_v1"
         ),
         RunSQLFile("workhorse_sleep_many_v1.sql", drops_function="workhorse_sleep_many_v1"),
+        # The worker's vacuum turn: which tables with churn need a VACUUM.
+        RunSQLFile("workhorse_vacuum_due_v1.sql", drops_function="workhorse_vacuum_due_v1"),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),

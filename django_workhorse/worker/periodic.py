@@ -1,7 +1,7 @@
 """A thread that does one job every few seconds on a connection of its own.
 
-The schedule sweeper, the queue-depth sampler and the retention run share
-this loop: connect when needed, call ``tick`` with a cursor, log a database
+The schedule sweeper, the queue-depth sampler, the retention run and the
+vacuum turn share this loop: connect when needed, call ``tick`` with a cursor, log a database
 error and drop the connection (the next tick reconnects), wait, until
 ``stop()``. Only this thread touches ``_conn``.
 """

@@ -55,6 +55,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     resolve_options,
 )
 from .retention import RetentionSweeper, start_retention
+from .vacuum import VacuumSweeper, start_vacuum
 from .wakeups import Listener
 from .writer import Writer
 
@@ -110,6 +111,7 @@ class Worker:
         self._heartbeat: Heartbeat | None = None
         self._sidecars: sidecars.Sidecars | None = None
         self._retention: RetentionSweeper | None = None
+        self._vacuum: VacuumSweeper | None = None
 
     @property
     def owner(self) -> str:
@@ -219,6 +221,7 @@ class Worker:
         )
         self._heartbeat.start()
         self._retention = start_retention(self.options.alias)
+        self._vacuum = start_vacuum(self.options.alias, self.settings.vacuum_interval)
         self._listener.self_test_done.wait(3.0)
         if not self._listener.delivering.is_set():
             logger.warning(
@@ -623,6 +626,8 @@ class Worker:
             self._sidecars.stop()
         if self._retention:
             self._retention.stop()
+        if self._vacuum:
+            self._vacuum.stop()
         if self._heartbeat:
             self._heartbeat.stop()
         if self._listener:

@@ -20,6 +20,14 @@ from django.db import connection
 
 from django_workhorse.models import JobOutcome
 from tests.acceptance.conftest import FAST_COMMITS, database_url
+from tests.helpers import (
+    CHURN_TABLES,
+    autovacuum_off,
+    make_dead_runtime_rows,
+    table_stats,
+    vacuum_churn_tables,
+    vacuum_counts,
+)
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -71,6 +79,52 @@ def test_a_worker_under_the_least_privilege_role_drains_jobs(worker_role, start_
     assert sorted(JobOutcome.objects.filter(job_id__in=ids).values_list("result", flat=True)) == (
         sorted(i + 1 for i in range(20))
     )
+
+
+def test_a_worker_under_the_least_privilege_role_leaves_vacuum_to_autovacuum(
+    worker_role, start_worker, wait_until
+):
+    """The role owns no table, so a VACUUM by it would only warn: the worker
+    says once, at INFO, that autovacuum must look after the tables with
+    churn, and its later turns pass over them without a word."""
+    with connection.cursor() as cursor, autovacuum_off(cursor):
+        vacuum_churn_tables(cursor)
+        make_dead_runtime_rows(cursor, 1500)
+        wait_until(
+            lambda: table_stats(cursor, "workhorse_job_runtime")["n_dead_tup"] >= 1500,
+            timeout=30,
+            what="1500 dead runtime tuples in the statistics",
+        )
+        before = vacuum_counts(cursor)
+        worker = start_worker(
+            "--queues",
+            "default",
+            "-v",
+            "3",
+            settings={"VACUUM_INTERVAL": 0.3},
+            env={"DATABASE_URL": url_as(worker_role)},
+        )
+
+        wait_until(
+            lambda: worker.stderr.count("workhorse vacuum: no table this role may vacuum") >= 3,
+            timeout=30,
+            what="three turns of the worker",
+        )
+
+        assert worker.stop() == 0
+        assert vacuum_counts(cursor) == before
+    told = [line for line in worker.stderr.splitlines() if "may not VACUUM" in line]
+    assert len(told) == 1, told
+    assert " INFO " in told[0]
+    assert f"role {worker_role!r} may not VACUUM" in told[0]
+    assert all(table in told[0] for table in CHURN_TABLES)
+    assert "autovacuum must look after them" in told[0]
+    troubles = [
+        line
+        for line in worker.stderr.splitlines()
+        if (" WARNING " in line or " ERROR " in line) and "SIGTERM received" not in line
+    ]
+    assert troubles == []
 
 
 @pytest.mark.parametrize(

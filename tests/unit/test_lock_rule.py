@@ -46,6 +46,7 @@ CONFINED = {
         "_heartbeat": "run(), before the heartbeat thread exists",
         "_sidecars": "run(), before the sweeper and sampler threads exist",
         "_retention": "run() (through _start_threads), before the retention thread exists",
+        "_vacuum": "run() (through _start_threads), before the vacuum thread exists",
     },
     "ClaimSession": {
         "owner": "the claim loop",
@@ -61,6 +62,7 @@ CONFINED = {
     "Listener": {"_conn": "the listener thread"},
     "PeriodicThread": {"_conn": "its own thread (run, and tick_now and _close, which run calls)"},
     "DepthSampler": {"holder": "the sampler thread (tick and closed, called by run)"},
+    "VacuumSweeper": {"_told": "the vacuum thread (tick, called by run)"},
     "AsyncSlots": {
         "_closing": "the asyncio thread (set through call_soon_threadsafe)",
         "_tasks": "the asyncio thread",

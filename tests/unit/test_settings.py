@@ -38,6 +38,9 @@ BAD_VALUES = [
     pytest.param({"TRACE_LINKING": "sometimes"}, "TRACE_LINKING", id="trace-linking-unknown"),
     pytest.param({"ON_JOB_FAILURE": ""}, "ON_JOB_FAILURE", id="failure-hook-empty"),
     pytest.param({"ON_JOB_CANCELED": 42}, "ON_JOB_CANCELED", id="cancel-hook-not-a-path"),
+    pytest.param({"VACUUM_INTERVAL": 0}, "VACUUM_INTERVAL", id="vacuum-interval-zero"),
+    pytest.param({"VACUUM_INTERVAL": "30s"}, "VACUUM_INTERVAL", id="vacuum-interval-string"),
+    pytest.param({"VACUUM_INTERVAL": False}, "VACUUM_INTERVAL", id="vacuum-interval-false"),
 ]
 
 
@@ -110,3 +113,21 @@ def test_a_default_beyond_what_the_database_accepts_is_reported(key, value):
     then every @workhorse.job (max_attempts) or every enqueue (max_stalled, a
     CHECK violation in PostgreSQL) fails."""
     assert [k for k, _ in problems({**DEFAULTS, key: value})] == [key]
+
+
+def test_vacuum_interval_defaults_to_30_seconds_takes_a_timedelta_and_none_turns_it_off():
+    assert get_settings().vacuum_interval == 30.0
+    with override_settings(WORKHORSE={"VACUUM_INTERVAL": timedelta(minutes=2)}):
+        assert get_settings().vacuum_interval == 120.0
+    with override_settings(WORKHORSE={"VACUUM_INTERVAL": None}):
+        assert get_settings().vacuum_interval is None
+
+
+@pytest.mark.parametrize("value", [0, -5, "30s", False, float("nan")])
+def test_a_bad_vacuum_interval_says_that_none_turns_the_vacuum_off(value):
+    with override_settings(WORKHORSE={"VACUUM_INTERVAL": value}):
+        (error,) = [
+            e for e in run_checks(tags=["workhorse"], databases=[]) if e.id == "workhorse.E001"
+        ]
+    assert error.msg.startswith("WORKHORSE['VACUUM_INTERVAL'] ")
+    assert "or None to turn it off" in error.msg

@@ -1,0 +1,160 @@
+"""Running workers keep the tables with churn vacuumed (docs/worker.md#vacuum):
+a worker VACUUMs workhorse_job_runtime once its dead tuples pass the
+threshold, leaves it alone below, takes turns with the rest of the fleet
+under one advisory lock, and does none of it with ``VACUUM_INTERVAL = None``.
+
+Each test first vacuums the tables with churn itself, so that dead tuples
+left by earlier tests count for nothing, then makes its own. The workers run
+with ``-v 3``: each turn logs a line at DEBUG, so a test that expects nothing
+to happen waits for turns that did nothing, not for a span of time.
+"""
+
+from __future__ import annotations
+
+import pytest
+from demo.jobs import add
+from django.db import connection
+
+from django_workhorse.models import JobOutcome
+from tests.helpers import (
+    VACUUM_LOCK_SQL,
+    autovacuum_off,
+    make_dead_runtime_rows,
+    table_stats,
+    vacuum_churn_tables,
+    vacuum_counts,
+)
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+RUNTIME = "workhorse_job_runtime"
+QUICK = {"VACUUM_INTERVAL": 0.3}
+NOTHING_DUE = "workhorse vacuum: no table this role may vacuum is due"
+LOCK_HELD = "workhorse vacuum: another worker holds the vacuum lock; turn skipped"
+VACUUMED_RUNTIME = "workhorse vacuum: vacuumed workhorse_job_runtime ("
+
+
+def runtime_stats() -> dict:
+    with connection.cursor() as cursor:
+        return table_stats(cursor, RUNTIME)
+
+
+def counts() -> dict[str, int]:
+    with connection.cursor() as cursor:
+        return vacuum_counts(cursor)
+
+
+@pytest.fixture(autouse=True)
+def _no_autovacuum(transactional_db):
+    with connection.cursor() as cursor, autovacuum_off(cursor):
+        yield
+
+
+@pytest.fixture
+def dead_runtime_rows(transactional_db, wait_until):
+    """``dead_runtime_rows(n)``: fresh tables, then ``n`` dead runtime tuples
+    the statistics show; returns the vacuum counts from before any worker."""
+
+    def make(count: int) -> dict[str, int]:
+        with connection.cursor() as cursor:
+            vacuum_churn_tables(cursor)
+            make_dead_runtime_rows(cursor, count)
+        wait_until(
+            lambda: runtime_stats()["n_dead_tup"] >= count,
+            timeout=30,
+            what=f"{count} dead tuples of {RUNTIME} in the statistics",
+        )
+        return counts()
+
+    return make
+
+
+def test_a_worker_vacuums_the_runtime_table_once_its_dead_tuples_pass_the_threshold(
+    dead_runtime_rows, start_worker, wait_until
+):
+    before = dead_runtime_rows(1500)
+
+    worker = start_worker("--queues", "default", settings=QUICK)
+
+    wait_until(lambda: VACUUMED_RUNTIME in worker.stderr, timeout=30, what="the worker's VACUUM")
+    assert runtime_stats()["vacuum_count"] == before[RUNTIME] + 1
+    assert runtime_stats()["n_dead_tup"] < 1000
+    line = next(x for x in worker.stderr.splitlines() if VACUUMED_RUNTIME in x)
+    assert " INFO " in line
+    assert worker.stop() == 0
+
+
+def test_a_worker_leaves_a_table_below_the_threshold_alone(
+    dead_runtime_rows, start_worker, wait_until
+):
+    before = dead_runtime_rows(500)
+
+    worker = start_worker("--queues", "default", "-v", "3", settings=QUICK)
+
+    wait_until(
+        lambda: worker.stderr.count(NOTHING_DUE) >= 3,
+        timeout=30,
+        what="three turns of the worker that found nothing due",
+    )
+    assert counts() == before
+    assert "workhorse vacuum: vacuumed" not in worker.stderr
+    assert worker.stop() == 0
+
+
+def test_two_workers_take_turns_under_one_lock(
+    dead_runtime_rows, start_worker, wait_until, pg_connect
+):
+    """While another session holds the fleet's vacuum lock, neither worker
+    vacuums the due table; once it is free one of them does, and the other
+    then finds nothing due."""
+    before = dead_runtime_rows(1500)
+    holder = pg_connect()
+    holder.execute(f"SELECT pg_advisory_lock({VACUUM_LOCK_SQL})")
+
+    first = start_worker("--queues", "default", "-v", "3", settings=QUICK, name="first")
+    second = start_worker("--queues", "default", "-v", "3", settings=QUICK, name="second")
+
+    wait_until(
+        lambda: first.stderr.count(LOCK_HELD) >= 2 and second.stderr.count(LOCK_HELD) >= 2,
+        timeout=30,
+        what="two skipped turns of each worker",
+    )
+    assert counts() == before
+
+    holder.execute(f"SELECT pg_advisory_unlock({VACUUM_LOCK_SQL})")
+    wait_until(
+        lambda: runtime_stats()["vacuum_count"] > before[RUNTIME],
+        timeout=30,
+        what="one worker's VACUUM once the lock was free",
+    )
+    seen = {w.name: w.stderr.count(NOTHING_DUE) for w in (first, second)}
+    wait_until(
+        lambda: all(w.stderr.count(NOTHING_DUE) >= seen[w.name] + 2 for w in (first, second)),
+        timeout=30,
+        what="two more turns of each worker",
+    )
+
+    assert runtime_stats()["vacuum_count"] == before[RUNTIME] + 1
+    assert [VACUUMED_RUNTIME in w.stderr for w in (first, second)].count(True) == 1
+    assert first.stop() == 0
+    assert second.stop() == 0
+
+
+def test_vacuum_interval_none_turns_the_vacuum_off(dead_runtime_rows, start_worker, wait_until):
+    before = dead_runtime_rows(1500)
+
+    worker = start_worker("--queues", "default", "-v", "3", settings={"VACUUM_INTERVAL": None})
+    ids = [h.id for h in add.enqueue_many([{"a": i, "b": 1} for i in range(20)])]
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id__in=ids, state="succeeded").count() == 20,
+        timeout=30,
+        what="the 20 jobs succeeded",
+    )
+
+    assert worker.stop() == 0
+    assert "workhorse vacuum: off (VACUUM_INTERVAL is None)" in worker.stderr
+    vacuum_lines = [x for x in worker.stderr.splitlines() if "workhorse vacuum:" in x]
+    assert len(vacuum_lines) == 1, vacuum_lines
+    assert counts() == before
