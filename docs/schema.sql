@@ -125,6 +125,7 @@ CREATE TABLE workhorse_queue (
     rate_period interval,
     rate_starts timestamp with time zone[] NOT NULL DEFAULT '{}'::timestamp with time zone[],
     rate_counts integer[] NOT NULL DEFAULT '{}'::integer[],
+    held_back boolean NOT NULL DEFAULT false,
     CONSTRAINT workhorse_queue_concurrency_limit_range CHECK (((concurrency_limit >= 1) AND (concurrency_limit <= 100000))),
     CONSTRAINT workhorse_queue_pkey PRIMARY KEY (name),
     CONSTRAINT workhorse_queue_rate_limit_range CHECK (((rate_limit >= 1) AND (rate_limit <= 10000))),
@@ -198,9 +199,9 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 71d9967e625690f5
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 eff79024d5319961
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 d2c151a6f407c8d3
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
---   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 9858cae86acc6783
+--   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 3ae4adc3723b79cd
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 fa47d80d194fb335
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
@@ -230,7 +231,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
---   RETURNS timestamp with time zone LANGUAGE sql -- body sha256 7ed64b2ac0e095b5
+--   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 4fc6c52261fbcef9
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)

@@ -243,6 +243,11 @@ CREATE TABLE workhorse_queue (
         CONSTRAINT workhorse_queue_rate_period_positive CHECK (rate_period > interval '0'),
     rate_starts timestamptz[] NOT NULL DEFAULT '{}',
     rate_counts integer[] NOT NULL DEFAULT '{}',
+    -- A claim was held back by concurrency_limit since a finish last woke the
+    -- queue's workers: set by the claim that was, cleared by the end of a
+    -- running job of the queue, which then NOTIFYs its channel. A finish in
+    -- a queue nobody waits on sends nothing (docs/worker.md, "Queue limits").
+    held_back   boolean NOT NULL DEFAULT false,
     CONSTRAINT workhorse_queue_rate_pair CHECK ((rate_limit IS NULL) = (rate_period IS NULL)),
     CONSTRAINT workhorse_queue_rate_record CHECK (cardinality(rate_starts) = cardinality(rate_counts))
 );

@@ -72,7 +72,7 @@ BEGIN
         -- queues never take this lock.
         FOR v_q IN
             SELECT wq.name, wq.concurrency_limit, wq.rate_limit, wq.rate_period, wq.rate_starts,
-                   wq.rate_counts
+                   wq.rate_counts, wq.held_back
             FROM workhorse_queue wq
             WHERE wq.name = ANY (v_queues)
               AND (wq.concurrency_limit IS NOT NULL OR wq.rate_limit IS NOT NULL)
@@ -87,6 +87,12 @@ BEGIN
                 SELECT v_q.concurrency_limit - count(*) INTO v_room
                 FROM workhorse_job_runtime rt
                 WHERE rt.state = 'active' AND rt.queue = v_q.name;
+                IF v_room < v_allowed AND NOT v_q.held_back THEN
+                    -- This claim wants more than the limit leaves: the next
+                    -- finish of the queue must wake its workers. Under the
+                    -- row lock taken above, committed with the claim.
+                    UPDATE workhorse_queue wq SET held_back = true WHERE wq.name = v_q.name;
+                END IF;
                 v_allowed := least(v_allowed, v_room);
             END IF;
             IF v_q.rate_limit IS NOT NULL THEN

@@ -23,8 +23,9 @@
 -- each closing attempt gets its history row and each job an event named by
 -- its end state, both under the row's worker_id (the run's worker; none for
 -- a job that was waiting), except a run's plain success, whose event the
--- timeline derives from its attempt row; a queue with a concurrency limit whose running
--- job ended is notified (the place it freed). A 'stalled' close counts the
+-- timeline derives from its attempt row; a queue whose running job ended is
+-- notified when a claim was held back by its concurrency limit (the place
+-- it freed). A 'stalled' close counts the
 -- stall in the outcome, as workhorse_requeue_runs_v1 counts it in the
 -- runtime row. Then, unless p_settle is false (the settlement's own
 -- cascade, which loops instead), the blocked dependents of the jobs that
@@ -59,6 +60,7 @@ DECLARE
     v_n     integer := coalesce(cardinality(p_job_ids), 0);
     v_ok    boolean[];
     v_ended bigint[];
+    v_freed text[];
 BEGIN
     IF v_n = 0 THEN
         RETURN '{}';
@@ -122,20 +124,27 @@ BEGIN
         -- the timeline shows the event; only an end with data is written.
         WHERE o.ok AND NOT (p_states[o.i] = 'succeeded' AND o.attempt_outcome = 'succeeded'
                             AND p_event_data[o.i] IS NULL)
-    ),
-    -- A running job of a queue with a concurrency limit frees a place when
-    -- it ends: wake the workers waiting for it (docs/worker.md, "Queue
-    -- limits"). Unlimited queues pay one probe of the small queue table.
-    woken AS (
-        SELECT pg_notify('workhorse:' || wq.name, '') FROM workhorse_queue wq
-        WHERE wq.concurrency_limit IS NOT NULL
-          AND wq.name IN (SELECT o.queue FROM owned o
-                          WHERE o.ok AND o.attempt_outcome IS NOT NULL)
     )
-    SELECT array_agg(o.ok ORDER BY o.i), array_agg(o.job_id) FILTER (WHERE o.ok)
-    INTO v_ok, v_ended
-    FROM owned o
-    CROSS JOIN (SELECT count(*) FROM woken) w;
+    SELECT array_agg(o.ok ORDER BY o.i), array_agg(o.job_id) FILTER (WHERE o.ok),
+           array_agg(DISTINCT o.queue) FILTER (WHERE o.ok AND o.attempt_outcome IS NOT NULL)
+    INTO v_ok, v_ended, v_freed
+    FROM owned o;
+    IF v_freed IS NOT NULL THEN
+        -- A running job that ended freed a place in its queue: wake the
+        -- workers of a queue whose claim was held back by its concurrency
+        -- limit (docs/worker.md, "Queue limits"). A statement of its own,
+        -- after the runtime rows were locked above, so that it reads the
+        -- flag as committed by a claim that ran meanwhile (one that counted
+        -- these jobs as active); a claim that set it after this read still
+        -- sees these jobs end (workhorse_next_run_at_v1 waits for them).
+        -- A queue nobody waits on pays one probe of its row.
+        WITH woken AS (
+            UPDATE workhorse_queue wq SET held_back = false
+            WHERE wq.name = ANY (v_freed) AND wq.held_back
+            RETURNING wq.name
+        )
+        SELECT count(pg_notify('workhorse:' || w.name, '')) INTO v_n FROM woken w;
+    END IF;
     IF p_settle THEN
         -- A later statement than the one that wrote the outcomes, so it sees them.
         PERFORM workhorse_settle_dependents_v1(v_ended);

@@ -11,12 +11,39 @@
 --   the window.
 -- A rate-limited queue with ready jobs waiting reports that moment too, so
 -- its workers claim again then rather than at the next poll.
+--
+-- A queue whose claim was held back by its concurrency limit (held_back)
+-- is counted only once the ends in flight of its active jobs have
+-- committed: KEY SHARE locks on its active rows wait for any transaction
+-- that is ending one (they lock it FOR UPDATE), and the count is a later
+-- statement, which sees those ends. A finish whose wake-up read of
+-- held_back came before the claim set it sends no NOTIFY, and this is what
+-- still sees its place free: then the queue reports now() when ready jobs
+-- wait and the limit leaves room. (KEY SHARE does not stop heartbeats,
+-- which lock FOR NO KEY UPDATE.)
 CREATE OR REPLACE FUNCTION workhorse_next_run_at_v1(p_queues text[])
 RETURNS timestamptz
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_at timestamptz;
+BEGIN
+    IF EXISTS (SELECT 1 FROM workhorse_queue wq
+               WHERE wq.name = ANY (p_queues) AND wq.held_back
+                 AND wq.concurrency_limit IS NOT NULL) THEN
+        PERFORM 1 FROM workhorse_job_runtime rt
+        WHERE rt.state = 'active'
+          AND rt.queue IN (SELECT wq.name FROM workhorse_queue wq
+                           WHERE wq.name = ANY (p_queues) AND wq.held_back
+                             AND wq.concurrency_limit IS NOT NULL)
+        ORDER BY rt.job_id
+        FOR KEY SHARE;
+    END IF;
     SELECT min(least(
         CASE WHEN NOT h.at_concurrency_limit THEN greatest(s.run_at, h.window_full_until) END,
-        CASE WHEN h.ready_waiting THEN h.window_reopens END))
+        CASE WHEN h.ready_waiting THEN h.window_reopens END,
+        CASE WHEN wq.held_back AND NOT h.at_concurrency_limit AND h.ready_waiting
+                  AND h.window_full_until IS NULL THEN now() END))
+    INTO v_at
     FROM unnest(p_queues) AS u(q)
     LEFT JOIN workhorse_queue wq ON wq.name = u.q
     LEFT JOIN LATERAL (
@@ -45,11 +72,16 @@ LANGUAGE sql STABLE AS $$
             -- In the ready index's order: as an EXISTS the planner guessed
             -- a sequential scan would meet a ready row soon, and read the
             -- whole runtime table when the queue had none.
-            coalesce(CASE WHEN wq.rate_limit IS NOT NULL THEN (
+            coalesce(CASE WHEN wq.rate_limit IS NOT NULL OR wq.held_back THEN (
                 SELECT rt.job_id FROM workhorse_job_runtime rt
                 WHERE rt.state = 'ready' AND rt.queue = u.q
                 ORDER BY rt.priority DESC, rt.run_at, rt.job_id LIMIT 1) IS NOT NULL
             END, false) AS ready_waiting
+        -- OFFSET 0: each of these is read in more than one CASE above, and
+        -- pulled up into the outer query its subplan would be copied into each.
+        OFFSET 0
     ) h
-    WHERE wq.paused IS NOT TRUE
+    WHERE wq.paused IS NOT TRUE;
+    RETURN v_at;
+END;
 $$;

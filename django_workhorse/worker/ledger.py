@@ -338,6 +338,12 @@ class Ledger:
         with self._lock:
             return any(count > self._busy[name] for name, count in self.concurrency.items())
 
+    def queues_with_free_slots(self) -> list[str]:
+        """The queues a claim could start something in now (free_slots
+        without its side effect): what the idle loop asks the next run_at of."""
+        with self._lock:
+            return [name for name, count in self.concurrency.items() if count > self._busy[name]]
+
     def sync_deadlines(self) -> list[float]:
         """Deadlines of the sync runs: the loop wakes to record their timeouts.
         Async runs end by their own asyncio timeout."""

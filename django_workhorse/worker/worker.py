@@ -323,7 +323,10 @@ class Worker:
             if not self.ledger.due_known:
                 assert self._session.conn is not None, "the loop runs connected"
                 with self._session.conn.cursor() as cursor:
-                    next_at = store.next_run_at(cursor, self.options.queues)
+                    # Only the queues with a free slot: a due job of a queue
+                    # whose slots are full cannot start here before one frees
+                    # (which wakes the loop), and waking for it would loop.
+                    next_at = store.next_run_at(cursor, self.ledger.queues_with_free_slots())
                 self.ledger.set_due(next_at.timestamp() if next_at else None)
             due = self.ledger.due
             if due is not None:

@@ -103,8 +103,8 @@ def test_recovery_finds_expired_leases_in_the_lease_index(cursor, busy_queues):
 
 def test_the_next_due_lookup_reads_the_scheduled_index(cursor, busy_queues):
     body = read_sql("workhorse_next_run_at_v1.sql")
-    statement = body[body.index("SELECT min(least") : body.rindex("$$")]
-    statement = statement.replace("p_queues", "%s::text[]")
+    statement = body[body.index("SELECT min(least") : body.index(";\n    RETURN v_at")]
+    statement = statement.replace("INTO v_at", "").replace("p_queues", "%s::text[]")
 
     nodes = plan_nodes(cursor, statement, [QUEUES])
 
