@@ -9,6 +9,7 @@ import pytest
 from jobtests.jobs import sleep
 from jobtests.models import RunRecord
 
+from django_workhorse import Admin
 from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome, JobRuntime
 
 pytestmark = pytest.mark.django_db(
@@ -94,8 +95,12 @@ def test_a_frozen_worker_past_its_lease_has_its_late_finish_refused(start_worker
         .values_list("outcome", "worker_id")
     )
     assert history == [("stalled", frozen_id), ("succeeded", taker.worker_id)]
-    succeeded = JobEvent.objects.filter(job_id=handle.id, kind="succeeded")
-    assert list(succeeded.values_list("worker_id", flat=True)) == [taker.worker_id]
+    succeeded = [
+        e.worker_id
+        for e in Admin().get_job_timeline(handle.id).items
+        if (e.source, e.kind) == ("event", "succeeded")
+    ]
+    assert succeeded == [taker.worker_id]
     # Both runs happened (at-least-once); only the second one counted.
     runs = RunRecord.objects.filter(job_id=handle.id).order_by("started_at")
     assert [(r.pid, r.finished_at is not None) for r in runs] == [
