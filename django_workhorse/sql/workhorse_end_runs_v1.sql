@@ -126,7 +126,10 @@ BEGIN
                             AND p_event_data[o.i] IS NULL)
     )
     SELECT array_agg(o.ok ORDER BY o.i), array_agg(o.job_id) FILTER (WHERE o.ok),
-           array_agg(DISTINCT o.queue) FILTER (WHERE o.ok AND o.attempt_outcome IS NOT NULL)
+           (SELECT array_agg(wq.name) FROM workhorse_queue wq
+            WHERE wq.concurrency_limit IS NOT NULL
+              AND wq.name IN (SELECT o2.queue FROM owned o2
+                              WHERE o2.ok AND o2.attempt_outcome IS NOT NULL))
     INTO v_ok, v_ended, v_freed
     FROM owned o;
     IF v_freed IS NOT NULL THEN
@@ -137,7 +140,11 @@ BEGIN
         -- flag as committed by a claim that ran meanwhile (one that counted
         -- these jobs as active); a claim that set it after this read still
         -- sees these jobs end (workhorse_next_run_at_v1 waits for them).
-        -- A queue nobody waits on pays one probe of its row.
+        -- An unlimited queue pays only the probe above, in the statement that
+        -- ends the jobs (as before the mark existed); a limited queue nobody
+        -- waits on, one probe of its row here. A limit set while this finish
+        -- was in flight is not seen; the limit change's own NOTIFY and the
+        -- worker's poll cover that instant.
         WITH woken AS (
             UPDATE workhorse_queue wq SET held_back = false
             WHERE wq.name = ANY (v_freed) AND wq.held_back

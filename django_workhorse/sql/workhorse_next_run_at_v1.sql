@@ -25,16 +25,14 @@ CREATE OR REPLACE FUNCTION workhorse_next_run_at_v1(p_queues text[])
 RETURNS timestamptz
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_at timestamptz;
+    v_at   timestamptz;
+    v_held text[];
 BEGIN
-    IF EXISTS (SELECT 1 FROM workhorse_queue wq
-               WHERE wq.name = ANY (p_queues) AND wq.held_back
-                 AND wq.concurrency_limit IS NOT NULL) THEN
+    SELECT array_agg(wq.name) INTO v_held FROM workhorse_queue wq
+    WHERE wq.name = ANY (p_queues) AND wq.held_back AND wq.concurrency_limit IS NOT NULL;
+    IF v_held IS NOT NULL THEN
         PERFORM 1 FROM workhorse_job_runtime rt
-        WHERE rt.state = 'active'
-          AND rt.queue IN (SELECT wq.name FROM workhorse_queue wq
-                           WHERE wq.name = ANY (p_queues) AND wq.held_back
-                             AND wq.concurrency_limit IS NOT NULL)
+        WHERE rt.state = 'active' AND rt.queue = ANY (v_held)
         ORDER BY rt.job_id
         FOR KEY SHARE;
     END IF;

@@ -339,8 +339,7 @@ class Ledger:
             return not self._holding and not self._writing
 
     def has_free_slot(self) -> bool:
-        with self._lock:
-            return any(count > self._busy[name] for name, count in self.concurrency.items())
+        return bool(self.queues_with_free_slots())
 
     def queues_with_free_slots(self) -> list[str]:
         """The queues a claim could start something in now (free_slots
