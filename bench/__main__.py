@@ -32,6 +32,9 @@ block as the job table grows to 1,000,000 with statistics taken empty,
 bench/growth.py) and ``storage`` (bytes of 1,000,000 finished jobs after
 VACUUM, bench/storage.py) run only when named; ``oneslot`` (runworker's one
 slot against two bare transactions per row, bench/oneslot.py) too.
+``enqueue`` runs the enqueue figures of ``core`` alone: one job per
+transaction against a bare one-row INSERT commit, in turns, and batches of
+1,000.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def main() -> None:
         choices=[
             "calibrate",
             "core",
+            "enqueue",
             "worker",
             "drain",
             "pickup",
@@ -141,6 +145,13 @@ def main() -> None:
         from . import core
 
         core.run(conn, args.history)
+    if "enqueue" in args.sections and "core" not in args.sections:
+        from . import core
+
+        section_title = "enqueue: one job per transaction and batches of 1,000"
+        core.section(section_title)
+        core.enqueue_single(conn)
+        core.enqueue_batches(conn)
     if args.sections == ["drain"]:
         from . import common, worker
 

@@ -8,7 +8,7 @@ from django.db import connection
 
 from django_workhorse import store
 
-from .common import fabricate_history, percentile, report, reset, section, timed
+from .common import fabricate_history, median, percentile, report, reset, section, timed
 
 
 def calibrate(conn, count: int = 2000) -> None:
@@ -47,16 +47,74 @@ def calibrate(conn, count: int = 2000) -> None:
     conn.execute("DROP TABLE bench_bare")
 
 
-def enqueue_single(conn, count: int = 1000) -> float:
+ONE_JOB_BATCH = (
+    '[{"payload":{},"name":"demo.noop","queue":"bench","max_attempts":5,"priority":0,'
+    '"backoff":null,"max_stalled":1}]'
+)
+
+
+def _bare_commits(conn, count: int) -> float:
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_bare (id bigserial PRIMARY KEY, payload jsonb)")
+    with conn.cursor() as cur, timed() as t:
+        for _ in range(count):
+            cur.execute("INSERT INTO bench_bare (payload) VALUES ('{}')")
+    conn.execute("DROP TABLE bench_bare")
+    return count / t["seconds"]
+
+
+def _public_enqueues(count: int) -> float:
     from demo.jobs import noop
 
-    reset(conn)
-    connection.ensure_connection()
     with timed() as t:
         for _ in range(count):
             noop.enqueue()
-    rate = count / t["seconds"]
-    report("enqueue, one job per transaction (public API)", rate, "jobs/s", "target >= 2,000")
+    return count / t["seconds"]
+
+
+def _one_job_batches(count: int) -> float:
+    """The single enqueue's path before it had its own function: a one-job
+    JSON array through workhorse_enqueue_many_v1, on Django's cursor."""
+    with timed() as t:
+        for _ in range(count):
+            with connection.cursor() as cursor:
+                store.enqueue_many(cursor, ONE_JOB_BATCH)
+    return count / t["seconds"]
+
+
+def enqueue_single(conn, count: int = 500, turns: int = 7) -> float:
+    """One job per transaction through the public API, against a bare one-row
+    INSERT commit and a one-job ``enqueue_many`` batch, in turns; then the
+    same with ``synchronous_commit = off`` on both connections, which leaves
+    out the WAL flush (this machine's noisiest part) and shows the CPU cost."""
+    reset(conn)
+    connection.ensure_connection()
+    _public_enqueues(100)  # warm up: plans cached, pages in memory
+    rate = 0.0
+    for flush in ("on", "off"):
+        conn.execute(f"SET synchronous_commit = {flush}")
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET synchronous_commit = {flush}")
+        bare, public, batch = [], [], []
+        for _ in range(turns):
+            bare.append(_bare_commits(conn, count))
+            public.append(_public_enqueues(count))
+            batch.append(_one_job_batches(count))
+        label = "" if flush == "on" else " (synchronous_commit off: no WAL flush)"
+        report(f"bare one-row INSERT, one commit each{label}", median(bare), "rows/s")
+        report(
+            f"enqueue, one job per transaction (public API){label}",
+            median(public),
+            "jobs/s",
+            f"{min(public):,.0f}-{max(public):,.0f} over {turns} turns",
+        )
+        target = "target >= 0.8" if flush == "on" else ""
+        report("  ratio to the bare INSERT commit", median(public) / median(bare), "x", target)
+        report(f"one-job enqueue_many batch, one per transaction{label}", median(batch), "jobs/s")
+        report("  public enqueue / one-job batch", median(public) / median(batch), "x")
+        rate = rate or median(public)
+    conn.execute("RESET synchronous_commit")
+    with connection.cursor() as cursor:
+        cursor.execute("RESET synchronous_commit")
     return rate
 
 

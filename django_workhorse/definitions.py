@@ -268,6 +268,10 @@ class _Enqueuer(Generic[P, R]):
         handler's keyword arguments. Every payload is checked first, so one bad
         payload writes nothing."""
         options = self._options.resolved()
+        if not isinstance(payloads, list | tuple):
+            payloads = list(payloads)
+        if len(payloads) == 1 and not options.depends_on:
+            return [self._enqueue_one(payloads[0], options)]
         rows_json, count = self._rows_json(payloads, options)
         if not count:
             return []
@@ -281,6 +285,39 @@ class _Enqueuer(Generic[P, R]):
             JobHandle(job_id, self.definition.name, queue, inserted, using)
             for job_id, inserted in results
         ]
+
+    def _enqueue_one(self, payload: Mapping[str, Any], options: EnqueueOptions) -> JobHandle[R]:
+        """One job without prerequisites, through ``workhorse_enqueue_v1``: the
+        same rows as a one-job ``enqueue_many``, from typed arguments (about
+        half the server time of decoding a one-job JSON array)."""
+        definition = self.definition
+        definition.check_payload(payload)
+        payload_json = encode_payload(definition.name, payload)
+        backoff = definition.backoff_policy
+        trace_context = tracing.current_context()
+        queue = cast(str, options.queue)
+        with connections[definition.using].cursor() as cursor:
+            job_id, inserted = store.enqueue_one(
+                cursor,
+                store.SingleJob(
+                    name=definition.name,
+                    queue=queue,
+                    payload_json=payload_json,
+                    max_attempts=cast(int, options.max_attempts),
+                    priority=options.priority,
+                    delay=duration_seconds(options.delay) if options.delay is not None else None,
+                    # In UTC: PostgreSQL refuses offsets with seconds that Python allows.
+                    run_at=None if options.run_at is None else options.run_at.astimezone(UTC),
+                    idempotency_key=options.idempotency_key,
+                    timeout=(
+                        duration_seconds(options.timeout) if options.timeout is not None else None
+                    ),
+                    backoff_json=None if backoff is None else json.dumps(backoff),
+                    max_stalled=cast(int, options.max_stalled),
+                    trace_json=None if trace_context is None else json.dumps(trace_context),
+                ),
+            )
+        return JobHandle(job_id, definition.name, queue, inserted, definition.using)
 
     def _check_prerequisites_exist(self, cursor: store.Cursor) -> None:
         """UnknownDependencyError before any write when a prerequisite does

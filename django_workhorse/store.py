@@ -156,6 +156,48 @@ def enqueue_many(cursor: Cursor, jobs_json: str) -> list[tuple[int, bool]]:
     return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
+@dataclass(frozen=True, slots=True)
+class SingleJob:
+    """The arguments of ``workhorse_enqueue_v1``: one job, every default filled in."""
+
+    name: str
+    queue: str
+    payload_json: str
+    max_attempts: int
+    priority: int
+    delay: float | None
+    run_at: datetime | None
+    idempotency_key: str | None
+    timeout: float | None
+    backoff_json: str | None
+    max_stalled: int
+    trace_json: str | None
+
+
+def enqueue_one(cursor: Cursor, job: SingleJob) -> tuple[int, bool]:
+    """Insert one job without prerequisites; ``(job_id, inserted)``."""
+    cursor.execute(
+        "SELECT job_id, inserted FROM workhorse_enqueue_v1("
+        "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb)",
+        [
+            job.name,
+            job.queue,
+            job.payload_json,
+            job.max_attempts,
+            job.priority,
+            job.delay,
+            job.run_at,
+            job.idempotency_key,
+            job.timeout,
+            job.backoff_json,
+            job.max_stalled,
+            job.trace_json,
+        ],
+    )
+    job_id, inserted = cursor.fetchone()
+    return job_id, inserted
+
+
 def missing_jobs(cursor: Cursor, job_ids: Sequence[int]) -> list[int]:
     """Those of ``job_ids`` that no job has, ascending."""
     cursor.execute(
