@@ -32,7 +32,8 @@ block as the job table grows to 1,000,000 with statistics taken empty,
 bench/growth.py) and ``storage`` (bytes of 1,000,000 finished jobs after
 VACUUM, bench/storage.py) run only when named; ``oneslot`` (runworker's one
 slot against two bare transactions per row, bench/oneslot.py) too.
-``enqueue`` runs the enqueue figures of ``core`` alone: one job per
+``peers-enqueue`` runs the enqueue half of ``peers`` alone (single and bulk,
+ours and pgqueuer's, in turns). ``enqueue`` runs the enqueue figures of ``core`` alone: one job per
 transaction against a bare one-row INSERT commit, in turns, and batches of
 1,000.
 """
@@ -61,6 +62,7 @@ def main() -> None:
             "observed",
             "control",
             "peers",
+            "peers-enqueue",
             "claimcommit",
             "admin",
             "deps",
@@ -212,7 +214,7 @@ def main() -> None:
         from . import storage
 
         storage.run(conn, args.storage_jobs)
-    if "peers" in args.sections:
+    if "peers" in args.sections or "peers-enqueue" in args.sections:
         from . import peers
 
         try:
@@ -220,7 +222,7 @@ def main() -> None:
         except (OSError, RuntimeError) as exc:
             print(f"\n== peer section skipped: cannot set up pgqueuer's virtualenv ({exc})")
         else:
-            peers.run(conn, url)
+            peers.run(conn, url, enqueue_only="peers" not in args.sections)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ the one named by PGQUEUER_DSN. Every subcommand prints one JSON line on stdout:
 
     install                      pgqueuer's schema, with its own API; version, defaults
     enqueue N                    empty queue and log, enqueue N no-op jobs in bulk
+    single N                     N no-op jobs enqueued one per call (one transaction each)
     worker --batch B [--drain]   a pgqueuer worker (QueueManager via pgqueuer.run)
            [--starts FILE]       ... appending "job_id start_epoch" per handler start
     span                         jobs finished, seconds first pick -> last finish
@@ -84,6 +85,19 @@ async def enqueue(count: int) -> None:
         seconds = time.perf_counter() - start
         for table in (db_settings().qualified.queue_table, db_settings().qualified.queue_table_log):
             await q.driver.execute(f"VACUUM ANALYZE {table}")
+    emit({"enqueued": count, "seconds": seconds})
+
+
+async def single(count: int) -> None:
+    """One job per call, each its own transaction: pgqueuer's single enqueue."""
+    async with queries() as q:
+        await q.clear_queue()
+        await q.enqueue(ENTRYPOINT, None)  # warm up, as ours is
+        start = time.perf_counter()
+        for _ in range(count):
+            await q.enqueue(ENTRYPOINT, None)
+        seconds = time.perf_counter() - start
+        await q.clear_queue()
     emit({"enqueued": count, "seconds": seconds})
 
 
@@ -209,6 +223,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("install")
     sub.add_parser("enqueue").add_argument("count", type=int)
+    sub.add_parser("single").add_argument("count", type=int)
     w = sub.add_parser("worker")
     w.add_argument("--batch", type=int, required=True)
     w.add_argument("--drain", action="store_true")
@@ -221,6 +236,7 @@ def main() -> None:
     commands: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {
         "install": install,
         "enqueue": lambda: enqueue(args.count),
+        "single": lambda: single(args.count),
         "worker": lambda: worker(args.batch, args.drain, args.starts),
         "span": span,
         "pickup": lambda: pickup(args.samples, args.starts),

@@ -43,6 +43,7 @@ SCRIPT = ROOT / "bench" / "peer_pgqueuer.py"
 JOBS = 20_000
 DRAIN_RUNS = 3
 PICKUP_SAMPLES = 300
+SINGLE = 1_000
 
 
 def _wanted_stamp() -> str:
@@ -263,7 +264,45 @@ def side_by_side(conn: psycopg.Connection, url: str, env: dict[str, str]) -> Non
         )
 
 
-def run(conn: psycopg.Connection, url: str) -> None:
+def enqueues(conn: psycopg.Connection, env: dict[str, str], turns: int = 5) -> None:
+    """Single and bulk enqueue, ours (public API) and pgqueuer's, in turns.
+
+    Single: SINGLE jobs, one per transaction. Bulk: JOBS jobs in calls of
+    1,000 (our ``enqueue_many``, pgqueuer's list ``enqueue``). Each side starts
+    its bulk run from an empty queue.
+    """
+    from . import common, core
+
+    rates: dict[str, list[float]] = {
+        "ours single": [],
+        "theirs single": [],
+        "ours bulk": [],
+        "theirs bulk": [],
+    }
+    for _ in range(turns):
+        common.reset(conn)
+        core._public_enqueues(50)  # warm up
+        rates["ours single"].append(core._public_enqueues(SINGLE))
+        result = peer(env, "single", str(SINGLE))
+        rates["theirs single"].append(result["enqueued"] / result["seconds"])
+        rates["ours bulk"].append(core.bulk_enqueues(conn, JOBS // 1000))
+        result = peer(env, "enqueue", str(JOBS))
+        rates["theirs bulk"].append(result["enqueued"] / result["seconds"])
+    for kind, target in (("single", 1.2), ("bulk", 1.5)):
+        ours, theirs = median(rates[f"ours {kind}"]), median(rates[f"theirs {kind}"])
+        what = "one job per transaction" if kind == "single" else "batches of 1,000"
+        for side, rate in (("workhorse", ours), ("pgqueuer", theirs)):
+            runs = sorted(rates[f"{'ours' if side == 'workhorse' else 'theirs'} {kind}"])
+            report(
+                f"{side} enqueue, {what}",
+                rate,
+                "jobs/s",
+                f"median of {turns}, runs {runs[0]:,.0f}-{runs[-1]:,.0f}",
+            )
+        report(f"  workhorse / pgqueuer, {what}", ours / theirs, "x", f"target >= {target}")
+
+
+def run(conn: psycopg.Connection, url: str, enqueue_only: bool = False) -> None:
     """Print pgqueuer's drain rates and pickup latency, in the format of our own lines.
 
     ``conn`` (autocommit, on our benchmark database) only creates pgqueuer's
@@ -279,6 +318,9 @@ def run(conn: psycopg.Connection, url: str) -> None:
         f"peer: pgqueuer {info['version']} ({VENV.name}, not a dependency;"
         f" database {PEER_DB}, durability {info['durability']})"
     )
+    enqueues(conn, env)
+    if enqueue_only:
+        return
     side_by_side(conn, url, env)
     rate, note = drain_runs(conn, env, 1, default)
     report(
