@@ -88,3 +88,36 @@ def test_the_public_enqueue_probes_indexes(grown_after_statistics, cursor, expla
     add.options(queue="plan-enqueue", idempotency_key="fresh-key").enqueue(a=1, b=2)
 
     assert problems(explained) == []
+
+
+def single(key: str) -> store.SingleJob:
+    return store.SingleJob(
+        name="demo.add",
+        queue="plan-enqueue",
+        payload_json='{"a": 1, "b": 2}',
+        max_attempts=5,
+        priority=0,
+        delay=None,
+        run_at=None,
+        idempotency_key=key,
+        timeout=None,
+        backoff_json=None,
+        max_stalled=1,
+        trace_json=None,
+    )
+
+
+def test_a_keyed_single_enqueue_that_finds_its_twin_probes_indexes(
+    grown_after_statistics,
+    cursor,
+    explained,  # noqa: F811
+):
+    for i in range(6):  # past PL/pgSQL's switch to a generic plan
+        store.enqueue_one(cursor, single(f"key-{i + 1}"))
+    explained.clear()
+
+    job_id, inserted = store.enqueue_one(cursor, single("key-77"))
+
+    assert inserted is False  # the stored job holds the key
+    assert explained
+    assert problems(explained) == []
