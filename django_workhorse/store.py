@@ -157,12 +157,13 @@ def enqueue_many(cursor: Cursor, jobs_json: str) -> list[tuple[int, bool]]:
 
 
 @dataclass(frozen=True, slots=True)
-class SingleJob:
-    """The arguments of ``workhorse_enqueue_v1``: one job, every default filled in."""
+class JobOptionsRow:
+    """What one ``enqueue`` or ``enqueue_many`` call gives every job it writes:
+    the options of ``workhorse_enqueue_v1`` and ``workhorse_enqueue_batch_v1``,
+    every default filled in."""
 
     name: str
     queue: str
-    payload_json: str
     max_attempts: int
     priority: int
     delay: float | None
@@ -173,29 +174,44 @@ class SingleJob:
     max_stalled: int
     trace_json: str | None
 
+    def arguments(self) -> list[Any]:
+        """The SQL arguments after the payload(s), in the functions' order."""
+        return [
+            self.queue,
+            self.max_attempts,
+            self.priority,
+            self.delay,
+            self.run_at,
+            self.idempotency_key,
+            self.timeout,
+            self.backoff_json,
+            self.max_stalled,
+            self.trace_json,
+        ]
 
-def enqueue_one(cursor: Cursor, job: SingleJob) -> tuple[int, bool]:
+
+def enqueue_one(cursor: Cursor, options: JobOptionsRow, payload_json: str) -> tuple[int, bool]:
     """Insert one job without prerequisites; ``(job_id, inserted)``."""
     cursor.execute(
         "SELECT job_id, inserted FROM workhorse_enqueue_v1("
         "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb)",
-        [
-            job.name,
-            job.queue,
-            job.payload_json,
-            job.max_attempts,
-            job.priority,
-            job.delay,
-            job.run_at,
-            job.idempotency_key,
-            job.timeout,
-            job.backoff_json,
-            job.max_stalled,
-            job.trace_json,
-        ],
+        [options.name, options.queue, payload_json, *options.arguments()[1:]],
     )
     job_id, inserted = cursor.fetchone()
     return job_id, inserted
+
+
+def enqueue_batch(
+    cursor: Cursor, options: JobOptionsRow, payloads_json: str
+) -> list[tuple[int, bool]]:
+    """Insert one job per payload of a JSON array, all with ``options`` and no
+    prerequisites; ``(job_id, inserted)`` per payload, in order."""
+    cursor.execute(
+        "SELECT job_id, inserted FROM workhorse_enqueue_batch_v1("
+        "%s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb)",
+        [options.name, payloads_json, *options.arguments()],
+    )
+    return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
 def missing_jobs(cursor: Cursor, job_ids: Sequence[int]) -> list[int]:

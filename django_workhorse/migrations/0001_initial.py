@@ -26,6 +26,7 @@ class Migration(migrations.Migration):
         RunSQLFile("workhorse_requeue_runs_v1.sql", drops_function="workhorse_requeue_runs_v1"),
         RunSQLFile("workhorse_enqueue_many_v1.sql", drops_function="workhorse_enqueue_many_v1"),
         RunSQLFile("workhorse_enqueue_v1.sql", drops_function="workhorse_enqueue_v1"),
+        RunSQLFile("workhorse_enqueue_batch_v1.sql", drops_function="workhorse_enqueue_batch_v1"),
         RunSQLFile("workhorse_claim_many_v1.sql", drops_function="workhorse_claim_many_v1"),
         RunSQLFile("workhorse_heartbeat_many_v1.sql", drops_function="workhorse_heartbeat_many_v1"),
         RunSQLFile("workhorse_succeed_many_v1.sql", drops_function="workhorse_succeed_many_v1"),

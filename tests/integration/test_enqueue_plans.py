@@ -20,6 +20,7 @@ from tests.integration.test_function_plans import explained, problems  # noqa: F
 pytestmark = pytest.mark.django_db
 
 ROWS = 8000
+PAYLOAD = '{"a": 1, "b": 2}'
 STATS_TABLES = ("workhorse_job", "workhorse_job_runtime", "workhorse_job_query")
 
 
@@ -90,11 +91,10 @@ def test_the_public_enqueue_probes_indexes(grown_after_statistics, cursor, expla
     assert problems(explained) == []
 
 
-def single(key: str) -> store.SingleJob:
-    return store.SingleJob(
+def keyed(key: str) -> store.JobOptionsRow:
+    return store.JobOptionsRow(
         name="demo.add",
         queue="plan-enqueue",
-        payload_json='{"a": 1, "b": 2}',
         max_attempts=5,
         priority=0,
         delay=None,
@@ -113,10 +113,10 @@ def test_a_keyed_single_enqueue_that_finds_its_twin_probes_indexes(
     explained,  # noqa: F811
 ):
     for i in range(6):  # past PL/pgSQL's switch to a generic plan
-        store.enqueue_one(cursor, single(f"key-{i + 1}"))
+        store.enqueue_one(cursor, keyed(f"key-{i + 1}"), PAYLOAD)
     explained.clear()
 
-    job_id, inserted = store.enqueue_one(cursor, single("key-77"))
+    _job_id, inserted = store.enqueue_one(cursor, keyed("key-77"), PAYLOAD)
 
     assert inserted is False  # the stored job holds the key
     assert explained
