@@ -278,14 +278,14 @@ class _Enqueuer(Generic[P, R]):
         if not texts:
             return []
         row = self._options_row(options)
-        with connections[definition.using].cursor() as cursor:
+        using = definition.using  # read from the settings: once, not per job
+        with connections[using].cursor() as cursor:
             if len(texts) == 1:
                 results = [store.enqueue_one(cursor, row, texts[0])]
             else:
                 results = store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
         return [
-            JobHandle(job_id, definition.name, row.queue, inserted, definition.using)
-            for job_id, inserted in results
+            JobHandle(job_id, row.name, row.queue, inserted, using) for job_id, inserted in results
         ]
 
     def _options_row(self, options: EnqueueOptions) -> store.JobOptionsRow:
