@@ -143,3 +143,56 @@ def test_a_worker_under_the_least_privilege_role_leaves_vacuum_to_autovacuum(
 def test_the_worker_role_cannot_change_the_schema_or_read_other_tables(worker_role, statement):
     with connect_as(worker_role) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute(statement)
+
+
+def test_the_grants_cover_every_workhorse_table_and_sequence(cursor):
+    """A table or sequence added to the schema and forgotten in the grants
+    would fail only the jobs that reach it, under that role alone."""
+    from django_workhorse.management.commands import workhorse_worker_role as grants
+
+    cursor.execute(
+        "SELECT relname, relkind FROM pg_class"
+        " WHERE relname LIKE 'workhorse\\_%' AND relkind IN ('r', 'p', 'S')"
+        " AND NOT relispartition AND relnamespace = current_schema()::regnamespace"
+    )
+    found = cursor.fetchall()
+    assert sorted(name for name, kind in found if kind != "S") == sorted(
+        grants.READ_WRITE + grants.READ_ONLY
+    )
+    assert sorted(name for name, kind in found if kind == "S") == sorted(grants.SEQUENCES)
+
+
+def test_checkpoints_sleeps_and_a_retry_work_under_the_least_privilege_role(
+    worker_role, start_worker, wait_until
+):
+    from demo.jobs import sleep_once, ten_checkpoints
+
+    from django_workhorse import Admin
+
+    staged, slept = ten_checkpoints.enqueue(), sleep_once.enqueue()
+    worker = start_worker(
+        "--queues",
+        "bench-checkpoints,bench-sleep",
+        "--concurrency",
+        "2",
+        env={"DATABASE_URL": url_as(worker_role)},
+    )
+    wait_until(
+        lambda: (
+            JobOutcome.objects.filter(job_id__in=[staged.id, slept.id], state="succeeded").count()
+            == 2
+        ),
+        timeout=60,
+        what="the checkpointing and the sleeping job succeeded",
+    )
+    assert worker.stop() == 0
+    assert [c.kind for c in Admin().get_job(slept.id).checkpoints] == ["sleep"]
+    assert len(Admin().get_job(staged.id).checkpoints) == 10
+
+    canceled = add.options(queue="least-privilege-retry").enqueue(a=1, b=2)
+    Admin().cancel(canceled.id)
+    with connect_as(worker_role) as conn:
+        status = conn.execute(
+            "SELECT status FROM workhorse_retry_v1(%s, NULL, false)", [canceled.id]
+        ).fetchone()[0]
+    assert (status, Admin().get_job(canceled.id).state) == ("changed", "ready")

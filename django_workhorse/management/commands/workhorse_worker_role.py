@@ -24,6 +24,7 @@ READ_WRITE = (
     "workhorse_job_dependency",
     "workhorse_job_event",
     "workhorse_attempt_history",
+    "workhorse_job_checkpoint",
     "workhorse_queue",
     "workhorse_schedule",
 )
@@ -33,6 +34,8 @@ SEQUENCES = (
     "workhorse_job_id_seq",
     "workhorse_job_event_id_seq",
     "workhorse_attempt_history_id_seq",
+    # A retried job's new life draws its fence floor here (workhorse_retry_v1).
+    "workhorse_job_life_seq",
 )
 
 
