@@ -46,7 +46,9 @@ from .exceptions import (
     JobCancelled,
     JobNotFoundError,
     NotInJobError,
+    ReadOnlyModelError,
     SchemaVersionError,
+    StalledJobError,
     StoreMismatchError,
     UnknownDependencyError,
     UnknownJobError,
@@ -56,6 +58,7 @@ from .exceptions import (
 )
 from .handles import JobHandle
 from .hooks import JobCanceled, JobFailure
+from .store import QueueLimits, ScheduleRow
 
 __all__ = [
     "ActionResult",
@@ -85,8 +88,12 @@ __all__ = [
     "JobSnapshot",
     "NotInJobError",
     "Page",
+    "QueueLimits",
     "QueueStats",
+    "ReadOnlyModelError",
+    "ScheduleRow",
     "SchemaVersionError",
+    "StalledJobError",
     "StoreMismatchError",
     "TimelineEntry",
     "UnknownDependencyError",
