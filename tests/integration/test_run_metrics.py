@@ -82,7 +82,10 @@ def test_a_batch_of_runs_is_counted_by_queue_name_and_outcome_and_timed_per_run(
     boom.enqueue()
     flaky.enqueue()
 
-    options = resolve_options(queues=[QUEUE, OTHER], burst=True, settings=get_settings({}))
+    # Many slots: the writer's batches hold many runs of one queue and name.
+    options = resolve_options(
+        queues=[QUEUE, OTHER], concurrency=50, burst=True, settings=get_settings({})
+    )
     assert Worker(options).run() == 0
 
     after = snapshot()
