@@ -11,7 +11,7 @@ they are, nothing is imported.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,9 @@ class Instruments:
     def __init__(self, settings: WorkhorseSettings, worker_id: str, tracing_on: bool) -> None:
         self.tracing = tracing.RunSpans(settings, worker_id) if tracing_on else None
         self.metrics_on = metrics.enabled()
+        self._timed: deque[tuple[str, str, float]] = deque()
+        """Runs timed by their threads and not yet observed: the writer
+        observes them after each batch it writes (``observe_runs``)."""
         # The run-time histogram child of each (queue, name): one dict look-up
         # per run instead of a labels() call (its lock and key building).
         self._run_histograms: dict[tuple[str, str], Any] = {}
@@ -49,23 +52,30 @@ class Instruments:
                 histogram.observe(pickup if pickup > 0.0 else 0.0)
         return jobs
 
-    def _run_histogram(self, job: store.ClaimedJob) -> Any:
-        key = (job.queue, job.name)
-        histogram = self._run_histograms.get(key)
-        if histogram is None:
-            histogram = self._run_histograms[key] = metrics.run_histogram(*key)
-        return histogram
+    def observe_runs(self) -> None:
+        """Observe the run times handed over since the last call (the writer's
+        thread). One thread observing a batch takes the histogram's locks
+        uncontended, where a hundred handler threads would queue on them."""
+        timed, histograms = self._timed, self._run_histograms
+        while timed:
+            queue, name, seconds = timed.popleft()
+            key = (queue, name)
+            histogram = histograms.get(key)
+            if histogram is None:
+                histogram = histograms[key] = metrics.run_histogram(queue, name)
+            histogram.observe(seconds)
 
     def call(self, running: Running) -> Any:
         job = running.job
         spans = self.tracing
-        started = time.perf_counter()
         if spans is None:
+            started = time.perf_counter()
             try:
                 return _definition(running).func(**job.payload)
             finally:
-                self._run_histogram(job).observe(time.perf_counter() - started)
+                self._timed.append((job.queue, job.name, time.perf_counter() - started))
         span = spans.start(job, job.trace)
+        started = time.perf_counter()
         try:
             value = _definition(running).func(**job.payload)
         except BaseException as exc:
@@ -75,20 +85,21 @@ class Instruments:
             spans.end_of(span, running.context._ended_with)
             return value
         finally:
-            spans.end(span)
             if self.metrics_on:
-                self._run_histogram(job).observe(time.perf_counter() - started)
+                self._timed.append((job.queue, job.name, time.perf_counter() - started))
+            spans.end(span)
 
     async def call_async(self, running: Running) -> Any:
         job = running.job
         spans = self.tracing
-        started = time.perf_counter()
         if spans is None:
+            started = time.perf_counter()
             try:
                 return await _definition(running).func(**job.payload)
             finally:
-                self._run_histogram(job).observe(time.perf_counter() - started)
+                self._timed.append((job.queue, job.name, time.perf_counter() - started))
         span = spans.start(job, job.trace)
+        started = time.perf_counter()
         try:
             value = await _definition(running).func(**job.payload)
         except BaseException as exc:
@@ -98,9 +109,9 @@ class Instruments:
             spans.end_of(span, running.context._ended_with)
             return value
         finally:
-            spans.end(span)
             if self.metrics_on:
-                self._run_histogram(job).observe(time.perf_counter() - started)
+                self._timed.append((job.queue, job.name, time.perf_counter() - started))
+            spans.end(span)
 
 
 ACTIVE: Instruments | None = None
@@ -151,6 +162,13 @@ async def await_handler(running: Running) -> Any:
     if active is None:
         return await _definition(running).func(**running.job.payload)
     return await active.call_async(running)
+
+
+def observe_runs() -> None:
+    """After the writer wrote a batch (and as it stops): observe the run
+    times the handler threads handed over."""
+    if ACTIVE is not None and ACTIVE.metrics_on:
+        ACTIVE.observe_runs()
 
 
 def count_successes(successes: Sequence[Finished], succeeded: Sequence[tuple[int, bool]]) -> None:
