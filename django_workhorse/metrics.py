@@ -173,14 +173,6 @@ def count_finished(queue: str, name: str, outcome: str, runs: int = 1) -> None:
     finished_counter(queue, name, outcome).inc(runs)
 
 
-def observe_run(queue: str, name: str, seconds: float) -> None:
-    run_histogram(queue, name).observe(seconds)
-
-
-def observe_pickup(queue: str, seconds: float) -> None:
-    pickup_histogram(queue).observe(max(0.0, seconds))
-
-
 def set_depth(rows: Iterable[tuple[str, str, Any]]) -> None:
     """Set the depth gauge from ``(queue, state, jobs)``; a queue and state seen
     before and absent now drops to 0."""

@@ -10,8 +10,9 @@ they are, nothing is imported.
 
 from __future__ import annotations
 
+import queue
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,38 +32,41 @@ class Instruments:
     def __init__(self, settings: WorkhorseSettings, worker_id: str, tracing_on: bool) -> None:
         self.tracing = tracing.RunSpans(settings, worker_id) if tracing_on else None
         self.metrics_on = metrics.enabled()
-        self._timed: deque[tuple[str, str, float]] = deque()
+        self._timed: queue.SimpleQueue[tuple[str, str, float]] = queue.SimpleQueue()
         """Runs timed by their threads and not yet observed: the writer
         observes them after each batch it writes (``observe_runs``)."""
         # The run-time histogram child of each (queue, name): one dict look-up
-        # per run instead of a labels() call (its lock and key building).
+        # per run instead of a call through the metrics module.
         self._run_histograms: dict[tuple[str, str], Any] = {}
 
     def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
         jobs, pickups = store.claim_many_observed(cursor, *args)
         if self.metrics_on and jobs:
             # A claim is mostly one queue: look its histogram up once.
-            queue: str | None = None
+            last_queue: str | None = None
             histogram: Any = None
             for job, pickup in zip(jobs, pickups, strict=True):
                 if pickup is None:
                     continue
-                if job.queue != queue:
-                    queue, histogram = job.queue, metrics.pickup_histogram(job.queue)
+                if job.queue != last_queue:
+                    last_queue, histogram = job.queue, metrics.pickup_histogram(job.queue)
                 histogram.observe(pickup if pickup > 0.0 else 0.0)
         return jobs
 
     def observe_runs(self) -> None:
-        """Observe the run times handed over since the last call (the writer's
-        thread). One thread observing a batch takes the histogram's locks
-        uncontended, where a hundred handler threads would queue on them."""
+        """Observe the run times handed over since the last call, on the
+        writer's thread: the handler threads only put them on a queue, and
+        take no histogram lock on the way from one run to the next."""
         timed, histograms = self._timed, self._run_histograms
-        while timed:
-            queue, name, seconds = timed.popleft()
-            key = (queue, name)
+        while True:
+            try:
+                queue_name, name, seconds = timed.get_nowait()
+            except queue.Empty:
+                return
+            key = (queue_name, name)
             histogram = histograms.get(key)
             if histogram is None:
-                histogram = histograms[key] = metrics.run_histogram(queue, name)
+                histogram = histograms[key] = metrics.run_histogram(queue_name, name)
             histogram.observe(seconds)
 
     def call(self, running: Running) -> Any:
@@ -73,7 +77,7 @@ class Instruments:
             try:
                 return _definition(running).func(**job.payload)
             finally:
-                self._timed.append((job.queue, job.name, time.perf_counter() - started))
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
         span = spans.start(job, job.trace)
         started = time.perf_counter()
         try:
@@ -86,7 +90,7 @@ class Instruments:
             return value
         finally:
             if self.metrics_on:
-                self._timed.append((job.queue, job.name, time.perf_counter() - started))
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
             spans.end(span)
 
     async def call_async(self, running: Running) -> Any:
@@ -97,7 +101,7 @@ class Instruments:
             try:
                 return await _definition(running).func(**job.payload)
             finally:
-                self._timed.append((job.queue, job.name, time.perf_counter() - started))
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
         span = spans.start(job, job.trace)
         started = time.perf_counter()
         try:
@@ -110,7 +114,7 @@ class Instruments:
             return value
         finally:
             if self.metrics_on:
-                self._timed.append((job.queue, job.name, time.perf_counter() - started))
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
             spans.end(span)
 
 
@@ -202,5 +206,5 @@ def count_failures(failures: Sequence[Failure], failed: Sequence[store.FailResul
 
 
 def _count(counts: Counter[tuple[str, str, str]]) -> None:
-    for (queue, name, outcome), runs in counts.items():
-        metrics.count_finished(queue, name, outcome, runs)
+    for (queue_name, name, outcome), runs in counts.items():
+        metrics.count_finished(queue_name, name, outcome, runs)
