@@ -137,30 +137,40 @@ def _enabled_metrics() -> _Metrics:
     return _metrics
 
 
-def count_finished(queue: str, name: str, outcome: str) -> None:
+def finished_counter(queue: str, name: str, outcome: str) -> Any:
+    """The labelled child of ``workhorse_jobs_finished_total`` (cached)."""
     m = _enabled_metrics()
     key = (queue, name, outcome)
     child = m.finished_by.get(key)
     if child is None:
         child = m.finished_by[key] = m.finished.labels(*key)
-    child.inc()
+    return child
 
 
-def observe_run(queue: str, name: str, seconds: float) -> None:
+def run_histogram(queue: str, name: str) -> Any:
+    """The labelled child of ``workhorse_job_run_seconds`` (cached); the worker
+    keeps it per job kind and calls ``observe`` on it."""
     m = _enabled_metrics()
     key = (queue, name)
     child = m.run_by.get(key)
     if child is None:
         child = m.run_by[key] = m.run_seconds.labels(*key)
-    child.observe(seconds)
+    return child
 
 
-def observe_pickup(queue: str, seconds: float) -> None:
+def pickup_histogram(queue: str) -> Any:
+    """The labelled child of ``workhorse_job_pickup_seconds`` (cached)."""
     m = _enabled_metrics()
     child = m.pickup_by.get(queue)
     if child is None:
         child = m.pickup_by[queue] = m.pickup_seconds.labels(queue)
-    child.observe(max(0.0, seconds))
+    return child
+
+
+def count_finished(queue: str, name: str, outcome: str, runs: int = 1) -> None:
+    """Count ``runs`` finished runs of one queue, name and outcome (one
+    increment however many: the writer counts a batch at once)."""
+    finished_counter(queue, name, outcome).inc(runs)
 
 
 def set_depth(rows: Iterable[tuple[str, str, Any]]) -> None:

@@ -90,39 +90,46 @@ class RunSpans:
     def __init__(self, settings: Any, worker_id: str) -> None:
         from opentelemetry import context, propagate, trace
 
-        self._trace, self._context, self._propagate = trace, context, propagate
+        self._trace, self._propagate = trace, propagate
         self.tracer = trace.get_tracer("django_workhorse")
         self.span_name = settings.handler_span_name
         self.linking = settings.trace_linking
         self.worker_id = worker_id
         self._names: dict[tuple[str, str], str] = {}
+        # Bound once: the per-run path makes no module attribute look-ups.
+        self._start_span = self.tracer.start_span
+        self._in_context = trace.set_span_in_context
+        self._attach, self._detach = context.attach, context.detach
+        self._consumer = trace.SpanKind.CONSUMER
+        self._new_trace = context.Context()  # empty, immutable: no parent
 
     def start(
-        self, job: Any, trace_context: Mapping[str, str] | None, waited: float | None
+        self, job: Any, trace: tuple[Mapping[str, str] | None, float | None] | None
     ) -> tuple[Any, Any]:
-        """Start and make current the span of ``job``'s run; pass the result to ``end``."""
-        trace = self._trace
-        parent = self._context.Context()  # a new trace unless the producer is the parent
+        """Start and make current the span of ``job``'s run; pass the result to
+        ``end``. ``trace`` is the claim's ``(stored trace context, seconds
+        since enqueue)`` for the job."""
+        parent = self._new_trace  # a new trace unless the producer is the parent
         links: tuple[Any, ...] = ()
-        if trace_context:
-            mode = link_mode(self.linking, job.attempt, waited)
+        if trace is not None and trace[0]:
+            mode = link_mode(self.linking, job.attempt, trace[1])
             if mode != "off":
-                producer_context = self._propagate.extract(trace_context)
-                producer = trace.get_current_span(producer_context).get_span_context()
+                producer_context = self._propagate.extract(trace[0])
+                producer = self._trace.get_current_span(producer_context).get_span_context()
                 if producer.is_valid:
                     if mode == "parent":
                         parent = producer_context
                     else:
-                        links = (trace.Link(producer, {"workhorse.link": "producer"}),)
+                        links = (self._trace.Link(producer, {"workhorse.link": "producer"}),)
         key = (job.name, job.queue)
         name = self._names.get(key)
         if name is None:
             name = self._names[key] = self.span_name.format(name=job.name, queue=job.queue)
-        span = self.tracer.start_span(
+        span = self._start_span(
             name,
-            context=parent,
-            kind=trace.SpanKind.CONSUMER,
-            attributes={
+            parent,
+            self._consumer,
+            {
                 "workhorse.job.id": job.job_id,
                 "workhorse.job.name": job.name,
                 "workhorse.queue": job.queue,
@@ -131,10 +138,9 @@ class RunSpans:
                 "messaging.system": "workhorse",
                 "messaging.destination.name": job.queue,
             },
-            links=links,
+            links,
         )
-        token = self._context.attach(trace.set_span_in_context(span))
-        return span, token
+        return span, self._attach(self._in_context(span))
 
     def succeed(self, started: tuple[Any, Any]) -> None:
         started[0].set_attribute("workhorse.outcome", "succeeded")
@@ -161,5 +167,5 @@ class RunSpans:
 
     def end(self, started: tuple[Any, Any]) -> None:
         span, token = started
-        self._context.detach(token)
+        self._detach(token)
         span.end()

@@ -12,6 +12,13 @@
 -- see its rows and would drop it: claimed, leased, and never handed to the
 -- worker until its lease expired. The second statement here starts after the
 -- claim, so it sees every claimed job; the LEFT JOIN keeps a row even so.
+--
+-- The claim's rows are gathered without ORDER BY in the aggregates (ten sorts
+-- of the same rows) and put back in order by their position, gathered with
+-- them: the aggregates of one SELECT read the rows in one order, so position
+-- i of every array is the same claimed row. Measured on 100-job claims in
+-- turns with the plain claim (20,000 ready jobs): the claim's extra time over
+-- the plain one went from ~0.9 to ~0.7 ms; the rest is the two probes per job.
 CREATE OR REPLACE FUNCTION workhorse_claim_many_observed_v1(
     p_worker text,
     p_queues text[],
@@ -38,15 +45,16 @@ DECLARE
     v_timeouts double precision[];
     v_leases   timestamptz[];
     v_cancels  boolean[];
+    v_order    bigint[];
 BEGIN
-    SELECT array_agg(c.job_id ORDER BY c.ord), array_agg(c.name ORDER BY c.ord),
-           array_agg(c.queue ORDER BY c.ord), array_agg(c.payload ORDER BY c.ord),
-           array_agg(c.attempt ORDER BY c.ord), array_agg(c.max_attempts ORDER BY c.ord),
-           array_agg(c.fence ORDER BY c.ord), array_agg(c.timeout_seconds ORDER BY c.ord),
-           array_agg(c.lease_expires_at ORDER BY c.ord),
-           array_agg(c.cancel_requested ORDER BY c.ord)
+    SELECT array_agg(c.job_id), array_agg(c.name),
+           array_agg(c.queue), array_agg(c.payload),
+           array_agg(c.attempt), array_agg(c.max_attempts),
+           array_agg(c.fence), array_agg(c.timeout_seconds),
+           array_agg(c.lease_expires_at),
+           array_agg(c.cancel_requested), array_agg(c.ord)
     INTO v_ids, v_names, v_queues, v_payloads, v_attempts, v_max, v_fences, v_timeouts,
-         v_leases, v_cancels
+         v_leases, v_cancels, v_order
     FROM workhorse_claim_many_v1(p_worker, p_queues, p_limits, p_lease_seconds)
         WITH ORDINALITY AS c(job_id, name, queue, payload, attempt, max_attempts, fence,
                              timeout_seconds, lease_expires_at, cancel_requested, ord);
@@ -58,9 +66,9 @@ BEGIN
            u.timeout_seconds, u.lease_expires_at, u.cancel_requested,
            x.trace_context, x.waited_seconds, x.pickup_seconds
     FROM unnest(v_ids, v_names, v_queues, v_payloads, v_attempts, v_max, v_fences, v_timeouts,
-                v_leases, v_cancels)
-        WITH ORDINALITY AS u(job_id, name, queue, payload, attempt, max_attempts, fence,
-                             timeout_seconds, lease_expires_at, cancel_requested, ord)
+                v_leases, v_cancels, v_order)
+        AS u(job_id, name, queue, payload, attempt, max_attempts, fence,
+             timeout_seconds, lease_expires_at, cancel_requested, ord)
     -- Primary-key probes, kept parameterized by OFFSET 0 (as in the claim).
     -- run_at is the due time (the claim does not move it); now() is the
     -- claim's transaction start.

@@ -10,7 +10,9 @@ they are, nothing is imported.
 
 from __future__ import annotations
 
+import queue
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,58 +32,90 @@ class Instruments:
     def __init__(self, settings: WorkhorseSettings, worker_id: str, tracing_on: bool) -> None:
         self.tracing = tracing.RunSpans(settings, worker_id) if tracing_on else None
         self.metrics_on = metrics.enabled()
+        self._timed: queue.SimpleQueue[tuple[str, str, float]] = queue.SimpleQueue()
+        """Runs timed by their threads and not yet observed: the writer
+        observes them after each batch it writes (``observe_runs``)."""
+        # The run-time histogram child of each (queue, name): one dict look-up
+        # per run instead of a call through the metrics module.
+        self._run_histograms: dict[tuple[str, str], Any] = {}
 
     def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
         jobs, pickups = store.claim_many_observed(cursor, *args)
-        if self.metrics_on:
+        if self.metrics_on and jobs:
+            # A claim is mostly one queue: look its histogram up once.
+            last_queue: str | None = None
+            histogram: Any = None
             for job, pickup in zip(jobs, pickups, strict=True):
-                if pickup is not None:
-                    metrics.observe_pickup(job.queue, pickup)
+                if pickup is None:
+                    continue
+                if job.queue != last_queue:
+                    last_queue, histogram = job.queue, metrics.pickup_histogram(job.queue)
+                histogram.observe(pickup if pickup > 0.0 else 0.0)
         return jobs
+
+    def observe_runs(self) -> None:
+        """Observe the run times handed over since the last call, on the
+        writer's thread: the handler threads only put them on a queue, and
+        take no histogram lock on the way from one run to the next."""
+        timed, histograms = self._timed, self._run_histograms
+        while True:
+            try:
+                queue_name, name, seconds = timed.get_nowait()
+            except queue.Empty:
+                return
+            key = (queue_name, name)
+            histogram = histograms.get(key)
+            if histogram is None:
+                histogram = histograms[key] = metrics.run_histogram(queue_name, name)
+            histogram.observe(seconds)
 
     def call(self, running: Running) -> Any:
         job = running.job
+        spans = self.tracing
+        if spans is None:
+            started = time.perf_counter()
+            try:
+                return _definition(running).func(**job.payload)
+            finally:
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
+        span = spans.start(job, job.trace)
         started = time.perf_counter()
-        spans, span = self.tracing, None
         try:
-            if spans is not None:
-                span = spans.start(job, *(job.trace or (None, None)))
             value = _definition(running).func(**job.payload)
         except BaseException as exc:
-            if spans is not None and span is not None:
-                spans.fail(span, running.context._ended_with or exc)
+            spans.fail(span, running.context._ended_with or exc)
             raise
         else:
-            if spans is not None and span is not None:
-                spans.end_of(span, running.context._ended_with)
+            spans.end_of(span, running.context._ended_with)
             return value
         finally:
-            if spans is not None and span is not None:
-                spans.end(span)
             if self.metrics_on:
-                metrics.observe_run(job.queue, job.name, time.perf_counter() - started)
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
+            spans.end(span)
 
     async def call_async(self, running: Running) -> Any:
         job = running.job
+        spans = self.tracing
+        if spans is None:
+            started = time.perf_counter()
+            try:
+                return await _definition(running).func(**job.payload)
+            finally:
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
+        span = spans.start(job, job.trace)
         started = time.perf_counter()
-        spans, span = self.tracing, None
         try:
-            if spans is not None:
-                span = spans.start(job, *(job.trace or (None, None)))
             value = await _definition(running).func(**job.payload)
         except BaseException as exc:
-            if spans is not None and span is not None:
-                spans.fail(span, running.context._ended_with or exc)
+            spans.fail(span, running.context._ended_with or exc)
             raise
         else:
-            if spans is not None and span is not None:
-                spans.end_of(span, running.context._ended_with)
+            spans.end_of(span, running.context._ended_with)
             return value
         finally:
-            if spans is not None and span is not None:
-                spans.end(span)
             if self.metrics_on:
-                metrics.observe_run(job.queue, job.name, time.perf_counter() - started)
+                self._timed.put((job.queue, job.name, time.perf_counter() - started))
+            spans.end(span)
 
 
 ACTIVE: Instruments | None = None
@@ -134,19 +168,31 @@ async def await_handler(running: Running) -> Any:
     return await active.call_async(running)
 
 
+def observe_runs() -> None:
+    """After the writer wrote a batch (and as it stops): observe the run
+    times the handler threads handed over."""
+    if ACTIVE is not None and ACTIVE.metrics_on:
+        ACTIVE.observe_runs()
+
+
 def count_successes(successes: Sequence[Finished], succeeded: Sequence[tuple[int, bool]]) -> None:
-    """After the writer recorded successes: count them (or their lost leases)."""
+    """After the writer recorded successes: count them (or their lost leases),
+    one increment per queue, name and outcome of the batch."""
     if ACTIVE is None or not ACTIVE.metrics_on:
         return
+    counts: Counter[tuple[str, str, str]] = Counter()
     for (_job_id, ok), item in zip(succeeded, successes, strict=True):
         job = item.running.job
-        metrics.count_finished(job.queue, job.name, "succeeded" if ok else "lost")
+        counts[job.queue, job.name, "succeeded" if ok else "lost"] += 1
+    _count(counts)
 
 
 def count_failures(failures: Sequence[Failure], failed: Sequence[store.FailResult]) -> None:
-    """After the writer recorded failures: count them by outcome."""
+    """After the writer recorded failures: count them by outcome, one
+    increment per queue, name and outcome of the batch."""
     if ACTIVE is None or not ACTIVE.metrics_on:
         return
+    counts: Counter[tuple[str, str, str]] = Counter()
     for result, failure in zip(failed, failures, strict=True):
         job = failure.item.running.job
         if not result.ok:
@@ -155,4 +201,10 @@ def count_failures(failures: Sequence[Failure], failed: Sequence[store.FailResul
             outcome = "canceled"
         else:
             outcome = "retried" if result.will_retry else "failed"
-        metrics.count_finished(job.queue, job.name, outcome)
+        counts[job.queue, job.name, outcome] += 1
+    _count(counts)
+
+
+def _count(counts: Counter[tuple[str, str, str]]) -> None:
+    for (queue_name, name, outcome), runs in counts.items():
+        metrics.count_finished(queue_name, name, outcome, runs)

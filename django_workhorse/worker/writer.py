@@ -162,11 +162,13 @@ class Writer(threading.Thread):
                     continue
                 delays = retry_delays()
                 batch = []
+                instruments.observe_runs()
         except BaseException as exc:  # a bug, not the database: the worker must stop
             logger.exception("workhorse writer: stopped by an unexpected error")
             self.on_error(exc)
         finally:
             self._close()
+            instruments.observe_runs()
 
     def _gather(self, batch: list[Finished]) -> bool:
         """Add to ``batch`` what is queued, lingering for the runs still
