@@ -309,6 +309,11 @@ class Worker:
         if self._stopping.is_set() or self.ledger.error is not None:
             return False  # the next pass handles it
         if self._claim(free):
+            if not self.ledger.has_free_slot():
+                # Every slot is taken: nothing for a pass to do before one
+                # frees, and each event a pass acts on sets the wake-up (one
+                # pass less per job with one slot).
+                self._wake.wait(self._idle_timeout())
             return False
         if self.options.burst and settled:
             return True
