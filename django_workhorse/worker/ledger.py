@@ -55,8 +55,9 @@ check it). The lock is never held while calling out, except to hand a
 result to the writer's queue, which does not block: a run is then always in
 ``_running`` or in ``_writing``, never between the two.
 
-A success that ends the last run going is *held* instead of handed to the
-writer (when the worker asked for it, ``hold_successes``): the loop claims at
+A success that ends the last run going, with no other result waiting for
+the writer, is *held* instead of handed to the writer (when the worker asked
+for it, ``hold_successes``): the loop claims at
 once for the slot it freed, and writes the success in that same call
 (``workhorse_succeed_and_claim_v1``), one round trip per job for a worker
 with one slot. A held run is in ``_writing`` too, so its lease is renewed and
@@ -197,8 +198,12 @@ class Ledger:
                 # whose job was claimed again is superseded, and a run whose
                 # checkpoint was refused has lost its job: none is written.
                 if not running.timed_out and type(item.error) is not LeaseLost:
+                    # Held only when nothing else is in flight: with results
+                    # at the writer (a batch of many slots), the claim would
+                    # wait for a flush the writer makes anyway.
+                    hold = self._hold and item.ok and not self._running and not self._writing
                     self._writing[running] = None
-                    if self._hold and item.ok and not self._running:
+                    if hold:
                         self._held.append(item)  # the loop claims now: see the module
                     else:
                         self._hand_over(item)

@@ -52,8 +52,16 @@ def test_a_success_while_other_runs_go_on_goes_to_the_writer():
     book.finish(Finished(first, True, None))
     book.finish(Finished(second, True, None))
 
-    assert [item.running for item in handed] == [first]
-    assert [item.running for item in book.take_held()] == [second]
+    # The second ended the last run going, but the first still waits for the
+    # writer: a claim carrying it would wait for a flush the writer makes.
+    assert [item.running for item in handed] == [first, second]
+    assert book.take_held() == []
+
+    book.written([first, second])
+    third = make_run(3)
+    book.start(third)
+    book.finish(Finished(third, True, None))
+    assert [item.running for item in book.take_held()] == [third]
 
 
 def test_a_failure_goes_to_the_writer():
@@ -74,6 +82,7 @@ def test_nothing_is_held_unless_asked_and_turning_it_off_returns_what_was_held()
     book.start(run)
     book.finish(Finished(run, True, None))
     assert [item.running for item in handed] == [run]
+    book.written([run])
 
     book.hold_successes(True)
     later = make_run(2)
