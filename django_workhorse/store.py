@@ -239,6 +239,38 @@ def claim_many(
     return [_claimed(r) for r in cursor.fetchall()]
 
 
+def succeed_and_claim(
+    cursor: Cursor,
+    worker_id: str,
+    job_ids: Sequence[int],
+    fences: Sequence[int],
+    results_json: Sequence[str],
+    queues: Sequence[str],
+    limits: Sequence[int],
+    lease_seconds: float,
+) -> tuple[list[tuple[int, bool]], list[ClaimedJob]]:
+    """Record successes, then claim, in one round trip and one transaction:
+    ``(job_id, ok)`` per success as ``succeed_many`` returns them, and the
+    jobs claimed as ``claim_many`` does. A worker with one slot pays one
+    call per job instead of two (docs/decisions.md)."""
+    cursor.execute(
+        "SELECT * FROM workhorse_succeed_and_claim_v1(%s, %s::bigint[], %s::bigint[],"
+        f" {JSONB_ARRAY}, %s::text[], %s::integer[], %s)",
+        [
+            worker_id,
+            _ints(job_ids),
+            _ints(fences),
+            _json_list(results_json),
+            _names(queues),
+            _ints(limits),
+            lease_seconds,
+        ],
+    )
+    rows = cursor.fetchall()
+    n = len(job_ids)
+    return [(r[0], r[1]) for r in rows[:n]], [_claimed((r[0], *r[2:])) for r in rows[n:]]
+
+
 def _claimed(r: Sequence[Any], trace: tuple[Any, float] | None = None) -> ClaimedJob:
     """A claim's row as a ClaimedJob; a payload nobody can read is marked.
 

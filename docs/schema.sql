@@ -270,6 +270,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 8ad3a7c96169b9ea
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 466ed45057adf17e
+-- FUNCTION workhorse_succeed_and_claim_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[], p_queues text[], p_limits integer[], p_lease_seconds double precision)
+--   RETURNS TABLE(job_id bigint, ok boolean, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 ccbc9a417f6dcc41
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 eb5951d85ddbcade
 -- FUNCTION workhorse_vacuum_due_v1(p_quiet_for interval, p_min_dead bigint, p_min_dead_fraction double precision)

@@ -31,6 +31,9 @@ class Migration(migrations.Migration):
         RunSQLFile("workhorse_heartbeat_many_v1.sql", drops_function="workhorse_heartbeat_many_v1"),
         RunSQLFile("workhorse_succeed_many_v1.sql", drops_function="workhorse_succeed_many_v1"),
         RunSQLFile("workhorse_fail_many_v1.sql", drops_function="workhorse_fail_many_v1"),
+        RunSQLFile(
+            "workhorse_succeed_and_claim_v1.sql", drops_function="workhorse_succeed_and_claim_v1"
+        ),
         RunSQLFile("workhorse_release_many_v1.sql", drops_function="workhorse_release_many_v1"),
         RunSQLFile(
             "workhorse_recover_stalled_v1.sql", drops_function="workhorse_recover_stalled_v1"

@@ -54,3 +54,20 @@ class ClaimSession:
         assert self.conn is not None, "claims are made while connected"
         with self.conn.cursor() as cursor:
             return owner, instruments.claim_many(cursor, owner, queues, limits, lease_seconds)
+
+    def succeed_and_claim(
+        self,
+        job_ids: Sequence[int],
+        fences: Sequence[int],
+        results_json: Sequence[str],
+        queues: Sequence[str],
+        limits: Sequence[int],
+        lease_seconds: float,
+    ) -> tuple[list[tuple[int, bool]], list[store.ClaimedJob]]:
+        """Record successes of runs claimed under the current owner name,
+        then claim as ``claim`` does, in one call (see ``store``)."""
+        assert self.conn is not None, "claims are made while connected"
+        with self.conn.cursor() as cursor:
+            return store.succeed_and_claim(
+                cursor, self.owner, job_ids, fences, results_json, queues, limits, lease_seconds
+            )

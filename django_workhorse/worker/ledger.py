@@ -27,6 +27,11 @@ field                    written by (under ``_lock``)               read by
 ``_writing``             loop (expire), handler threads (finish),   loop (backlog, settled),
   runs the writer holds  writer (written), heartbeat and listener   heartbeat (leases)
                          (cancel)
+``_held``                handler threads (finish), loop (take_held, loop (claim)
+  successes held for     hold_successes)
+  the next claim's call
+``_hold``                loop (hold_successes)                      handler threads (finish)
+  whether to hold them
 ``_holding``             loop (start, release_all),                 loop (settled)
   runs holding a slot    handler threads (finish)
 ``_busy``                as ``_holding``                            loop (free slots, idle wait)
@@ -49,6 +54,15 @@ one holds ``_lock`` (``tests/unit/test_lock_rule.py`` reads the source to
 check it). The lock is never held while calling out, except to hand a
 result to the writer's queue, which does not block: a run is then always in
 ``_running`` or in ``_writing``, never between the two.
+
+A success that ends the last run going, with no other result waiting for
+the writer, is *held* instead of handed to the writer (when the worker asked
+for it, ``hold_successes``): the loop claims at
+once for the slot it freed, and writes the success in that same call
+(``workhorse_succeed_and_claim_v1``), one round trip per job for a worker
+with one slot. A held run is in ``_writing`` too, so its lease is renewed and
+the writer's backlog counts it; the loop either writes it with its next
+claim or hands it to the writer (``take_held``).
 """
 
 from __future__ import annotations
@@ -89,6 +103,8 @@ class Ledger:
         self._next_due: float | None = None
         self._due_known = False
         self._error: BaseException | None = None
+        self._held: list[Finished] = []
+        self._hold = False
 
     # -- the loop: start, expire, release ----------------------------------
 
@@ -182,9 +198,36 @@ class Ledger:
                 # whose job was claimed again is superseded, and a run whose
                 # checkpoint was refused has lost its job: none is written.
                 if not running.timed_out and type(item.error) is not LeaseLost:
+                    # Held only when nothing else is in flight: with results
+                    # at the writer (a batch of many slots), the claim would
+                    # wait for a flush the writer makes anyway.
+                    hold = self._hold and item.ok and not self._running and not self._writing
                     self._writing[running] = None
-                    self._hand_over(item)
+                    if hold:
+                        self._held.append(item)  # the loop claims now: see the module
+                    else:
+                        self._hand_over(item)
             return self._freed
+
+    # -- held successes (the loop) -----------------------------------------
+
+    def hold_successes(self, on: bool) -> list[Finished]:
+        """Hold (or stop holding) the successes that end the last run going,
+        for the loop to write with its next claim. Returns what was held
+        when turning it off, for the caller to hand to the writer."""
+        with self._lock:
+            self._hold = on
+            if on:
+                return []
+            held, self._held = self._held, []
+            return held
+
+    def take_held(self) -> list[Finished]:
+        """The held successes, now the loop's to write (with a claim, or by
+        handing them to the writer); they stay in ``writing`` until then."""
+        with self._lock:
+            held, self._held = self._held, []
+            return held
 
     # -- the writer --------------------------------------------------------
 
@@ -334,9 +377,10 @@ class Ledger:
             return list(self._running.values())
 
     def settled(self) -> bool:
-        """Nothing holds a slot and every result is written."""
+        """Nothing holds a slot and every result is written, or held: the
+        next claim writes the held ones before it claims."""
         with self._lock:
-            return not self._holding and not self._writing
+            return not self._holding and len(self._writing) == len(self._held)
 
     def has_free_slot(self) -> bool:
         return bool(self.queues_with_free_slots())

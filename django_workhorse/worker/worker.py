@@ -5,6 +5,10 @@ fill every free slot with one ``claim_many`` call. A slot is free as soon as
 its handler returns; the result goes to the writer thread (``writer.py``),
 which records a batch of them with one ``succeed_many`` and one ``fail_many``
 call on its own connection while the loop claims and starts the next jobs.
+A success that ends the last run going skips the writer: the loop is about
+to claim for the slot it freed anyway, and writes it in that same call
+(``succeed_and_claim``), so a worker with one slot makes one round trip per
+job, not two on two connections and threads.
 When there is nothing to do the loop waits for a NOTIFY, a freed slot, or a
 timer capped at ``poll_interval`` and shortened to the next known run_at.
 Claims and finishes are single SQL calls, so a shutdown never interrupts
@@ -29,7 +33,8 @@ from ..context import JobContext
 from ..definitions import JobDefinition
 from ..durable import LeaseLost, RunTicket
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
-from . import limits, sidecars
+from ..payloads import encode_result
+from . import instruments, limits, sidecars
 from .cancels import (
     call_cancel_hook,
     log_canceled,
@@ -176,6 +181,9 @@ class Worker:
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
             limits.sync(cursor, self.settings, self.options.queues)
         self._sidecars = sidecars.start(self.options, conn)
+        # Held successes ride with the plain claim only; an observed claim
+        # (tracing or metrics on, configured just above) goes its own way.
+        self.ledger.hold_successes(instruments.ACTIVE is None)
         self._start_threads()
         registry.on_register(self._on_register)
         logger.info(
@@ -287,6 +295,7 @@ class Worker:
         if self._forced.is_set():
             return True
         if self._stopping.is_set():
+            self._hand_held_over(self.ledger.hold_successes(False))  # no more claims
             if self._stop_deadline is None:
                 self._stop_deadline = time.monotonic() + self.settings.shutdown_grace
             if not self.ledger.running_count() or time.monotonic() >= self._stop_deadline:
@@ -300,6 +309,11 @@ class Worker:
         if self._stopping.is_set() or self.ledger.error is not None:
             return False  # the next pass handles it
         if self._claim(free):
+            if not self.ledger.has_free_slot():
+                # Every slot is taken: nothing for a pass to do before one
+                # frees, and each event a pass acts on sets the wake-up (one
+                # pass less per job with one slot).
+                self._wake.wait(self._idle_timeout())
             return False
         if self.options.burst and settled:
             return True
@@ -349,12 +363,18 @@ class Worker:
     # -- claim and start ---------------------------------------------------
 
     def _claim(self, free: dict[str, int]) -> int:
-        """Fill ``free`` slots with one ``claim_many`` call; the jobs claimed."""
+        """Fill ``free`` slots with one ``claim_many`` call, which writes the
+        held successes first; the jobs claimed."""
+        held = self.ledger.take_held()
         if not free:
+            self._hand_held_over(held)
             return 0
-        owner, jobs = self._session.claim(
-            list(free), list(free.values()), self.settings.lock_duration
-        )
+        if held:
+            owner, jobs = self._succeed_and_claim(held, free)
+        else:
+            owner, jobs = self._session.claim(
+                list(free), list(free.values()), self.settings.lock_duration
+            )
         if not jobs:
             self.ledger.forget_due()  # look the next run_at up again before sleeping
             return 0
@@ -376,6 +396,63 @@ class Worker:
             assert self._async is not None, "async slots start with the first async job"
             self._async.submit(tasks)
         return len(jobs)
+
+    def _succeed_and_claim(
+        self, held: list[Finished], free: dict[str, int]
+    ) -> tuple[str, list[store.ClaimedJob]]:
+        """Write ``held`` successes and claim for ``free`` in one call.
+
+        What that call cannot take goes to the writer, which knows what to do
+        with it: a run claimed under an earlier owner name (before a
+        reconnect), a value that is not JSON, and, when the database refuses
+        the call, all of them (the writer then finds the culprit alone). A
+        lost connection hands them over too: nothing of the call committed,
+        unless the connection died after its commit, and then the writer's
+        fenced write is refused and reported as a lost lease.
+        """
+        owner = self._session.owner
+        queues, limits_ = list(free), list(free.values())
+        lease = self.settings.lock_duration
+        items: list[Finished] = []
+        encoded: list[str] = []
+        for item in held:
+            if item.running.owner == owner:
+                try:
+                    encoded.append(encode_result(item.value))
+                    items.append(item)
+                    continue
+                except InvalidPayloadError:
+                    pass
+            self._writer.put(item)
+        if not items:
+            return self._session.claim(queues, limits_, lease)
+        try:
+            succeeded, jobs = self._session.succeed_and_claim(
+                [i.running.job.job_id for i in items],
+                [i.running.job.fence for i in items],
+                encoded,
+                queues,
+                limits_,
+                lease,
+            )
+        except psycopg.OperationalError:
+            self._hand_held_over(items)
+            raise
+        except psycopg.Error:
+            self._hand_held_over(items)
+            return self._session.claim(queues, limits_, lease)
+        for (_job_id, ok), item in zip(succeeded, items, strict=True):
+            if not ok:
+                report_lost(item.running, "success")
+        instruments.count_successes(items, succeeded)
+        # The loop is this thread: it goes on by itself, no wake-up needed.
+        self.ledger.written([item.running for item in items])
+        return owner, jobs
+
+    def _hand_held_over(self, held: list[Finished]) -> None:
+        """Give held successes to the writer: no claim is coming to carry them."""
+        for item in held:
+            self._writer.put(item)
 
     def _start(
         self,
@@ -556,6 +633,7 @@ class Worker:
         those leases expire into stalls.
         """
         try:
+            self._hand_held_over(self.ledger.hold_successes(False))
             leftover = self.ledger.release_all()
             # Runs handed to a slot but not started yet must not start now;
             # those that timed out while they waited give their slot back.

@@ -63,6 +63,13 @@ def one_of_each(conn, round_: int) -> None:
     cursor.execute(
         "SELECT count(*) FROM workhorse_release_many_v1('stale-w', %s, %s)", [ids[4:], fences[4:]]
     )
+    # A one-slot worker's finish and next claim in one call; the job it
+    # claims is released like the others.
+    (one,) = store.claim_many(cursor, "stale-w", [QUEUE], [1], 30)
+    _, (two,) = store.succeed_and_claim(
+        cursor, "stale-w", [one.job_id], [one.fence], ["null"], [QUEUE], [1], 30
+    )
+    store.release_many(cursor, "stale-w", [two.job_id], [two.fence])
     cursor.execute("SELECT count(*) FROM workhorse_recover_stalled_v1()")
 
 

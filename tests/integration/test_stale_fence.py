@@ -18,6 +18,13 @@ def stale_succeed(cursor, worker, job_id, fence):
     return store.succeed_many(cursor, worker, [job_id], [fence], ['"late result"'])[0][1]
 
 
+def stale_succeed_with_a_claim(cursor, worker, job_id, fence):
+    succeeded, _ = store.succeed_and_claim(
+        cursor, worker, [job_id], [fence], ['"late result"'], ["stale-fence-empty"], [1], 30
+    )
+    return succeeded[0][1]
+
+
 def stale_fail(cursor, worker, job_id, fence):
     return store.fail_many(cursor, worker, [job_id], [fence], [ERROR], ["failed"], [True], [0])[
         0
@@ -48,6 +55,7 @@ def stale_sleep(cursor, worker, job_id, fence):
 
 STALE_WRITES = [
     pytest.param(stale_succeed, id="succeed"),
+    pytest.param(stale_succeed_with_a_claim, id="succeed-and-claim"),
     pytest.param(stale_fail, id="fail-retryable"),
     pytest.param(stale_fail_terminally, id="fail-terminal"),
     pytest.param(stale_heartbeat, id="heartbeat"),
