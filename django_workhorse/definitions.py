@@ -280,17 +280,14 @@ class _Enqueuer(Generic[P, R]):
         row = self._options_row(options)
         using = definition.using  # read from the settings: once, not per job
         with connections[using].cursor() as cursor:
-            if len(texts) == 1:
-                results = [store.enqueue_one(cursor, row, texts[0])]
-            else:
-                results = store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
+            results = store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
         return [
             JobHandle(job_id, row.name, row.queue, inserted, using) for job_id, inserted in results
         ]
 
     def _options_row(self, options: EnqueueOptions) -> store.JobOptionsRow:
         """The options every job of one call is written with (no prerequisites):
-        the arguments of workhorse_enqueue_v1 and workhorse_enqueue_batch_v1."""
+        the arguments of workhorse_enqueue_batch_v1."""
         definition = self.definition
         trace_context = tracing.current_context()
         return store.JobOptionsRow(

@@ -159,8 +159,7 @@ def enqueue_many(cursor: Cursor, jobs_json: str) -> list[tuple[int, bool]]:
 @dataclass(frozen=True, slots=True)
 class JobOptionsRow:
     """What one ``enqueue`` or ``enqueue_many`` call gives every job it writes:
-    the options of ``workhorse_enqueue_v1`` and ``workhorse_enqueue_batch_v1``,
-    every default filled in."""
+    the options of ``workhorse_enqueue_batch_v1``, every default filled in."""
 
     name: str
     queue: str
@@ -175,7 +174,7 @@ class JobOptionsRow:
     trace_json: str | None
 
     def arguments(self) -> list[Any]:
-        """The SQL arguments after the payload(s), in the functions' order."""
+        """The SQL arguments after the name and the payloads, in order."""
         return [
             self.queue,
             self.max_attempts,
@@ -190,22 +189,12 @@ class JobOptionsRow:
         ]
 
 
-def enqueue_one(cursor: Cursor, options: JobOptionsRow, payload_json: str) -> tuple[int, bool]:
-    """Insert one job without prerequisites; ``(job_id, inserted)``."""
-    cursor.execute(
-        "SELECT job_id, inserted FROM workhorse_enqueue_v1("
-        "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb)",
-        [options.name, options.queue, payload_json, *options.arguments()[1:]],
-    )
-    job_id, inserted = cursor.fetchone()
-    return job_id, inserted
-
-
 def enqueue_batch(
     cursor: Cursor, options: JobOptionsRow, payloads_json: str
 ) -> list[tuple[int, bool]]:
-    """Insert one job per payload of a JSON array, all with ``options`` and no
-    prerequisites; ``(job_id, inserted)`` per payload, in order."""
+    """Insert one job per payload of a JSON array (one or many), all with
+    ``options`` and no prerequisites; ``(job_id, inserted)`` per payload, in
+    order. With an idempotency key they resolve to the one job that holds it."""
     cursor.execute(
         "SELECT job_id, inserted FROM workhorse_enqueue_batch_v1("
         "%s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb)",

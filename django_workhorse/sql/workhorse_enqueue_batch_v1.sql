@@ -1,19 +1,23 @@
--- Enqueues many jobs of one name with the same options, none with
--- prerequisites: what one enqueue_many() call in Python asks for. The options
--- are the arguments of workhorse_enqueue_v1; p_payloads is a JSON array of
--- payload objects, one job each. Returns one row per payload, in input order:
--- the job id and whether a new job was inserted.
+-- Enqueues jobs of one name with the same options, none with prerequisites:
+-- what one enqueue() or enqueue_many() call in Python asks for, and what
+-- workhorse_enqueue_v1 (one job, from psql) calls. p_payloads is a JSON array
+-- of payload objects, one job each; an option left NULL takes its default
+-- from workhorse_job_defaults_v1(). Returns one row per payload, in input
+-- order: the job id and whether a new job was inserted. Runs inside the
+-- caller's transaction: a rollback removes every row, and the wake-up NOTIFY
+-- (one per call) is delivered on commit.
 --
 -- A batch with an idempotency key holds one job: the first payload is
--- enqueued under the key (or finds the job that holds it) and every payload
--- resolves to that job, inserted false but for the first, as in
--- workhorse_enqueue_many_v1.
+-- inserted under the key unless a job holds it already, and every payload
+-- resolves to that job (inserted true for the first payload of a new job
+-- only), as in workhorse_enqueue_many_v1.
 --
--- It writes what workhorse_enqueue_many_v1 writes for such a batch, from
--- scalar options and a list of payloads: no per-job object of fourteen
--- fields to decode, no per-job look-up of a key. For 1,000 no-op jobs its
--- server time is 13-22 ms where the general function takes 31-32 ms
--- (pgbench, one client, synchronous_commit off, in turns).
+-- It writes what workhorse_enqueue_many_v1 writes for such jobs, from scalar
+-- options and a list of payloads: no per-job object of fourteen fields to
+-- decode, no per-job look-up of a key. Server time (pgbench, one client,
+-- synchronous_commit off, in turns): 13-22 ms for 1,000 no-op jobs where the
+-- general function takes 31-32 ms; 0.13-0.15 ms for one job where a one-job
+-- array through the general function took 0.39-0.46 ms.
 CREATE OR REPLACE FUNCTION workhorse_enqueue_batch_v1(
     p_name text,
     p_payloads jsonb,
@@ -28,12 +32,16 @@ CREATE OR REPLACE FUNCTION workhorse_enqueue_batch_v1(
     p_max_stalled integer DEFAULT NULL,
     p_trace_context jsonb DEFAULT NULL
 ) RETURNS TABLE (job_id bigint, inserted boolean)
+-- Index paths whatever the statistics say (docs/sql.md, "Plans that do not
+-- depend on statistics"): the idempotency look-up below.
 LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
-    v_due   timestamptz;
-    v_queue text := coalesce(p_queue, workhorse_job_defaults_v1() ->> 'queue');
-    v_count integer;
-    v_first record;
+    v_due      timestamptz;
+    v_queue    text := coalesce(p_queue, workhorse_job_defaults_v1() ->> 'queue');
+    v_count    integer;
+    v_ids      bigint[];
+    v_inserted integer;
+    v_key_job  bigint;
 BEGIN
     IF jsonb_typeof(p_payloads) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'workhorse_enqueue_batch_v1 expects a JSON array of payloads, got %',
@@ -43,23 +51,14 @@ BEGIN
     IF v_count = 0 THEN
         RETURN;
     END IF;
-
-    IF p_idempotency_key IS NOT NULL THEN
-        SELECT e.job_id, e.inserted INTO v_first
-        FROM workhorse_enqueue_v1(
-            p_name, p_queue, p_payloads -> 0, p_max_attempts, p_priority, p_delay, p_run_at,
-            p_idempotency_key, p_timeout, p_backoff, p_max_stalled, p_trace_context) AS e;
-        RETURN QUERY
-        SELECT v_first.job_id, g = 1 AND v_first.inserted
-        FROM generate_series(1, v_count) AS g ORDER BY g;
-        RETURN;
-    END IF;
-
-    -- The checks and the due time of workhorse_enqueue_v1, once for the batch.
+    -- The duration ranges of django_workhorse/limits.py, as in
+    -- workhorse_enqueue_many_v1: beyond them make_interval overflows
+    -- (silently, to a negative interval). NaN is above every number, so it is
+    -- refused too.
     IF p_delay IS NOT NULL AND NOT (p_delay BETWEEN 0 AND 3155760000)
        OR p_timeout IS NOT NULL AND NOT (p_timeout BETWEEN 0.000001 AND 3155760000) THEN
-        RAISE EXCEPTION 'workhorse_enqueue_batch_v1: the jobs have delay % and timeout %',
-            coalesce(p_delay::text, 'null'), coalesce(p_timeout::text, 'null')
+        RAISE EXCEPTION 'workhorse_enqueue_batch_v1: the jobs of % have delay % and timeout %',
+            p_name, coalesce(p_delay::text, 'null'), coalesce(p_timeout::text, 'null')
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'delay must be from 0 to 3155760000 seconds (100 years), timeout from '
                          '0.000001 to 3155760000 seconds';
@@ -68,27 +67,32 @@ BEGIN
                   WHEN p_delay IS NOT NULL THEN now() + make_interval(secs => p_delay)
                   ELSE now() END;
 
-    RETURN QUERY
     WITH input AS (
-        -- Ids in input order, drawn before any insert.
+        -- Ids in input order, drawn before any insert; with a key, the first
+        -- payload only (the batch holds one job).
         SELECT nextval('workhorse_job_id_seq') AS id, e.ord, e.doc
         FROM jsonb_array_elements(p_payloads) WITH ORDINALITY AS e(doc, ord)
+        WHERE p_idempotency_key IS NULL OR e.ord = 1
     ),
     new_job AS (
         INSERT INTO workhorse_job AS j (id, name, queue, payload, max_attempts, priority, timeout,
-                                        backoff, max_stalled, trace_context, first_due_at)
+                                        backoff, max_stalled, idempotency_key, trace_context,
+                                        first_due_at)
+        -- Defaults fold to constants when the statement is planned.
         SELECT i.id, p_name, v_queue, i.doc,
                coalesce(p_max_attempts,
                         (workhorse_job_defaults_v1() ->> 'max_attempts')::integer),
                coalesce(p_priority, (workhorse_job_defaults_v1() ->> 'priority')::integer),
                make_interval(secs => coalesce(
                    p_timeout, (workhorse_job_defaults_v1() ->> 'timeout')::double precision)),
+               -- The default policy is stored as NULL (tables_v1.sql).
                nullif(p_backoff, workhorse_job_defaults_v1() -> 'backoff'),
                coalesce(p_max_stalled,
                         (workhorse_job_defaults_v1() ->> 'max_stalled')::integer),
-               p_trace_context, nullif(v_due, now())
+               p_idempotency_key, p_trace_context, nullif(v_due, now())
         FROM input i
         ORDER BY i.ord
+        ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING j.id, j.priority, j.created_at
     ),
     live AS (
@@ -102,10 +106,38 @@ BEGIN
         SELECT n.id, v_queue, p_name, n.created_at FROM new_job n
     )
     -- No 'enqueued' events: the timeline reads them from the job rows.
-    SELECT i.id, true FROM input i ORDER BY i.ord;
+    SELECT array_agg(i.id ORDER BY i.ord), (SELECT count(*) FROM new_job)
+    INTO v_ids, v_inserted
+    FROM input i;
 
-    -- One wake-up for the batch, as workhorse_enqueue_many_v1 sends.
-    PERFORM pg_notify('workhorse:' || v_queue,
-                      CASE WHEN v_due > now() THEN extract(epoch FROM v_due)::text ELSE '' END);
+    IF v_inserted > 0 THEN
+        -- Ready work wakes takers now; scheduled work tells them when to look
+        -- again (epoch seconds), as workhorse_enqueue_many_v1 does.
+        PERFORM pg_notify('workhorse:' || v_queue,
+                          CASE WHEN v_due > now() THEN extract(epoch FROM v_due)::text
+                               ELSE '' END);
+    END IF;
+    IF p_idempotency_key IS NULL THEN
+        RETURN QUERY SELECT x.id, true FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord)
+                     ORDER BY x.ord;
+        RETURN;
+    END IF;
+
+    IF v_inserted = 1 THEN
+        v_key_job := v_ids[1];
+    ELSE
+        -- The key is held. A new statement (READ COMMITTED) also sees a job
+        -- that a concurrent transaction committed while the insert waited.
+        SELECT j.id INTO v_key_job FROM workhorse_job j
+        WHERE j.name = p_name AND j.idempotency_key = p_idempotency_key
+        LIMIT 1;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'workhorse_enqueue_batch_v1: job % collided on an idempotency key '
+                'held by a transaction this one cannot see (isolation above READ COMMITTED?); '
+                'retry the enqueue', p_name USING ERRCODE = 'serialization_failure';
+        END IF;
+    END IF;
+    RETURN QUERY SELECT v_key_job, g = 1 AND v_inserted = 1
+                 FROM generate_series(1, v_count) AS g ORDER BY g;
 END;
 $$;

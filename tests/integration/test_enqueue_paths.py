@@ -1,8 +1,8 @@
-"""Three SQL paths write jobs, and they write them alike.
+"""Two SQL paths write jobs, and they write them alike.
 
-One job without prerequisites takes workhorse_enqueue_v1; many jobs without
-prerequisites take workhorse_enqueue_batch_v1 (one set of options, a list of
-payloads); jobs with prerequisites take workhorse_enqueue_many_v1 (one JSON
+Jobs without prerequisites, one or many, take workhorse_enqueue_batch_v1 (one
+set of options, a list of payloads; workhorse_enqueue_v1 is its one-job form
+for psql); jobs with prerequisites take workhorse_enqueue_many_v1 (one JSON
 object per job). A job reads the same whichever path wrote it."""
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def test_a_key_enqueued_singly_by_two_sessions_at_once_resolves_to_one_job(pg_co
 
     def enqueue_in_other_session():
         with other.cursor() as cur:
-            result["row"] = store.enqueue_one(cur, options, '{"a": 1, "b": 2}')
+            (result["row"],) = store.enqueue_batch(cur, options, '[{"a": 1, "b": 2}]')
 
     def other_session_waits_on_a_lock():
         return watcher.execute(

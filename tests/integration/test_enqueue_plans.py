@@ -113,10 +113,10 @@ def test_a_keyed_single_enqueue_that_finds_its_twin_probes_indexes(
     explained,  # noqa: F811
 ):
     for i in range(6):  # past PL/pgSQL's switch to a generic plan
-        store.enqueue_one(cursor, keyed(f"key-{i + 1}"), PAYLOAD)
+        store.enqueue_batch(cursor, keyed(f"key-{i + 1}"), f"[{PAYLOAD}]")
     explained.clear()
 
-    _job_id, inserted = store.enqueue_one(cursor, keyed("key-77"), PAYLOAD)
+    ((_job_id, inserted),) = store.enqueue_batch(cursor, keyed("key-77"), f"[{PAYLOAD}]")
 
     assert inserted is False  # the stored job holds the key
     assert explained
