@@ -72,8 +72,8 @@ def _public_enqueues(count: int) -> float:
 
 
 def _one_job_batches(count: int) -> float:
-    """The single enqueue's path before it had its own function: a one-job
-    JSON array through workhorse_enqueue_many_v1, on Django's cursor."""
+    """The path a single enqueue took before workhorse_enqueue_batch_v1: a
+    one-job JSON array through workhorse_enqueue_many_v1, on Django's cursor."""
     with timed() as t:
         for _ in range(count):
             with connection.cursor() as cursor:
