@@ -26,6 +26,25 @@ from django.db import connection
 from django_workhorse import Admin, JobHandle, JobSnapshot, store
 
 
+def options_row(**overrides: Any) -> store.JobOptionsRow:
+    """The options of ``workhorse_enqueue_batch_v1`` as Python sends them for
+    ``demo.jobs.add`` with every default, changed by ``overrides``."""
+    fields: dict[str, Any] = {
+        "name": "demo.jobs.add",
+        "queue": "default",
+        "max_attempts": 5,
+        "priority": 0,
+        "delay": None,
+        "run_at": None,
+        "idempotency_key": None,
+        "timeout": None,
+        "backoff_json": None,
+        "max_stalled": 1,
+        "trace_json": None,
+    }
+    return store.JobOptionsRow(**(fields | overrides))
+
+
 @dataclass
 class MadeJob:
     """A job a factory made, and the ticket (worker, fence) of its last claim."""

@@ -7,7 +7,6 @@ object per job). A job reads the same whichever path wrote it."""
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -160,43 +159,3 @@ def test_a_keyed_batch_from_sql_holds_one_job(cursor, db_rows):
     (first, first_new), (second, second_new) = cursor.fetchall()
     assert first == second and first_new and not second_new
     assert db_rows.counts()["workhorse_job"] == 1
-
-
-@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
-def test_a_key_enqueued_singly_by_two_sessions_at_once_resolves_to_one_job(pg_connect, wait_until):
-    """The second session's insert waits on the first one's; after the first
-    commits, it must return the first job's id, not NULL and not a new job."""
-    other, watcher = pg_connect(), pg_connect()
-    options = store.JobOptionsRow(
-        name="demo.jobs.add",
-        queue="default",
-        max_attempts=5,
-        priority=0,
-        delay=None,
-        run_at=None,
-        idempotency_key="single-race",
-        timeout=None,
-        backoff_json=None,
-        max_stalled=1,
-        trace_json=None,
-    )
-    result = {}
-
-    def enqueue_in_other_session():
-        with other.cursor() as cur:
-            (result["row"],) = store.enqueue_batch(cur, options, '[{"a": 1, "b": 2}]')
-
-    def other_session_waits_on_a_lock():
-        return watcher.execute(
-            "SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
-            [other.info.backend_pid],
-        ).fetchone()[0]
-
-    with transaction.atomic():
-        first = add.options(idempotency_key="single-race").enqueue(a=1, b=2)
-        thread = threading.Thread(target=enqueue_in_other_session)
-        thread.start()
-        wait_until(other_session_waits_on_a_lock)
-    thread.join(timeout=30)
-
-    assert result["row"] == (first.id, False)

@@ -15,6 +15,7 @@ import pytest
 from demo.jobs import add
 
 from django_workhorse import store
+from tests.factories import options_row
 from tests.integration.test_function_plans import explained, problems  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -92,19 +93,7 @@ def test_the_public_enqueue_probes_indexes(grown_after_statistics, cursor, expla
 
 
 def keyed(key: str) -> store.JobOptionsRow:
-    return store.JobOptionsRow(
-        name="demo.add",
-        queue="plan-enqueue",
-        max_attempts=5,
-        priority=0,
-        delay=None,
-        run_at=None,
-        idempotency_key=key,
-        timeout=None,
-        backoff_json=None,
-        max_stalled=1,
-        trace_json=None,
-    )
+    return options_row(name="demo.add", queue="plan-enqueue", idempotency_key=key)
 
 
 def test_a_keyed_single_enqueue_that_finds_its_twin_probes_indexes(

@@ -9,7 +9,7 @@ from demo.jobs import add, sleep_for
 from django.db import transaction
 
 from django_workhorse import Admin, store
-from tests.factories import SucceededJobFactory
+from tests.factories import SucceededJobFactory, options_row
 
 pytestmark = pytest.mark.django_db
 
@@ -62,23 +62,36 @@ def test_jobs_without_a_key_are_never_merged():
     assert all(h.inserted for h in handles)
 
 
+def through_the_general_function(cursor) -> list[tuple[int, bool]]:
+    rows = json.dumps(
+        [{"name": "demo.jobs.add", "payload": {"a": 1, "b": 2}, "idempotency_key": "race"}]
+    )
+    return store.enqueue_many(cursor, rows)
+
+
+def through_the_batch_function(cursor) -> list[tuple[int, bool]]:
+    return store.enqueue_batch(cursor, options_row(idempotency_key="race"), '[{"a": 1, "b": 2}]')
+
+
+@pytest.mark.parametrize(
+    "enqueue", [through_the_general_function, through_the_batch_function], ids=["many", "batch"]
+)
 @pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
-def test_a_key_enqueued_by_two_sessions_at_once_resolves_to_one_job_in_both(pg_connect, wait_until):
+def test_a_key_enqueued_by_two_sessions_at_once_resolves_to_one_job_in_both(
+    pg_connect, wait_until, enqueue
+):
     """The second session waits on the first one's insert, then must get its id.
 
     Bug: under READ COMMITTED the second session's statement snapshot predates
     the first commit, so its lookup of the existing job finds nothing and it
-    returns job_id NULL.
+    returns job_id NULL. Both enqueue functions look again in a new statement.
     """
     other, watcher = pg_connect(), pg_connect()
-    rows = json.dumps(
-        [{"name": "demo.jobs.add", "payload": {"a": 1, "b": 2}, "idempotency_key": "race"}]
-    )
     result = {}
 
     def enqueue_in_other_session():
         with other.cursor() as cur:
-            result["rows"] = store.enqueue_many(cur, rows)
+            result["rows"] = enqueue(cur)
 
     def other_session_waits_on_a_lock():
         return watcher.execute(
