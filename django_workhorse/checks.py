@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
 from . import registry, store
-from .conf import problems, raw_settings
+from .conf import problems, raw_settings, setting_path
 
 if TYPE_CHECKING:
     from .definitions import JobDefinition
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 def check_settings(app_configs: object = None, **kwargs: object) -> list[Error]:
     return [
         Error(
-            f"WORKHORSE[{key!r}] {message}",
+            f"{setting_path(key)} {message}",
             hint="Fix the value in settings.WORKHORSE; docs/settings.md lists every key.",
             obj="settings.WORKHORSE",
             id="workhorse.E001",

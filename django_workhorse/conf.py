@@ -152,6 +152,16 @@ def raw_settings() -> dict[str, Any]:
     return {**DEFAULTS, **configured}
 
 
+def setting_path(key: str) -> str:
+    """How a problem's key reads in a message: ``WORKHORSE['QUEUES']['email']``
+    for the key ``QUEUES['email']``, ``WORKHORSE`` for the dict itself, as the
+    value is written in settings.py."""
+    if key == "WORKHORSE":
+        return key
+    top, bracket, rest = key.partition("[")
+    return f"WORKHORSE[{top!r}]{bracket}{rest}"
+
+
 def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """Every invalid value as ``(key, message)``; empty when all is well."""
     raw = raw_settings() if raw is None else raw
@@ -336,7 +346,7 @@ def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSetting
     bad = problems(raw)
     if bad:
         raise ImproperlyConfigured(
-            "; ".join(f"WORKHORSE[{key!r}] {message}" for key, message in bad)
+            "; ".join(f"{setting_path(key)} {message}" for key, message in bad)
         )
     lock = duration_seconds(raw["LOCK_DURATION"])
     renew = raw["LOCK_RENEW_INTERVAL"]
@@ -442,7 +452,7 @@ def get_retention() -> RetentionSettings:
     bad = retention_problems(value)
     if bad:
         raise ImproperlyConfigured(
-            "; ".join(f"WORKHORSE[{key!r}] {message}" for key, message in bad)
+            "; ".join(f"{setting_path(key)} {message}" for key, message in bad)
         )
     merged = {**RETENTION_DEFAULTS, **value}
 
