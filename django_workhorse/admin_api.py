@@ -317,6 +317,11 @@ class Admin:
 
     def __init__(self, using: str | None = None) -> None:
         self.using = using or get_settings().database
+        if not isinstance(self.using, str) or self.using not in connections.databases:
+            raise InvalidQueryError(
+                f"using must be an alias of settings.DATABASES "
+                f"({', '.join(connections.databases)}), got {self.using!r}"
+            )
 
     # -- reads --------------------------------------------------------------
 
