@@ -158,15 +158,7 @@ def run_jobs(
         with connection.cursor() as cursor:
             if skip_waits:
                 store.make_due(cursor, served)
-            claimed = store.claim_many(
-                cursor, worker_id, served, [CLAIM_BATCH] * len(served), LEASE_SECONDS
-            )
-            skipped = [j for j in claimed if wanted is not None and j.name not in wanted]
-            if skipped:
-                store.release_many(
-                    cursor, worker_id, [j.job_id for j in skipped], [j.fence for j in skipped]
-                )
-        runnable = [j for j in claimed if wanted is None or j.name in wanted]
+            runnable = _claim_wanted(cursor, worker_id, served, wanted)
         if not runnable:
             return report
         for index, job in enumerate(runnable):
@@ -181,6 +173,30 @@ def run_jobs(
             if raise_errors and run.error is not None:
                 _release(runnable[index + 1 :], worker_id, alias)
                 raise run.error
+
+
+def _claim_wanted(
+    cursor: Any, worker_id: str, served: list[str], wanted: set[str] | None
+) -> list[store.ClaimedJob]:
+    """A batch of the due jobs of ``served`` whose names are ``wanted`` (all
+    when None). Jobs of other names are held while claiming goes on, so that
+    a backlog of them cannot hide a wanted job queued behind it, then handed
+    back to ready in their places in line."""
+    runnable: list[store.ClaimedJob] = []
+    skipped: list[store.ClaimedJob] = []
+    while not runnable:
+        claimed = store.claim_many(
+            cursor, worker_id, served, [CLAIM_BATCH] * len(served), LEASE_SECONDS
+        )
+        if not claimed:
+            break
+        for job in claimed:
+            (runnable if wanted is None or job.name in wanted else skipped).append(job)
+    if skipped:
+        store.release_many(
+            cursor, worker_id, [j.job_id for j in skipped], [j.fence for j in skipped]
+        )
+    return runnable
 
 
 def _release(jobs: list[store.ClaimedJob], worker_id: str, alias: str) -> None:
