@@ -212,3 +212,27 @@ def test_an_unknown_database_alias_is_refused_naming_the_aliases(run_command):
         CommandError, match=r"database 'nowhere' is not an alias of settings.DATABASES \(default\)"
     ):
         run_command("--database", "nowhere")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--processes", "1001"], "argument --processes: must be at most 1000, got 1001"),
+        (["--processes", "0"], "argument --processes: must be at least 1, got 0"),
+        (["--concurrency", "many"], "argument --concurrency: expected a whole number, got 'many'"),
+        (["--metrics-port", "70000"], "argument --metrics-port: a TCP port is at most 65535"),
+        (["--shutdown-grace", "0"], "argument --shutdown-grace: must be more than 0 seconds"),
+        (
+            ["--stalled-interval", "soon"],
+            "argument --stalled-interval: expected seconds, got 'soon'",
+        ),
+        (["--queues", ","], "argument --queues: name at least one queue"),
+        (["--id", ""], "argument --id: must not be empty"),
+        (["--burst", "--processes", "2"], "--burst runs one process; drop --processes"),
+    ],
+)
+def test_a_bad_flag_is_refused_naming_it(run_command, flags, message):
+    with pytest.raises(CommandError) as raised:
+        run_command("--queues", "jobtests.record", *flags)
+    assert message in str(raised.value)
+    assert not RecordingWorker.started
