@@ -214,4 +214,23 @@ def cancels_itself() -> None:
     raise workhorse.JobCancelled("nothing left to do")
 
 
+FAILURES = {"refused": ConnectionRefusedError, "reset": ConnectionResetError, "value": ValueError}
+
+
+@workhorse.job(
+    queue="jobtests.picky",
+    max_attempts=4,
+    backoff=workhorse.fixed(0.1),
+    retry_on=(ConnectionError,),
+)
+def picky(failures: list[str]) -> str:
+    """Raises ``FAILURES[failures[n]]`` at attempt n + 1 while there are
+    failures left; retried only for a ConnectionError (``retry_on``)."""
+    attempt = workhorse.current_job().attempt
+    start_run(f"attempt {attempt}", finished=True)
+    if attempt <= len(failures):
+        raise FAILURES[failures[attempt - 1]](f"attempt {attempt}")
+    return f"done at attempt {attempt}"
+
+
 from . import durable_jobs  # noqa: E402, F401  (jobs with checkpoints and sleeps)
