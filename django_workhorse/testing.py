@@ -16,6 +16,7 @@ functions directly. docs/testing.md has examples.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from .durable import RunTicket, SleepRequested
 from .exceptions import InvalidCheckpointError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .payloads import encode_result
+
+logger = logging.getLogger("django_workhorse.testing")
 
 CLAIM_BATCH = 100
 """Jobs claimed per queue per round; the leases are long since nothing renews them."""
@@ -288,7 +291,14 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
             and not isinstance(error, JobCancelled | InvalidCheckpointError)
             and definition.should_retry(error)
         )
-        delay = definition.retry_delay(job.attempt) if definition and retryable else None
+        delay = None
+        if definition is not None and retryable:
+            try:
+                delay = definition.retry_delay(job.attempt)
+            except Exception as hook_exc:  # as a worker does: the stored policy decides
+                logger.error(
+                    "workhorse: backoff callable of %s failed: %s", definition.name, hook_exc
+                )
         (result,) = store.fail_many(
             cursor,
             worker_id,

@@ -233,4 +233,26 @@ def picky(failures: list[str]) -> str:
     return f"done at attempt {attempt}"
 
 
+def an_hour_per_attempt(attempt: int) -> float:
+    return 3600.0 * attempt
+
+
+def broken_backoff(attempt: int) -> float:
+    raise RuntimeError("this backoff is broken")
+
+
+@workhorse.job(queue="jobtests.backoff", max_attempts=3, backoff=an_hour_per_attempt)
+def waits_by_the_hour() -> None:
+    """Fails; a custom backoff callable decides its retry delay."""
+    start_run(finished=True)
+    raise PlannedFailure("fails every attempt")
+
+
+@workhorse.job(queue="jobtests.backoff", max_attempts=3, backoff=broken_backoff)
+def broken_retry_delay() -> None:
+    """Fails; its backoff callable raises."""
+    start_run(finished=True)
+    raise PlannedFailure("fails every attempt")
+
+
 from . import durable_jobs  # noqa: E402, F401  (jobs with checkpoints and sleeps)
