@@ -1,0 +1,41 @@
+"""``ON_JOB_FAILURE`` and ``ON_JOB_CANCELED`` name callables by dotted path;
+``manage.py check`` reports a path that does not lead to one as
+workhorse.E001 naming the key, as ``runworker`` would refuse it at start."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.checks import run_checks
+from django.test import override_settings
+
+
+def settings_errors(**workhorse) -> list[str]:
+    with override_settings(WORKHORSE=workhorse):
+        return [
+            e.msg for e in run_checks(tags=["workhorse"], databases=[]) if e.id == "workhorse.E001"
+        ]
+
+
+@pytest.mark.parametrize("key", ["ON_JOB_FAILURE", "ON_JOB_CANCELED"])
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        ("no_such_module.hook", "cannot import 'no_such_module.hook': No module named"),
+        ("jobtests.hooks.no_such_hook", "cannot import 'jobtests.hooks.no_such_hook'"),
+        ("jobtests.jobs.FAILURES", "'jobtests.jobs.FAILURES' is not callable"),
+    ],
+)
+def test_a_hook_path_that_leads_to_no_callable_is_E001(key, path, problem):
+    (message,) = settings_errors(**{key: path})
+    assert message.startswith(f"WORKHORSE[{key!r}] ")
+    assert problem in message
+
+
+def test_hooks_that_import_pass_the_check():
+    assert (
+        settings_errors(
+            ON_JOB_FAILURE="jobtests.hooks.record_failure",
+            ON_JOB_CANCELED="jobtests.hooks.record_canceled",
+        )
+        == []
+    )
