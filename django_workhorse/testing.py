@@ -32,6 +32,7 @@ from .definitions import JobDefinition
 from .durable import RunTicket, SleepRequested
 from .exceptions import InvalidCheckpointError, JobCancelled, UnknownJobError
 from .handles import JobHandle
+from .limits import queue_name_problem
 from .payloads import encode_result
 
 logger = logging.getLogger("django_workhorse.testing")
@@ -146,6 +147,17 @@ def run_jobs(
     ``raise_errors=True`` raises the first handler exception after recording
     it. ``TooManyRuns`` after ``limit`` runs with work still due.
     """
+    for option, value in (("names", names), ("queues", queues)):
+        if isinstance(value, str | bytes):
+            raise TypeError(
+                f"run_jobs({option}=...) takes a list, got {type(value).__name__} {value!r}: "
+                f"write {option}=[{value!r}]"
+            )
+    if queues is not None:
+        queues = list(queues)
+        for queue in queues:
+            if problem := queue_name_problem(queue):
+                raise ValueError(f"run_jobs(queues=...): {problem}")
     alias = using or get_settings().database
     wanted = None if names is None else {_job_name(n) for n in names}
     _check_names(wanted)

@@ -45,3 +45,21 @@ def test_a_wanted_job_behind_a_backlog_of_other_names_runs_and_the_backlog_stays
 
     rest = run_jobs()
     assert [run.value for run in rest.runs] == list(range(BACKLOG))  # still in their order
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"queues": "audit.names"}, TypeError, "run_jobs(queues=...) takes a list, got str"),
+        ({"names": "audit.names.wanted"}, TypeError, "write names=['audit.names.wanted']"),
+        ({"queues": ["bad name!"]}, ValueError, "queue name 'bad name!' is not valid"),
+        ({"queues": [5]}, ValueError, "a queue name must be a string, got int 5"),
+    ],
+)
+def test_names_and_queues_that_are_not_lists_of_names_are_refused(jobs, options, error, message):
+    _, wanted = jobs
+    handle = wanted.enqueue()
+    with pytest.raises(error) as raised:
+        run_jobs(**options)
+    assert message in str(raised.value)
+    assert handle.refresh().status == "ready"  # nothing ran, silently or not
