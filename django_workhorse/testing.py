@@ -140,10 +140,12 @@ def run_jobs(
     to the end. Every queue that holds a live job is served, whatever queue
     the job was enqueued on. ``names`` (job definitions, Django tasks or
     names) and ``queues`` narrow what runs; a job of a served queue but
-    another name is handed back untouched. With ``skip_waits`` (the default), delayed jobs,
-    ``run_at`` in the future and retry backoff are brought forward instead of
-    waited for; ``skip_waits=False`` runs only what is due now. Failed runs
-    are recorded as a worker records them (retried within ``max_attempts``);
+    another name is handed back to ready, its attempt and place in line
+    unchanged (its timeline shows the claim and the release). With
+    ``skip_waits`` (the default), delayed jobs, ``run_at`` in the future and
+    retry backoff are brought forward instead of waited for;
+    ``skip_waits=False`` runs only what is due now. Failed runs are recorded
+    as a worker records them (retried within ``max_attempts``);
     ``raise_errors=True`` raises the first handler exception after recording
     it. ``TooManyRuns`` after ``limit`` runs with work still due.
     """
