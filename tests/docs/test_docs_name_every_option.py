@@ -61,3 +61,34 @@ def test_worker_md_shows_every_runworker_flag_and_no_other():
     explained = set(re.findall(r"^\| `(--[a-z-]+|-v)[` ]", table, re.MULTILINE))
     setting_flags = {"--lock-renew-interval", "--stalled-interval", "--poll-interval"}
     assert explained | setting_flags | {"--shutdown-grace"} == flags
+
+
+DEFAULT_CELL = re.compile(r"^\| `([A-Z_]+)` \| `([^`]+)`( \([^)]*\))? \|", re.MULTILINE)
+
+
+def test_the_defaults_settings_md_gives_are_the_defaults_in_force():
+    from django.test import override_settings
+
+    from django_workhorse.conf import get_settings
+
+    documented = dict(
+        (key, value) for key, value, _ in DEFAULT_CELL.findall((DOCS / "settings.md").read_text())
+    )
+    with override_settings(WORKHORSE={}):
+        current = get_settings()
+    checked = 0
+    for key, text in documented.items():
+        if text == "{}" or text.startswith("None"):
+            expected = {} if text == "{}" else None
+        elif text.startswith('"'):
+            expected = text.strip('"')
+        elif re.fullmatch(r"\d+", text):
+            expected = int(text)
+        else:
+            continue  # "half of LOCK_DURATION" and the like
+        if key == "RETENTION":
+            continue  # its own keys: retention.md
+        value = getattr(current, key.lower())
+        assert value == expected, (key, text, value)
+        checked += 1
+    assert checked >= 15
