@@ -386,6 +386,8 @@ def import_callable(path: str) -> Callable[..., Any]:
         target = import_string(path)
     except ImportError as exc:
         raise ImproperlyConfigured(f"cannot import {path!r}: {exc}") from exc
+    except Exception as exc:  # the module raised while it was imported
+        raise ImproperlyConfigured(f"cannot import {path!r}: {type(exc).__name__}: {exc}") from exc
     if not callable(target):
         raise ImproperlyConfigured(f"{path!r} is not callable")
     return cast("Callable[..., Any]", target)

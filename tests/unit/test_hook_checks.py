@@ -39,3 +39,13 @@ def test_hooks_that_import_pass_the_check():
         )
         == []
     )
+
+
+def test_a_hook_module_that_raises_on_import_is_E001_not_a_crash(tmp_path, monkeypatch):
+    (tmp_path / "audit_broken_hooks.py").write_text("raise RuntimeError('no config here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (message,) = settings_errors(ON_JOB_FAILURE="audit_broken_hooks.on_failure")
+    assert message == (
+        "WORKHORSE['ON_JOB_FAILURE'] cannot import 'audit_broken_hooks.on_failure': "
+        "RuntimeError: no config here"
+    )

@@ -240,3 +240,18 @@ def test_a_bad_flag_is_refused_naming_it(run_command, flags, message):
         run_command("--queues", "jobtests.record", *flags)
     assert message in str(raised.value)
     assert not RecordingWorker.started
+
+
+def test_a_hook_module_that_raises_on_import_stops_the_worker_with_a_message(
+    run_command, tmp_path, monkeypatch
+):
+    (tmp_path / "audit_raising_hooks.py").write_text("raise RuntimeError('no config here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with (
+        override_settings(WORKHORSE={"ON_JOB_CANCELED": "audit_raising_hooks.on_cancel"}),
+        pytest.raises(CommandError) as raised,
+    ):
+        run_command("--queues", "jobtests.record")
+    assert str(raised.value) == (
+        "cannot import 'audit_raising_hooks.on_cancel': RuntimeError: no config here"
+    )
