@@ -44,3 +44,10 @@ def test_a_filter_that_cannot_match_gets_a_message(operator_client, query, messa
     response = operator_client.get(JOBS, query)
     assert response.status_code == 200
     assert any(message in str(m) for m in get_messages(response.wsgi_request))
+
+
+def test_the_admin_index_has_a_workhorse_jobs_section_with_jobs_and_queues(operator_client):
+    body = operator_client.get("/admin/").content.decode()
+    assert "Workhorse jobs" in body  # the section getting-started.md names
+    assert 'href="/admin/django_workhorse/job/"' in body
+    assert 'href="/admin/django_workhorse/queue/"' in body
