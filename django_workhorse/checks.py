@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 @register("workhorse")
 def check_settings(app_configs: object = None, **kwargs: object) -> list[Error]:
     found = problems()
-    if not found:
-        found = hook_problems()
+    reported = {key for key, _ in found}
+    found += [(key, message) for key, message in hook_problems() if key not in reported]
     return [
         Error(
             f"{setting_path(key)} {message}",
@@ -50,8 +50,8 @@ def hook_problems() -> list[tuple[str, str]]:
     raw = raw_settings()
     found = []
     for key in ("ON_JOB_FAILURE", "ON_JOB_CANCELED"):
-        if raw.get(key) is None:
-            continue
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            continue  # None, or a value problems() reports
         try:
             import_callable(raw[key])
         except ImproperlyConfigured as exc:

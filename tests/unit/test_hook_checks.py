@@ -49,3 +49,14 @@ def test_a_hook_module_that_raises_on_import_is_E001_not_a_crash(tmp_path, monke
         "WORKHORSE['ON_JOB_FAILURE'] cannot import 'audit_broken_hooks.on_failure': "
         "RuntimeError: no config here"
     )
+
+
+def test_a_bad_hook_path_is_reported_beside_the_other_bad_values():
+    messages = settings_errors(
+        ON_JOB_FAILURE="jobtests.hooks.no_such_hook", ON_JOB_CANCELED=5, CONCURRENCY=0
+    )
+    assert sorted(m.split(" ", 1)[0] for m in messages) == [
+        "WORKHORSE['CONCURRENCY']",
+        "WORKHORSE['ON_JOB_CANCELED']",
+        "WORKHORSE['ON_JOB_FAILURE']",
+    ]
