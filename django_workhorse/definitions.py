@@ -25,7 +25,6 @@ from typing import (
 )
 
 from asgiref.sync import sync_to_async
-from django.apps import apps
 from django.db import connections
 
 from . import registry, schedules, store, tracing
@@ -204,31 +203,6 @@ def dependency_ids(value: Any, using: str) -> tuple[int, ...]:
     return tuple(sorted(ids))
 
 
-def _on_connection(using: str, write: Callable[[store.Cursor], T]) -> T:
-    """``write(cursor)`` on the connection of ``using``, in its current
-    transaction, with Django's errors and checks.
-
-    Django's cursor wrapper costs an enqueue a tenth of its Python time. It is
-    used whenever it does more than what follows: while queries are logged
-    (``DEBUG``, ``CaptureQueriesContext``), under an ``execute_wrapper`` and
-    before the app registry is ready (Django's warning). Otherwise the
-    psycopg cursor of the same connection runs ``write`` after the checks the
-    wrapper makes (a failed health check, no connection yet, another thread's
-    connection, a transaction that must roll back first), and database errors
-    come out as Django's, as through the wrapper.
-    """
-    db = connections[using]
-    if db.queries_logged or db.execute_wrappers or not apps.ready:
-        with db.cursor() as cursor:
-            return write(cursor)
-    db.close_if_health_check_failed()
-    db.ensure_connection()
-    db.validate_thread_sharing()
-    db.validate_no_broken_transaction()
-    with db.wrap_database_errors, db.connection.cursor() as cursor:
-        return write(cursor)
-
-
 class _Enqueuer(Generic[P, R]):
     """enqueue / enqueue_many over a definition and a set of options."""
 
@@ -310,9 +284,8 @@ class _Enqueuer(Generic[P, R]):
         trace_context = tracing.current_context()
         if trace_context is not None:
             row = replace(row, trace_json=json.dumps(trace_context))
-        results = _on_connection(
-            using, lambda cursor: store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
-        )
+        with connections[using].cursor() as cursor:
+            results = store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
         name, queue = row.name, row.queue
         return [JobHandle(job_id, name, queue, inserted, using) for job_id, inserted in results]
 
@@ -323,26 +296,26 @@ class _Enqueuer(Generic[P, R]):
 
         Worked out once and kept while the settings they read stay the same
         (``job_defaults`` returns the same value until they change): every
-        enqueue of a job asks, and building them cost about a tenth of a
-        single enqueue's time in Python.
+        enqueue of a job asks, and building them took ~11 of the ~27 us of
+        Python an enqueue spent before the driver (docs/decisions.md, "The
+        single enqueue, end to end").
         """
         defaults = job_defaults()
         made = self._made
         if made is not None and made[0] is defaults:
             return made[1], made[2], made[3]
         options = self._options.resolved(defaults)
-        row = None if options.depends_on else self._options_row(options, None)
+        row = None if options.depends_on else self._options_row(options)
         using = self.definition._using
         if using is None:
             using = defaults.database
         self._made = (defaults, options, row, using)
         return options, row, using
 
-    def _options_row(
-        self, options: EnqueueOptions, trace_context: Mapping[str, str] | None
-    ) -> store.JobOptionsRow:
+    def _options_row(self, options: EnqueueOptions) -> store.JobOptionsRow:
         """The options every job of one call is written with (no prerequisites):
-        the arguments of workhorse_enqueue_batch_v1."""
+        the arguments of workhorse_enqueue_batch_v1, without a trace context
+        (``enqueue_many`` adds the current one)."""
         definition = self.definition
         return store.JobOptionsRow(
             name=definition.name,
@@ -356,7 +329,7 @@ class _Enqueuer(Generic[P, R]):
             timeout=None if options.timeout is None else duration_seconds(options.timeout),
             backoff_json=definition.backoff_json,
             max_stalled=cast(int, options.max_stalled),
-            trace_json=None if trace_context is None else json.dumps(trace_context),
+            trace_json=None,
         )
 
     def _enqueue_dependents(
@@ -369,12 +342,9 @@ class _Enqueuer(Generic[P, R]):
             return []
         using = self.definition.using
         queue = cast(str, options.queue)
-
-        def write(cursor: store.Cursor) -> list[tuple[int, bool]]:
+        with connections[using].cursor() as cursor:
             self._check_prerequisites_exist(cursor)
-            return store.enqueue_many(cursor, rows_json)
-
-        results = _on_connection(using, write)
+            results = store.enqueue_many(cursor, rows_json)
         return [
             JobHandle(job_id, self.definition.name, queue, inserted, using)
             for job_id, inserted in results
