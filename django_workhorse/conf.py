@@ -315,6 +315,10 @@ class SettingsJobDefaults(NamedTuple):
     max_stalled: int
 
 
+_job_defaults_read: tuple[object, SettingsJobDefaults] | None = None
+"""The ``WORKHORSE`` object ``job_defaults`` last read, and what it found there."""
+
+
 def job_defaults() -> SettingsJobDefaults:
     """(DATABASE, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS, MAX_STALLED_COUNT), read
     when a job is enqueued, without validating the rest of the settings.
@@ -322,7 +326,24 @@ def job_defaults() -> SettingsJobDefaults:
     Job modules are imported while Django starts; an invalid setting elsewhere
     must not stop ``manage.py check`` from reporting it. A value of the wrong
     type here falls back to its default (the check reports it too).
+
+    Every enqueue asks, so the answer is kept for as long as
+    ``settings.WORKHORSE`` is the same object: ``override_settings`` and an
+    assignment replace the object (a dict changed in place is not seen, as
+    Django's own settings caches do not see one). The same value is returned
+    each time, so callers may key caches of their own on it.
     """
+    global _job_defaults_read
+    configured = getattr(django_settings, "WORKHORSE", None)
+    read = _job_defaults_read
+    if read is not None and read[0] is configured:
+        return read[1]
+    found = _read_job_defaults()
+    _job_defaults_read = (configured, found)
+    return found
+
+
+def _read_job_defaults() -> SettingsJobDefaults:
     raw = raw_settings()
 
     def pick(key: str, kind: type) -> Any:

@@ -29,7 +29,7 @@ from django.db import connections
 
 from . import registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
-from .conf import duration_seconds, job_defaults
+from .conf import SettingsJobDefaults, duration_seconds, job_defaults
 from .defaults import JOB_DEFAULTS
 from .exceptions import InvalidJobOptionError, InvalidPayloadError, UnknownDependencyError
 from .handles import JobHandle
@@ -97,14 +97,16 @@ class EnqueueOptions:
     """Ids of the prerequisites, ascending and without repeats."""
     dependency_policy: str | None = None
 
-    def resolved(self) -> EnqueueOptions:
+    def resolved(self, defaults: SettingsJobDefaults | None = None) -> EnqueueOptions:
         """These options with every default filled in from the settings as they
-        are now (``DEFAULT_QUEUE``, ``DEFAULT_MAX_ATTEMPTS``, ``MAX_STALLED_COUNT``)."""
+        are now (``DEFAULT_QUEUE``, ``DEFAULT_MAX_ATTEMPTS``, ``MAX_STALLED_COUNT``),
+        or from ``defaults`` read from them."""
         if None not in (self.queue, self.max_attempts, self.max_stalled):
             return self
         # A value from the settings is checked like one the caller named
         # (manage.py check reports it too), so SQL never sees a bad one.
-        defaults = job_defaults()
+        if defaults is None:
+            defaults = job_defaults()
         return replace(
             self,
             queue=_queue(self.queue if self.queue is not None else defaults.queue),
@@ -206,6 +208,8 @@ class _Enqueuer(Generic[P, R]):
 
     definition: JobDefinition[P, R]
     _options: EnqueueOptions
+    _made: tuple[SettingsJobDefaults, EnqueueOptions, store.JobOptionsRow | None, str] | None = None
+    """What ``_call_options`` worked out, with the settings' defaults it read."""
 
     def _rows_json(
         self, payloads: Iterable[Mapping[str, Any]], options: EnqueueOptions | None = None
@@ -267,8 +271,8 @@ class _Enqueuer(Generic[P, R]):
         """Enqueue many jobs in one round trip; each payload is a dict of the
         handler's keyword arguments. Every payload is checked first, so one bad
         payload writes nothing."""
-        options = self._options.resolved()
-        if options.depends_on:
+        options, row, using = self._call_options()
+        if row is None:
             return self._enqueue_dependents(payloads, options)
         definition = self.definition
         texts = []
@@ -277,19 +281,42 @@ class _Enqueuer(Generic[P, R]):
             texts.append(encode_payload(definition.name, payload))
         if not texts:
             return []
-        row = self._options_row(options)
-        using = definition.using  # read from the settings: once, not per job
+        trace_context = tracing.current_context()
+        if trace_context is not None:
+            row = replace(row, trace_json=json.dumps(trace_context))
         with connections[using].cursor() as cursor:
             results = store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
-        return [
-            JobHandle(job_id, row.name, row.queue, inserted, using) for job_id, inserted in results
-        ]
+        name, queue = row.name, row.queue
+        return [JobHandle(job_id, name, queue, inserted, using) for job_id, inserted in results]
+
+    def _call_options(self) -> tuple[EnqueueOptions, store.JobOptionsRow | None, str]:
+        """The options of an enqueue now, the arguments of workhorse_enqueue_batch_v1
+        they make (None for jobs with prerequisites; no trace context yet) and
+        the database alias.
+
+        Worked out once and kept while the settings they read stay the same
+        (``job_defaults`` returns the same value until they change): every
+        enqueue of a job asks, and building them took ~11 of the ~27 us of
+        Python an enqueue spent before the driver (docs/decisions.md, "The
+        single enqueue, end to end").
+        """
+        defaults = job_defaults()
+        made = self._made
+        if made is not None and made[0] is defaults:
+            return made[1], made[2], made[3]
+        options = self._options.resolved(defaults)
+        row = None if options.depends_on else self._options_row(options)
+        using = self.definition._using
+        if using is None:
+            using = defaults.database
+        self._made = (defaults, options, row, using)
+        return options, row, using
 
     def _options_row(self, options: EnqueueOptions) -> store.JobOptionsRow:
         """The options every job of one call is written with (no prerequisites):
-        the arguments of workhorse_enqueue_batch_v1."""
+        the arguments of workhorse_enqueue_batch_v1, without a trace context
+        (``enqueue_many`` adds the current one)."""
         definition = self.definition
-        trace_context = tracing.current_context()
         return store.JobOptionsRow(
             name=definition.name,
             queue=cast(str, options.queue),
@@ -302,7 +329,7 @@ class _Enqueuer(Generic[P, R]):
             timeout=None if options.timeout is None else duration_seconds(options.timeout),
             backoff_json=definition.backoff_json,
             max_stalled=cast(int, options.max_stalled),
-            trace_json=None if trace_context is None else json.dumps(trace_context),
+            trace_json=None,
         )
 
     def _enqueue_dependents(
