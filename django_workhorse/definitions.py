@@ -6,6 +6,7 @@ the surrounding ``transaction.atomic()`` rolls back, the job was never there.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -246,10 +247,8 @@ class _Enqueuer(Generic[P, R]):
         if trace_context is not None:
             common["trace_context"] = trace_context
         tail = json.dumps(common, separators=(",", ":"))[1:]
-        parts = []
-        for payload in payloads:
-            definition.check_payload(payload)
-            parts.append('{"payload":' + encode_payload(definition.name, payload) + "," + tail)
+        texts = encoded_payloads(definition, payloads)
+        parts = ['{"payload":' + text + "," + tail for text in texts]
         return "[" + ",".join(parts) + "]", len(parts)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
@@ -274,11 +273,7 @@ class _Enqueuer(Generic[P, R]):
         options, row, using = self._call_options()
         if row is None:
             return self._enqueue_dependents(payloads, options)
-        definition = self.definition
-        texts = []
-        for payload in payloads:
-            definition.check_payload(payload)
-            texts.append(encode_payload(definition.name, payload))
+        texts = encoded_payloads(self.definition, payloads)
         if not texts:
             return []
         trace_context = tracing.current_context()
@@ -377,6 +372,32 @@ class BoundJob(_Enqueuer[P, R]):
         return self.definition._bind(self._options, overrides)
 
 
+def encoded_payloads(
+    definition: JobDefinition[..., Any], payloads: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """Each payload checked against the handler and encoded as JSON, in order.
+
+    A bad payload among several is named by its position (``payloads[17] of
+    1000``), so that the caller can find it; nothing is written either way.
+    """
+    if isinstance(payloads, Mapping | str | bytes):
+        raise InvalidPayloadError(
+            f"enqueue_many of job {definition.name!r} takes a list of payload dicts, got a "
+            f"{type(payloads).__name__}; enqueue one job with enqueue(**payload)"
+        )
+    batch = payloads if isinstance(payloads, list | tuple) else list(payloads)
+    texts = []
+    for index, payload in enumerate(batch):
+        try:
+            definition.check_payload(payload)
+            texts.append(encode_payload(definition.name, payload))
+        except InvalidPayloadError as exc:
+            if len(batch) == 1:
+                raise
+            raise InvalidPayloadError(f"payloads[{index}] of {len(batch)}: {exc}") from None
+    return texts
+
+
 def plain_parameters(
     signature: inspect.Signature,
 ) -> tuple[frozenset[str], frozenset[str]] | None:
@@ -421,6 +442,17 @@ class JobDefinition(_Enqueuer[P, R]):
         using: str | None = None,
         schedule: str | None = None,
     ) -> None:
+        given: object = func  # typed as a callable; checked, as callers pass anything
+        if not callable(given):
+            hint = (
+                f"to name the job, write @workhorse.job(name={given!r})"
+                if isinstance(given, str)
+                else "write @workhorse.job or @workhorse.job(name=..., queue=...) above a def"
+            )
+            raise InvalidJobOptionError(
+                f"workhorse.job registers a function, got {given!r} "
+                f"({type(given).__name__}); {hint}"
+            )
         self.func: Callable[P, Any] = func
         self.name = name or f"{func.__module__}.{func.__qualname__}"
         if problem := job_name_problem(self.name):
@@ -439,9 +471,12 @@ class JobDefinition(_Enqueuer[P, R]):
         self.concurrency = concurrency
         if isinstance(retry_on, type):
             retry_on = (retry_on,)
-        if not all(isinstance(e, type) and issubclass(e, BaseException) for e in retry_on):
+        if not isinstance(retry_on, tuple | list) or not all(
+            isinstance(e, type) and issubclass(e, BaseException) for e in retry_on
+        ):
             raise InvalidJobOptionError(
-                f"job {self.name!r}: retry_on must be a tuple of exception classes"
+                f"job {self.name!r}: retry_on must be an exception class or a tuple of them "
+                f"(retry_on=(TimeoutError, ConnectionError)), got {retry_on!r}"
             )
         self.retry_on = tuple(retry_on)
         self.backoff = backoff
@@ -572,7 +607,29 @@ class JobDefinition(_Enqueuer[P, R]):
         except TypeError as exc:
             raise InvalidPayloadError(
                 f"payload does not fit job {self.name!r}{self.signature}: {exc}"
+                f"{self._unexpected_names(payload)}"
             ) from None
+
+    def _unexpected_names(self, payload: Mapping[str, Any]) -> str:
+        """The payload's keys the handler has no keyword parameter for, each
+        with the parameter it may have meant: a misspelt argument otherwise
+        shows only as a missing one."""
+        params = self.signature.parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return ""
+        keywords = [
+            p.name
+            for p in params.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        unknown = [key for key in payload if key not in keywords]
+        if not unknown:
+            return ""
+        named = []
+        for key in unknown:
+            close = difflib.get_close_matches(str(key), keywords, n=1)
+            named.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+        return f"; the handler takes no argument {', '.join(named)}"
 
     def retry_delay(self, attempt: int) -> float | None:
         """Seconds before the next attempt from a custom backoff, else None (SQL decides)."""
