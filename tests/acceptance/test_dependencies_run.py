@@ -171,7 +171,9 @@ def test_fan_in_and_fan_out_of_5000_jobs_release_while_two_workers_drain(start_w
         one = record.enqueue(label="one")
         fan_out = record.options(depends_on=[one]).enqueue_many([{"label": "fan-out"}] * FAN)
     assert Admin().get_job(fan_in.id).pending_dependencies == FAN
-    flags = ("--queues", "bench,jobtests.record", "--concurrency", "50")
+    # 20 slots each: with persistent connections a slot holds one, and two
+    # workers of 50 (plus their own sessions) outgrew max_connections = 100.
+    flags = ("--queues", "bench,jobtests.record", "--concurrency", "20")
     workers = [start_worker(*flags, persistent_connections=True) for _ in range(2)]
 
     def drained():
