@@ -79,7 +79,8 @@ def test_a_job_given_a_run_at_in_the_past_is_enqueued_ready_at_that_time():
     handle = add.options(run_at=past).enqueue(a=1, b=2)
 
     [(kind, _, _, data)] = events(handle.id)
-    assert kind == "enqueued" and data == {"state": "ready", "run_at": past.isoformat()}
+    assert kind == "enqueued" and data["state"] == "ready"
+    assert datetime.fromisoformat(data["run_at"]) == past  # PG trims trailing zeros
 
 
 @pytest.mark.django_db
