@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 from .common import median, report, section
 from .worker import drained_span, enqueue_noops, start_worker, wait_drained
@@ -55,10 +56,14 @@ def drain_once(conn, url: str, jobs: int, mode: str, queue: str = "bench") -> fl
     try:
         # A worker that could not start (a server shared with other benchmarks
         # out of connections, a port taken meanwhile) is started again.
-        for _ in range(3):
+        for attempt in range(5):
             port = ["--metrics-port", str(free_port())] if mode in METRICS_MODES else []
-            if start_worker(url, *flags, *port).wait(600) == 0:
+            code = start_worker(url, *flags, *port).wait(600)
+            if code == 0:
                 break
+            time.sleep(1 + attempt)
+        else:
+            raise RuntimeError(f"the {mode} worker failed five times (exit code {code})")
     finally:
         os.environ.pop("WORKHORSE_OTEL_SDK", None)
         os.environ.pop("WORKHORSE_OTEL_SAMPLE", None)
