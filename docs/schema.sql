@@ -197,7 +197,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
 --   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 10bbead34bfef8d1
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 a7f9c3a83596dc46
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 6391e4799133cb5c
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 d2c151a6f407c8d3
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)

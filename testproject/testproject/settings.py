@@ -96,8 +96,14 @@ WORKHORSE = env.json("WORKHORSE_JSON", default={})
 
 if env.bool("WORKHORSE_OTEL_SDK", default=False):
     # The observed-drain benchmark: an OpenTelemetry SDK provider records the
-    # worker's spans (no exporter), as in a project that traces.
+    # worker's spans (no exporter), as in a project that traces. Every span,
+    # unless WORKHORSE_OTEL_SAMPLE gives the ratio of root spans to record.
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
-    trace.set_tracer_provider(TracerProvider())
+    ratio = env.float("WORKHORSE_OTEL_SAMPLE", default=None)
+    if ratio is None:
+        trace.set_tracer_provider(TracerProvider())
+    else:
+        trace.set_tracer_provider(TracerProvider(sampler=ParentBased(TraceIdRatioBased(ratio))))

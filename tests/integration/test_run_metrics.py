@@ -4,6 +4,8 @@ run-time histogram of each queue and name, and the pickup histogram."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from prometheus_client import REGISTRY
 
@@ -11,6 +13,7 @@ import django_workhorse as workhorse
 from django_workhorse import metrics
 from django_workhorse.conf import get_settings
 from django_workhorse.worker.worker import Worker, resolve_options
+from tests.helpers import poll_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,3 +104,32 @@ def test_a_batch_of_runs_is_counted_by_queue_name_and_outcome_and_timed_per_run(
         "pickups": 150 + 1 + 2,
         "other_pickups": 40,
     }
+
+
+def test_a_running_worker_records_run_times_and_pickups_without_stopping():
+    """A worker that keeps running records runs, run times and pickups as
+    it goes, not only as it stops."""
+    metrics.enable()
+    before = snapshot()
+    options = resolve_options(queues=[QUEUE], burst=False, settings=get_settings({}))
+    worker = Worker(options)
+    thread = threading.Thread(target=worker.run, name="test-worker", daemon=True)
+    thread.start()
+    try:
+        ok.enqueue_many([{}] * 3)
+        worker.wake()
+        poll_until(
+            lambda: (
+                runs(QUEUE, "tests.runmetrics.ok") - before["ok_runs"] == 3
+                and pickups(QUEUE) - before["pickups"] == 3
+                and finished(QUEUE, "tests.runmetrics.ok", "succeeded") - before["ok"] == 3
+            ),
+            timeout=30,
+            interval=0.01,
+            what="three runs timed, picked up and counted",
+        )
+        assert thread.is_alive()
+    finally:
+        worker.request_stop()
+        thread.join(30)
+    assert not thread.is_alive()

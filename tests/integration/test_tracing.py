@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 
@@ -18,6 +19,7 @@ import django_workhorse as workhorse
 from django_workhorse.conf import get_settings
 from django_workhorse.models import Job
 from django_workhorse.worker.worker import Worker, resolve_options
+from tests.helpers import poll_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,6 +34,12 @@ class Boom(Exception):
 @workhorse.job(name="tests.tracing.ok", queue=QUEUE)
 def ok() -> str:
     return "done"
+
+
+@workhorse.job(name="tests.tracing.with_child", queue=QUEUE)
+def with_child() -> str:
+    with trace.get_tracer("tests").start_as_current_span("handler's own"):
+        return "done"
 
 
 @workhorse.job(name="tests.tracing.boom", queue=QUEUE, max_attempts=1)
@@ -264,3 +272,40 @@ def test_a_sync_run_that_returns_after_its_timeout_is_failed_on_its_span(exporte
     assert handle.refresh().status == "failed"
     [span] = run_spans(exporter, "tests.tracing.sync_overruns.run")
     assert_timed_out(span)
+
+
+def test_a_handlers_own_span_is_a_child_of_its_run_span(exporter):
+    enqueue_in_span(with_child)
+
+    run_worker()
+
+    [run] = run_spans(exporter, "tests.tracing.with_child.run")
+    [own] = run_spans(exporter, "handler's own")
+    assert own.parent.span_id == run.context.span_id
+    assert own.context.trace_id == run.context.trace_id
+    assert run.attributes["workhorse.outcome"] == "succeeded"
+    assert run.start_time <= own.start_time <= own.end_time <= run.end_time
+
+
+def test_a_running_worker_ends_a_succeeded_runs_span_without_stopping(exporter):
+    """A worker that keeps running ends each run's span as the run ends, not
+    only as the worker stops."""
+    options = resolve_options(queues=[QUEUE], burst=False, settings=get_settings({}))
+    worker = Worker(options)
+    thread = threading.Thread(target=worker.run, name="test-worker", daemon=True)
+    thread.start()
+    try:
+        ok.enqueue()
+        worker.wake()
+        [span] = poll_until(
+            lambda: run_spans(exporter, "tests.tracing.ok.run"),
+            timeout=30,
+            interval=0.01,
+            what="the run's span ended",
+        )
+        assert thread.is_alive()
+        assert span.attributes["workhorse.outcome"] == "succeeded"
+    finally:
+        worker.request_stop()
+        thread.join(30)
+    assert not thread.is_alive()
