@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
+from django_workhorse import metrics, tracing
 from tests.helpers import poll_until
 from tests.worker import jobs
 from tests.worker.conftest import IN_PROCESS
@@ -17,6 +20,14 @@ from tests.worker.conftest import IN_PROCESS
 pytestmark = IN_PROCESS
 
 QUEUE = "inproc.gated"
+
+
+@pytest.fixture(autouse=True)
+def plain_claims(monkeypatch):
+    """Tracing and metrics off, whatever earlier tests in this process switched
+    on: successes ride with the plain claim only."""
+    monkeypatch.setattr(tracing, "provider_configured", lambda: False)
+    monkeypatch.setattr(metrics, "_metrics", None)
 
 
 def gate_name() -> str:
