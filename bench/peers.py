@@ -7,7 +7,8 @@ module creates on first use from bench/peers-constraints.txt and rebuilds when
 that file changes. Nothing here imports it; bench/peer_pgqueuer.py runs under
 that venv's Python as separate processes, and prints JSON lines read here.
 
-pgqueuer gets a database of its own, ``workhorse_bench_peer``, dropped and
+pgqueuer gets a database of its own, ours with ``_peer`` appended
+(``workhorse_bench_peer`` unless WORKHORSE_BENCH_DB names another), dropped and
 created every run like ours, on the server of DATABASE_URL, with the server's
 fsync and synchronous_commit as they are.
 """
@@ -27,12 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .common import ROOT, median, percentile, report, section
+from .common import BENCH_DB, ROOT, median, percentile, report, section
 
 if TYPE_CHECKING:
     import psycopg
 
-PEER_DB = "workhorse_bench_peer"
+PEER_DB = f"{BENCH_DB}_peer"
+"""Beside our benchmark database, so that two runs on one server with databases
+of their own never drop each other's."""
 VENV = ROOT / ".bench-venv"
 PYTHON = VENV / "bin" / "python"
 CONSTRAINTS = ROOT / "bench" / "peers-constraints.txt"

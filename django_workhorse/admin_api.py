@@ -22,7 +22,7 @@ from django.db import connections, transaction
 from . import durable, store
 from .conf import get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
-from .limits import JOB_NAME_RE, QUEUE_NAME_RE, queue_name_problem
+from .limits import JOB_NAME_RE, QUEUE_NAME_RE, queue_name_problem, text_problem
 from .states import JobState
 
 LIVE_STATES = tuple(s.value for s in JobState.live())
@@ -317,6 +317,11 @@ class Admin:
 
     def __init__(self, using: str | None = None) -> None:
         self.using = using or get_settings().database
+        if not isinstance(self.using, str) or self.using not in connections.databases:
+            raise InvalidQueryError(
+                f"using must be an alias of settings.DATABASES "
+                f"({', '.join(connections.databases)}), got {self.using!r}"
+            )
 
     # -- reads --------------------------------------------------------------
 
@@ -365,6 +370,10 @@ class Admin:
             return store.list_schedules(cursor)
 
     def _set_schedule_paused(self, name: str, paused: bool) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidQueryError(f"a schedule name is a non-empty string, got {name!r:.60}")
+        if problem := text_problem(name, "the schedule name"):
+            raise InvalidQueryError(problem)
         with connections[self.using].cursor() as cursor:
             found = store.set_schedule_paused(cursor, name, paused)
         if not found:

@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
 from . import registry, store
-from .conf import problems, raw_settings
+from .conf import import_callable, problems, raw_settings, setting_path
 
 if TYPE_CHECKING:
     from .definitions import JobDefinition
@@ -30,15 +30,33 @@ if TYPE_CHECKING:
 
 @register("workhorse")
 def check_settings(app_configs: object = None, **kwargs: object) -> list[Error]:
+    found = problems()
+    reported = {key for key, _ in found}
+    found += [(key, message) for key, message in hook_problems() if key not in reported]
     return [
         Error(
-            f"WORKHORSE[{key!r}] {message}",
+            f"{setting_path(key)} {message}",
             hint="Fix the value in settings.WORKHORSE; docs/settings.md lists every key.",
             obj="settings.WORKHORSE",
             id="workhorse.E001",
         )
-        for key, message in problems()
+        for key, message in found
     ]
+
+
+def hook_problems() -> list[tuple[str, str]]:
+    """ON_JOB_FAILURE and ON_JOB_CANCELED paths that do not lead to a callable,
+    as a worker's start would find them (checks run once the apps are ready)."""
+    raw = raw_settings()
+    found = []
+    for key in ("ON_JOB_FAILURE", "ON_JOB_CANCELED"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            continue  # None, or a value problems() reports
+        try:
+            import_callable(raw[key])
+        except ImproperlyConfigured as exc:
+            found.append((key, str(exc)))
+    return found
 
 
 @register(Tags.database, "workhorse")

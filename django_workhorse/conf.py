@@ -152,6 +152,16 @@ def raw_settings() -> dict[str, Any]:
     return {**DEFAULTS, **configured}
 
 
+def setting_path(key: str) -> str:
+    """How a problem's key reads in a message: ``WORKHORSE['QUEUES']['email']``
+    for the key ``QUEUES['email']``, ``WORKHORSE`` for the dict itself, as the
+    value is written in settings.py."""
+    if key == "WORKHORSE":
+        return key
+    top, bracket, rest = key.partition("[")
+    return f"WORKHORSE[{top!r}]{bracket}{rest}"
+
+
 def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """Every invalid value as ``(key, message)``; empty when all is well."""
     raw = raw_settings() if raw is None else raw
@@ -305,6 +315,10 @@ class SettingsJobDefaults(NamedTuple):
     max_stalled: int
 
 
+_job_defaults_read: tuple[object, SettingsJobDefaults] | None = None
+"""The ``WORKHORSE`` object ``job_defaults`` last read, and what it found there."""
+
+
 def job_defaults() -> SettingsJobDefaults:
     """(DATABASE, DEFAULT_QUEUE, DEFAULT_MAX_ATTEMPTS, MAX_STALLED_COUNT), read
     when a job is enqueued, without validating the rest of the settings.
@@ -312,7 +326,24 @@ def job_defaults() -> SettingsJobDefaults:
     Job modules are imported while Django starts; an invalid setting elsewhere
     must not stop ``manage.py check`` from reporting it. A value of the wrong
     type here falls back to its default (the check reports it too).
+
+    Every enqueue asks, so the answer is kept for as long as
+    ``settings.WORKHORSE`` is the same object: ``override_settings`` and an
+    assignment replace the object (a dict changed in place is not seen, as
+    Django's own settings caches do not see one). The same value is returned
+    each time, so callers may key caches of their own on it.
     """
+    global _job_defaults_read
+    configured = getattr(django_settings, "WORKHORSE", None)
+    read = _job_defaults_read
+    if read is not None and read[0] is configured:
+        return read[1]
+    found = _read_job_defaults()
+    _job_defaults_read = (configured, found)
+    return found
+
+
+def _read_job_defaults() -> SettingsJobDefaults:
     raw = raw_settings()
 
     def pick(key: str, kind: type) -> Any:
@@ -336,7 +367,7 @@ def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSetting
     bad = problems(raw)
     if bad:
         raise ImproperlyConfigured(
-            "; ".join(f"WORKHORSE[{key!r}] {message}" for key, message in bad)
+            "; ".join(f"{setting_path(key)} {message}" for key, message in bad)
         )
     lock = duration_seconds(raw["LOCK_DURATION"])
     renew = raw["LOCK_RENEW_INTERVAL"]
@@ -376,6 +407,8 @@ def import_callable(path: str) -> Callable[..., Any]:
         target = import_string(path)
     except ImportError as exc:
         raise ImproperlyConfigured(f"cannot import {path!r}: {exc}") from exc
+    except Exception as exc:  # the module raised while it was imported
+        raise ImproperlyConfigured(f"cannot import {path!r}: {type(exc).__name__}: {exc}") from exc
     if not callable(target):
         raise ImproperlyConfigured(f"{path!r} is not callable")
     return cast("Callable[..., Any]", target)
@@ -442,7 +475,7 @@ def get_retention() -> RetentionSettings:
     bad = retention_problems(value)
     if bad:
         raise ImproperlyConfigured(
-            "; ".join(f"WORKHORSE[{key!r}] {message}" for key, message in bad)
+            "; ".join(f"{setting_path(key)} {message}" for key, message in bad)
         )
     merged = {**RETENTION_DEFAULTS, **value}
 

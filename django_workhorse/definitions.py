@@ -6,6 +6,7 @@ the surrounding ``transaction.atomic()`` rolls back, the job was never there.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -29,7 +30,7 @@ from django.db import connections
 
 from . import registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
-from .conf import duration_seconds, job_defaults
+from .conf import SettingsJobDefaults, duration_seconds, job_defaults
 from .defaults import JOB_DEFAULTS
 from .exceptions import InvalidJobOptionError, InvalidPayloadError, UnknownDependencyError
 from .handles import JobHandle
@@ -97,14 +98,16 @@ class EnqueueOptions:
     """Ids of the prerequisites, ascending and without repeats."""
     dependency_policy: str | None = None
 
-    def resolved(self) -> EnqueueOptions:
+    def resolved(self, defaults: SettingsJobDefaults | None = None) -> EnqueueOptions:
         """These options with every default filled in from the settings as they
-        are now (``DEFAULT_QUEUE``, ``DEFAULT_MAX_ATTEMPTS``, ``MAX_STALLED_COUNT``)."""
+        are now (``DEFAULT_QUEUE``, ``DEFAULT_MAX_ATTEMPTS``, ``MAX_STALLED_COUNT``),
+        or from ``defaults`` read from them."""
         if None not in (self.queue, self.max_attempts, self.max_stalled):
             return self
         # A value from the settings is checked like one the caller named
         # (manage.py check reports it too), so SQL never sees a bad one.
-        defaults = job_defaults()
+        if defaults is None:
+            defaults = job_defaults()
         return replace(
             self,
             queue=_queue(self.queue if self.queue is not None else defaults.queue),
@@ -206,6 +209,8 @@ class _Enqueuer(Generic[P, R]):
 
     definition: JobDefinition[P, R]
     _options: EnqueueOptions
+    _made: tuple[SettingsJobDefaults, EnqueueOptions, store.JobOptionsRow | None, str] | None = None
+    """What ``_call_options`` worked out, with the settings' defaults it read."""
 
     def _rows_json(
         self, payloads: Iterable[Mapping[str, Any]], options: EnqueueOptions | None = None
@@ -242,10 +247,8 @@ class _Enqueuer(Generic[P, R]):
         if trace_context is not None:
             common["trace_context"] = trace_context
         tail = json.dumps(common, separators=(",", ":"))[1:]
-        parts = []
-        for payload in payloads:
-            definition.check_payload(payload)
-            parts.append('{"payload":' + encode_payload(definition.name, payload) + "," + tail)
+        texts = encoded_payloads(definition, payloads)
+        parts = ['{"payload":' + text + "," + tail for text in texts]
         return "[" + ",".join(parts) + "]", len(parts)
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
@@ -267,29 +270,48 @@ class _Enqueuer(Generic[P, R]):
         """Enqueue many jobs in one round trip; each payload is a dict of the
         handler's keyword arguments. Every payload is checked first, so one bad
         payload writes nothing."""
-        options = self._options.resolved()
-        if options.depends_on:
+        options, row, using = self._call_options()
+        if row is None:
             return self._enqueue_dependents(payloads, options)
-        definition = self.definition
-        texts = []
-        for payload in payloads:
-            definition.check_payload(payload)
-            texts.append(encode_payload(definition.name, payload))
+        texts = encoded_payloads(self.definition, payloads)
         if not texts:
             return []
-        row = self._options_row(options)
-        using = definition.using  # read from the settings: once, not per job
+        trace_context = tracing.current_context()
+        if trace_context is not None:
+            row = replace(row, trace_json=json.dumps(trace_context))
         with connections[using].cursor() as cursor:
             results = store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
-        return [
-            JobHandle(job_id, row.name, row.queue, inserted, using) for job_id, inserted in results
-        ]
+        name, queue = row.name, row.queue
+        return [JobHandle(job_id, name, queue, inserted, using) for job_id, inserted in results]
+
+    def _call_options(self) -> tuple[EnqueueOptions, store.JobOptionsRow | None, str]:
+        """The options of an enqueue now, the arguments of workhorse_enqueue_batch_v1
+        they make (None for jobs with prerequisites; no trace context yet) and
+        the database alias.
+
+        Worked out once and kept while the settings they read stay the same
+        (``job_defaults`` returns the same value until they change): every
+        enqueue of a job asks, and building them took ~11 of the ~27 us of
+        Python an enqueue spent before the driver (docs/decisions.md, "The
+        single enqueue, end to end").
+        """
+        defaults = job_defaults()
+        made = self._made
+        if made is not None and made[0] is defaults:
+            return made[1], made[2], made[3]
+        options = self._options.resolved(defaults)
+        row = None if options.depends_on else self._options_row(options)
+        using = self.definition._using
+        if using is None:
+            using = defaults.database
+        self._made = (defaults, options, row, using)
+        return options, row, using
 
     def _options_row(self, options: EnqueueOptions) -> store.JobOptionsRow:
         """The options every job of one call is written with (no prerequisites):
-        the arguments of workhorse_enqueue_batch_v1."""
+        the arguments of workhorse_enqueue_batch_v1, without a trace context
+        (``enqueue_many`` adds the current one)."""
         definition = self.definition
-        trace_context = tracing.current_context()
         return store.JobOptionsRow(
             name=definition.name,
             queue=cast(str, options.queue),
@@ -302,7 +324,7 @@ class _Enqueuer(Generic[P, R]):
             timeout=None if options.timeout is None else duration_seconds(options.timeout),
             backoff_json=definition.backoff_json,
             max_stalled=cast(int, options.max_stalled),
-            trace_json=None if trace_context is None else json.dumps(trace_context),
+            trace_json=None,
         )
 
     def _enqueue_dependents(
@@ -350,6 +372,32 @@ class BoundJob(_Enqueuer[P, R]):
         return self.definition._bind(self._options, overrides)
 
 
+def encoded_payloads(
+    definition: JobDefinition[..., Any], payloads: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """Each payload checked against the handler and encoded as JSON, in order.
+
+    A bad payload among several is named by its position (``payloads[17] of
+    1000``), so that the caller can find it; nothing is written either way.
+    """
+    if isinstance(payloads, Mapping | str | bytes):
+        raise InvalidPayloadError(
+            f"enqueue_many of job {definition.name!r} takes a list of payload dicts, got a "
+            f"{type(payloads).__name__}; enqueue one job with enqueue(**payload)"
+        )
+    batch = payloads if isinstance(payloads, list | tuple) else list(payloads)
+    texts = []
+    for index, payload in enumerate(batch):
+        try:
+            definition.check_payload(payload)
+            texts.append(encode_payload(definition.name, payload))
+        except InvalidPayloadError as exc:
+            if len(batch) == 1:
+                raise
+            raise InvalidPayloadError(f"payloads[{index}] of {len(batch)}: {exc}") from None
+    return texts
+
+
 def plain_parameters(
     signature: inspect.Signature,
 ) -> tuple[frozenset[str], frozenset[str]] | None:
@@ -394,6 +442,17 @@ class JobDefinition(_Enqueuer[P, R]):
         using: str | None = None,
         schedule: str | None = None,
     ) -> None:
+        given: object = func  # typed as a callable; checked, as callers pass anything
+        if not callable(given):
+            hint = (
+                f"to name the job, write @workhorse.job(name={given!r})"
+                if isinstance(given, str)
+                else "write @workhorse.job or @workhorse.job(name=..., queue=...) above a def"
+            )
+            raise InvalidJobOptionError(
+                f"workhorse.job registers a function, got {given!r} "
+                f"({type(given).__name__}); {hint}"
+            )
         self.func: Callable[P, Any] = func
         self.name = name or f"{func.__module__}.{func.__qualname__}"
         if problem := job_name_problem(self.name):
@@ -412,9 +471,12 @@ class JobDefinition(_Enqueuer[P, R]):
         self.concurrency = concurrency
         if isinstance(retry_on, type):
             retry_on = (retry_on,)
-        if not all(isinstance(e, type) and issubclass(e, BaseException) for e in retry_on):
+        if not isinstance(retry_on, tuple | list) or not all(
+            isinstance(e, type) and issubclass(e, BaseException) for e in retry_on
+        ):
             raise InvalidJobOptionError(
-                f"job {self.name!r}: retry_on must be a tuple of exception classes"
+                f"job {self.name!r}: retry_on must be an exception class or a tuple of them "
+                f"(retry_on=(TimeoutError, ConnectionError)), got {retry_on!r}"
             )
         self.retry_on = tuple(retry_on)
         self.backoff = backoff
@@ -545,7 +607,29 @@ class JobDefinition(_Enqueuer[P, R]):
         except TypeError as exc:
             raise InvalidPayloadError(
                 f"payload does not fit job {self.name!r}{self.signature}: {exc}"
+                f"{self._unexpected_names(payload)}"
             ) from None
+
+    def _unexpected_names(self, payload: Mapping[str, Any]) -> str:
+        """The payload's keys the handler has no keyword parameter for, each
+        with the parameter it may have meant: a misspelt argument otherwise
+        shows only as a missing one."""
+        params = self.signature.parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return ""
+        keywords = [
+            p.name
+            for p in params.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        unknown = [key for key in payload if key not in keywords]
+        if not unknown:
+            return ""
+        named = []
+        for key in unknown:
+            close = difflib.get_close_matches(str(key), keywords, n=1)
+            named.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+        return f"; the handler takes no argument {', '.join(named)}"
 
     def retry_delay(self, attempt: int) -> float | None:
         """Seconds before the next attempt from a custom backoff, else None (SQL decides)."""

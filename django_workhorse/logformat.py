@@ -23,6 +23,17 @@ ANNOTATIONS = (
 """Record attributes (set by the worker's record factory or ``extra=``) and their JSON keys."""
 
 
+_process_worker_id: str | None = None
+"""The id of the worker this process runs, once ``runworker`` has chosen it."""
+
+
+def set_process_worker_id(worker_id: str) -> None:
+    """Tell every JsonFormatter of this process the worker id to put on its
+    lines: one named in ``LOGGING`` is made before the worker has an id."""
+    global _process_worker_id
+    _process_worker_id = worker_id
+
+
 class JsonFormatter(logging.Formatter):
     """Formats a record as one line of JSON."""
 
@@ -37,7 +48,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        worker = getattr(record, "workhorse_worker_id", None) or self.worker_id
+        worker = (
+            getattr(record, "workhorse_worker_id", None) or self.worker_id or _process_worker_id
+        )
         if worker:
             line["worker"] = worker
         for attribute, key in ANNOTATIONS:

@@ -16,6 +16,7 @@ functions directly. docs/testing.md has examples.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,7 +32,10 @@ from .definitions import JobDefinition
 from .durable import RunTicket, SleepRequested
 from .exceptions import InvalidCheckpointError, JobCancelled, UnknownJobError
 from .handles import JobHandle
+from .limits import queue_name_problem
 from .payloads import encode_result
+
+logger = logging.getLogger("django_workhorse.testing")
 
 CLAIM_BATCH = 100
 """Jobs claimed per queue per round; the leases are long since nothing renews them."""
@@ -136,13 +140,26 @@ def run_jobs(
     to the end. Every queue that holds a live job is served, whatever queue
     the job was enqueued on. ``names`` (job definitions, Django tasks or
     names) and ``queues`` narrow what runs; a job of a served queue but
-    another name is handed back untouched. With ``skip_waits`` (the default), delayed jobs,
-    ``run_at`` in the future and retry backoff are brought forward instead of
-    waited for; ``skip_waits=False`` runs only what is due now. Failed runs
-    are recorded as a worker records them (retried within ``max_attempts``);
+    another name is handed back to ready, its attempt and place in line
+    unchanged (its timeline shows the claim and the release). With
+    ``skip_waits`` (the default), delayed jobs, ``run_at`` in the future and
+    retry backoff are brought forward instead of waited for;
+    ``skip_waits=False`` runs only what is due now. Failed runs are recorded
+    as a worker records them (retried within ``max_attempts``);
     ``raise_errors=True`` raises the first handler exception after recording
     it. ``TooManyRuns`` after ``limit`` runs with work still due.
     """
+    for option, value in (("names", names), ("queues", queues)):
+        if isinstance(value, str | bytes):
+            raise TypeError(
+                f"run_jobs({option}=...) takes a list, got {type(value).__name__} {value!r}: "
+                f"write {option}=[{value!r}]"
+            )
+    if queues is not None:
+        queues = list(queues)
+        for queue in queues:
+            if problem := queue_name_problem(queue):
+                raise ValueError(f"run_jobs(queues=...): {problem}")
     alias = using or get_settings().database
     wanted = None if names is None else {_job_name(n) for n in names}
     _check_names(wanted)
@@ -158,15 +175,7 @@ def run_jobs(
         with connection.cursor() as cursor:
             if skip_waits:
                 store.make_due(cursor, served)
-            claimed = store.claim_many(
-                cursor, worker_id, served, [CLAIM_BATCH] * len(served), LEASE_SECONDS
-            )
-            skipped = [j for j in claimed if wanted is not None and j.name not in wanted]
-            if skipped:
-                store.release_many(
-                    cursor, worker_id, [j.job_id for j in skipped], [j.fence for j in skipped]
-                )
-        runnable = [j for j in claimed if wanted is None or j.name in wanted]
+            runnable = _claim_wanted(cursor, worker_id, served, wanted)
         if not runnable:
             return report
         for index, job in enumerate(runnable):
@@ -181,6 +190,30 @@ def run_jobs(
             if raise_errors and run.error is not None:
                 _release(runnable[index + 1 :], worker_id, alias)
                 raise run.error
+
+
+def _claim_wanted(
+    cursor: Any, worker_id: str, served: list[str], wanted: set[str] | None
+) -> list[store.ClaimedJob]:
+    """A batch of the due jobs of ``served`` whose names are ``wanted`` (all
+    when None). Jobs of other names are held while claiming goes on, so that
+    a backlog of them cannot hide a wanted job queued behind it, then handed
+    back to ready in their places in line."""
+    runnable: list[store.ClaimedJob] = []
+    skipped: list[store.ClaimedJob] = []
+    while not runnable:
+        claimed = store.claim_many(
+            cursor, worker_id, served, [CLAIM_BATCH] * len(served), LEASE_SECONDS
+        )
+        if not claimed:
+            break
+        for job in claimed:
+            (runnable if wanted is None or job.name in wanted else skipped).append(job)
+    if skipped:
+        store.release_many(
+            cursor, worker_id, [j.job_id for j in skipped], [j.fence for j in skipped]
+        )
+    return runnable
 
 
 def _release(jobs: list[store.ClaimedJob], worker_id: str, alias: str) -> None:
@@ -272,7 +305,14 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
             and not isinstance(error, JobCancelled | InvalidCheckpointError)
             and definition.should_retry(error)
         )
-        delay = definition.retry_delay(job.attempt) if definition and retryable else None
+        delay = None
+        if definition is not None and retryable:
+            try:
+                delay = definition.retry_delay(job.attempt)
+            except Exception as hook_exc:  # as a worker does: the stored policy decides
+                logger.error(
+                    "workhorse: backoff callable of %s failed: %s", definition.name, hook_exc
+                )
         (result,) = store.fail_many(
             cursor,
             worker_id,

@@ -124,6 +124,7 @@ class WorkhorseBackend(BaseTaskBackend):
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
+        self._queues_setting = params.get("QUEUES")
         self._definitions: dict[str, JobDefinition[..., Any]] = {}
         registry.add_resolver(resolve_task_job)
 
@@ -151,6 +152,20 @@ class WorkhorseBackend(BaseTaskBackend):
     def check(self, **kwargs: Any) -> list[Error]:
         """Bad ``QUEUES`` and ``OPTIONS`` entries, each with its key and the fix."""
         errors = []
+        listed = self._queues_setting
+        if listed is not None and not isinstance(listed, list | tuple | set | frozenset):
+            # Django makes a set of whatever it is given: "default" would
+            # allow the queues "d", "e", "f", ... and refuse "default".
+            errors.append(
+                Error(
+                    f"TASKS[{self.alias!r}]['QUEUES'] must be a list of queue names such as "
+                    f"['default', 'emails'], got {type(listed).__name__} {listed!r}",
+                    hint="Write the queue names as a list in settings.TASKS.",
+                    obj=f"settings.TASKS[{self.alias!r}]",
+                    id="workhorse.E101",
+                )
+            )
+            return errors
         for name in sorted(self.queues, key=str):
             if problem := queue_name_problem(name):
                 errors.append(

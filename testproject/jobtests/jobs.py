@@ -214,4 +214,45 @@ def cancels_itself() -> None:
     raise workhorse.JobCancelled("nothing left to do")
 
 
+FAILURES = {"refused": ConnectionRefusedError, "reset": ConnectionResetError, "value": ValueError}
+
+
+@workhorse.job(
+    queue="jobtests.picky",
+    max_attempts=4,
+    backoff=workhorse.fixed(0.1),
+    retry_on=(ConnectionError,),
+)
+def picky(failures: list[str]) -> str:
+    """Raises ``FAILURES[failures[n]]`` at attempt n + 1 while there are
+    failures left; retried only for a ConnectionError (``retry_on``)."""
+    attempt = workhorse.current_job().attempt
+    start_run(f"attempt {attempt}", finished=True)
+    if attempt <= len(failures):
+        raise FAILURES[failures[attempt - 1]](f"attempt {attempt}")
+    return f"done at attempt {attempt}"
+
+
+def an_hour_per_attempt(attempt: int) -> float:
+    return 3600.0 * attempt
+
+
+def broken_backoff(attempt: int) -> float:
+    raise RuntimeError("this backoff is broken")
+
+
+@workhorse.job(queue="jobtests.backoff", max_attempts=3, backoff=an_hour_per_attempt)
+def waits_by_the_hour() -> None:
+    """Fails; a custom backoff callable decides its retry delay."""
+    start_run(finished=True)
+    raise PlannedFailure("fails every attempt")
+
+
+@workhorse.job(queue="jobtests.backoff", max_attempts=3, backoff=broken_backoff)
+def broken_retry_delay() -> None:
+    """Fails; its backoff callable raises."""
+    start_run(finished=True)
+    raise PlannedFailure("fails every attempt")
+
+
 from . import durable_jobs  # noqa: E402, F401  (jobs with checkpoints and sleeps)

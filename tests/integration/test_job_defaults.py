@@ -113,6 +113,27 @@ def test_every_setting_that_defaults_a_job_is_read_when_the_job_is_enqueued(curs
     assert job.queue == JOB_DEFAULTS.queue
 
 
+def test_a_job_enqueued_before_the_settings_change_takes_the_new_defaults(cursor, settings):
+    job = JobDefinition(handler, name="tests.defaults_change")
+    first = job.enqueue()  # what an enqueue works out is kept while the settings stay
+    with override_settings(WORKHORSE={"DEFAULT_QUEUE": "changed", "DEFAULT_MAX_ATTEMPTS": 7}):
+        second = job.enqueue()
+        with (
+            override_settings(WORKHORSE={"DEFAULT_QUEUE": "no spaces please"}),
+            pytest.raises(InvalidJobOptionError, match="queue"),
+        ):
+            job.enqueue()
+    settings.WORKHORSE = {"MAX_STALLED_COUNT": 6}
+    third = job.enqueue()
+
+    rows = [stored(cursor, h.id) for h in (first, second, third)]
+    assert [(r["queue"], r["max_attempts"], r["max_stalled"]) for r in rows] == [
+        (JOB_DEFAULTS.queue, JOB_DEFAULTS.max_attempts, JOB_DEFAULTS.max_stalled),
+        ("changed", 7, JOB_DEFAULTS.max_stalled),
+        (JOB_DEFAULTS.queue, JOB_DEFAULTS.max_attempts, 6),
+    ]
+
+
 @pytest.mark.parametrize(
     ("setting", "value", "option"),
     [

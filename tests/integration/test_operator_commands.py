@@ -119,7 +119,7 @@ def test_queue_command_refuses_a_bad_name(name):
 
 def test_prune_refuses_a_bad_retention_setting(settings):
     settings.WORKHORSE = {"RETENTION": {"HISTORY": "a week"}}
-    with pytest.raises(CommandError, match=r"RETENTION\['HISTORY'\]"):
+    with pytest.raises(CommandError, match=r"WORKHORSE\['RETENTION'\]\['HISTORY'\]"):
         run("workhorse_prune", "--dry-run")
 
 

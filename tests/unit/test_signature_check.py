@@ -54,3 +54,14 @@ def test_extra_keys_fit_a_handler_that_takes_kwargs():
 def test_a_positional_only_parameter_cannot_be_given_by_keyword():
     with pytest.raises(InvalidPayloadError, match="positional"):
         definition(positional_only).check_payload({"a": 1})
+
+
+def greet(user_id: int) -> None: ...
+
+
+def test_a_misspelt_argument_is_named_with_the_parameter_it_may_have_meant():
+    with pytest.raises(InvalidPayloadError) as exc:
+        definition(greet).check_payload({"uid": 1})
+    message = str(exc.value)
+    assert "missing a required argument: 'user_id'" in message
+    assert "no argument 'uid' (did you mean 'user_id'?)" in message

@@ -17,7 +17,7 @@ import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ... import metrics
+from ... import logformat, metrics
 from ...conf import get_settings
 from ...exceptions import SchemaVersionError
 from ...limits import (
@@ -172,6 +172,7 @@ class Command(BaseCommand):
             )
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from exc
+        logformat.set_process_worker_id(worker_options.worker_id)
         use_log_format(settings.log_format, worker_options.worker_id)
         if options["metrics_port"] is not None:
             try:

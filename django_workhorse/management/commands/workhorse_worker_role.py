@@ -80,6 +80,10 @@ class Command(BaseCommand):
         role, alias = options["role"], options["database"]
         if problem := text_problem(role, "the role name"):
             raise CommandError(problem)
+        if not role:
+            raise CommandError(
+                "name the role, e.g. manage.py workhorse_worker_role workhorse_worker"
+            )
         if alias not in connections.databases:
             raise CommandError(
                 f"database {alias!r} is not an alias of settings.DATABASES "
@@ -89,9 +93,10 @@ class Command(BaseCommand):
             with connections[alias].cursor() as cursor:
                 cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
                 if cursor.fetchone() is None:
+                    cursor.execute("SELECT quote_ident(%s)", [role])
                     raise CommandError(
                         f"role {role!r} does not exist: create it first, e.g. "
-                        f"CREATE ROLE {role} LOGIN PASSWORD '...'"
+                        f"CREATE ROLE {cursor.fetchone()[0]} LOGIN PASSWORD '...'"
                     )
                 statements = grant_statements(cursor, role)
                 if options["apply"]:

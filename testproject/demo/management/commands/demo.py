@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -43,6 +44,9 @@ class Command(BaseCommand):
             handles.append(sleep_for.enqueue(seconds=1.0))
         self.stdout.write(f"enqueued {len(handles)} sample jobs")
 
+        # SIGTERM (make's own on a stop, a container's) ends the demo as
+        # Ctrl-C does: the workers and the server stop with it.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         worker = subprocess.Popen(
             [sys.executable, MANAGE, "runworker", "--processes", "2", "--concurrency", "4"]
         )

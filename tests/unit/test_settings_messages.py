@@ -1,0 +1,75 @@
+"""A bad value inside a nested setting is named as it is written in
+settings.py (``WORKHORSE['QUEUES']['email']``), by ``manage.py check``, by
+the worker's start (``ImproperlyConfigured``) and by retention alike."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.checks import run_checks
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from django_workhorse.conf import get_retention, get_settings
+
+NESTED = [
+    pytest.param(
+        {"QUEUES": {"email": {"global_concurrency": 0}}},
+        "WORKHORSE['QUEUES']['email'] 'global_concurrency' must be a whole number",
+        id="queue-limit",
+    ),
+    pytest.param(
+        {"QUEUES": {"email": {"concurrency": "2"}}},
+        "WORKHORSE['QUEUES']['email']['concurrency'] must be a whole number",
+        id="queue-concurrency",
+    ),
+    pytest.param(
+        {"QUEUES": {"email": {"rate": 10}}},
+        "WORKHORSE['QUEUES']['email'] 'rate' and 'period' go together",
+        id="queue-rate-without-period",
+    ),
+    pytest.param(
+        {"SCHEDULES": {"nightly": {"job": "demo.jobs.noop", "cron": "0 3 * *"}}},
+        "WORKHORSE['SCHEDULES']['nightly'] cron '0 3 * *' is not valid",
+        id="schedule-cron",
+    ),
+    pytest.param(
+        {"RETENTION": {"HISTORY": -1}},
+        "WORKHORSE['RETENTION']['HISTORY'] must be a positive duration",
+        id="retention-history",
+    ),
+]
+
+
+@pytest.mark.parametrize(("workhorse", "message"), NESTED)
+def test_manage_py_check_names_a_nested_key_as_settings_py_spells_it(workhorse, message):
+    with override_settings(WORKHORSE=workhorse):
+        errors = [
+            e for e in run_checks(tags=["workhorse"], databases=[]) if e.id == "workhorse.E001"
+        ]
+    assert [e.msg[: len(message)] for e in errors] == [message], errors
+
+
+@pytest.mark.parametrize(("workhorse", "message"), NESTED[:4])
+def test_the_worker_refuses_a_nested_value_naming_its_key_the_same_way(workhorse, message):
+    with override_settings(WORKHORSE=workhorse), pytest.raises(ImproperlyConfigured) as raised:
+        get_settings()
+    assert str(raised.value).startswith(message)
+
+
+def test_retention_refuses_a_bad_value_naming_its_key_the_same_way():
+    with (
+        override_settings(WORKHORSE={"RETENTION": {"BATCH_SIZE": 0}}),
+        pytest.raises(ImproperlyConfigured) as raised,
+    ):
+        get_retention()
+    assert str(raised.value).startswith("WORKHORSE['RETENTION']['BATCH_SIZE'] must be")
+
+
+def test_a_workhorse_setting_that_is_not_a_dict_is_named_once():
+    with override_settings(WORKHORSE=["CONCURRENCY", 4]):
+        (error,) = [
+            e
+            for e in run_checks(tags=["workhorse"], databases=[])
+            if e.id.startswith("workhorse.E")
+        ]
+    assert error.msg.startswith("WORKHORSE must be a dict")
