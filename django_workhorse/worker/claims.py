@@ -24,9 +24,10 @@ from . import instruments
 
 class ClaimSession:
     """One claim connection at a time, used by one thread at a time (the
-    worker's claim lock). Its claims share one cursor: a cursor made per
-    call, with the loaders it looks up for the claim's columns, was a
-    tenth of a one-slot worker's CPU per job."""
+    worker's claim lock). Its claims share one cursor, which keeps the
+    loaders of the claim's columns from one call to the next: one-job calls
+    took 95 to 115 µs of client CPU on it against 120 to 170 µs with a
+    cursor per call (docs/decisions.md)."""
 
     def __init__(self, worker_id: str, connect: Callable[[], psycopg.Connection]) -> None:
         self.worker_id = worker_id
