@@ -2,7 +2,7 @@
 
     python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [control]
                     [deps] [durable] [peers] [claimcommit] [admin] [--history N] [--admin-jobs N]
-    python -m bench drain pickup --against COMMIT
+    python -m bench drain pickup oneslot --against COMMIT
     python -m bench sustained [--sustained-minutes 6] | growth | storage [--storage-jobs N]
 
 With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``,
@@ -21,8 +21,8 @@ retention at ``--admin-jobs`` jobs, see bench/admin.py) runs only when named.
 
 Runs against its own database (``workhorse_bench``, or ``WORKHORSE_BENCH_DB``,
 on the server of DATABASE_URL), which it drops and creates afresh.
-``--against COMMIT`` runs the drain and the pickup of this tree and of COMMIT
-in turns (bench/against.py). ``claimcommit`` measures a claim's latency with
+``--against COMMIT`` runs the drain, the pickup and the one-slot drain of this
+tree and of COMMIT in turns (bench/against.py). ``claimcommit`` measures a claim's latency with
 and without waiting for its WAL flush, in turns. ``durable`` measures
 checkpoint writes, a drain of jobs that sleep once against the plain drain,
 and where checkpoints are loaded (bench/durable.py). ``sustained`` (a fixed-rate
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument(
         "--against",
         metavar="COMMIT",
-        help="run drain and/or pickup in turns with COMMIT's code (bench/against.py)",
+        help="run drain, pickup and/or oneslot in turns with COMMIT's code (bench/against.py)",
     )
     parser.add_argument(
         "--rounds",
@@ -132,10 +132,11 @@ def main() -> None:
     if args.against:
         from . import against
 
-        wanted = [s for s in args.sections if s in ("drain", "pickup")]
+        wanted = [s for s in args.sections if s in ("drain", "pickup", "oneslot")]
         if not wanted or wanted != args.sections:
             parser.error(
-                "--against compares the drain and the pickup only: name drain, pickup or both"
+                "--against compares the drain, the pickup and the one-slot drain only: "
+                "name drain, pickup, oneslot or several"
             )
         against.run(conn, url, args.against, wanted, rounds=args.rounds)
         return

@@ -1,6 +1,6 @@
 """The drain and the pickup of this tree against those of an earlier commit, in turns.
 
-``python -m bench drain pickup --against COMMIT`` extracts COMMIT with
+``python -m bench drain pickup oneslot --against COMMIT`` extracts COMMIT with
 ``git archive`` into a temporary directory (the repository is not touched),
 migrates a second benchmark database (``<bench db>_against``) with that
 tree's code, and then alternates: a drain (or a block of pickup samples)
@@ -8,7 +8,9 @@ with this tree's ``runworker`` on the benchmark database, then the same with
 COMMIT's ``runworker`` on its own database, the order swapped every round.
 On a shared machine one drain swings by 20 % from one minute to the next;
 rounds taken in turns meet the same minute, so the medians compare the code
-rather than the load. Both sides run with this venv's packages.
+rather than the load. Both sides run with this venv's packages. ``oneslot``
+compares ``runworker``'s defaults (one slot) the same way: drains of 5,000
+jobs and each side's CPU per job, its own start-up subtracted.
 
 Jobs are enqueued on both sides by this tree's ``enqueue_many`` call shape
 (``workhorse_enqueue_many_v1``, whose JSON rows both versions accept); the
@@ -117,6 +119,20 @@ def drain_once(side: Side, jobs: int) -> tuple[float, float]:
         return worker.drain(side.conn, side.url, jobs, 1, 100)
     finally:
         worker.start_worker = original
+
+
+def one_slot_once(side: Side, jobs: int) -> tuple[float, float]:
+    """One drain of ``jobs`` no-op jobs by ``side``'s worker with one slot:
+    (jobs/s, the worker's CPU ms per job, the CPU of a burst worker that
+    finds nothing, measured just before, subtracted)."""
+    original = worker.start_worker
+    worker.start_worker = lambda url, *flags, **settings: side.start_worker(*flags, **settings)
+    try:
+        base = worker.startup_cpu(side.url)
+        rate, cpu = worker.drain(side.conn, side.url, jobs, 1, 1)
+    finally:
+        worker.start_worker = original
+    return rate, max(0.0, cpu - base) / jobs * 1000
 
 
 def enqueue_clock(conn: psycopg.Connection) -> int:
@@ -239,6 +255,8 @@ def run(
                     "of the medians (below 1: this tree spends less)",
                 )
                 print(f"  ({load()})", flush=True)
+            if "oneslot" in sections:
+                one_slot(sides, rounds)
             if "pickup" in sections:
                 latencies: dict[str, list[float]] = {side.label: [] for side in sides}
                 for turn in range(rounds):
@@ -257,3 +275,44 @@ def run(
             there.conn.close()
             name = there.url.rsplit("/", 1)[1]
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def one_slot(sides: list[Side], rounds: int, jobs: int = 5_000) -> None:
+    """``runworker``'s defaults (one slot) of both sides, in turns."""
+    here, there = sides
+    rates: dict[str, list[float]] = {side.label: [] for side in sides}
+    cpus: dict[str, list[float]] = {side.label: [] for side in sides}
+    for turn in range(rounds):
+        for side in sides if turn % 2 == 0 else sides[::-1]:
+            rate, cpu = one_slot_once(side, jobs)
+            rates[side.label].append(rate)
+            cpus[side.label].append(cpu)
+    for side in sides:
+        values = rates[side.label]
+        report(
+            f"one slot, drain {jobs:,} no-op jobs: {side.label}",
+            median(values),
+            "jobs/s",
+            f"median of {rounds}, runs {min(values):,.0f}-{max(values):,.0f}",
+        )
+    for side in sides:
+        values = cpus[side.label]
+        report(
+            f"  worker CPU per job (start-up subtracted): {side.label}",
+            median(values),
+            "ms",
+            f"median of {rounds}, runs {min(values):.3f}-{max(values):.3f}",
+        )
+    # A round whose worker spent less than its start-up (a worker that
+    # could not start and left the jobs to the next round) has no ratio.
+    pairs = sorted(
+        a / b for a, b in zip(cpus[here.label], cpus[there.label], strict=True) if a > 0 and b > 0
+    )
+    spread = f"round by round {pairs[0]:.2f}-{pairs[-1]:.2f}" if pairs else "no round to compare"
+    report(
+        "  ratio of this tree's CPU per job to the earlier one's",
+        median(cpus[here.label]) / (median(cpus[there.label]) or float("nan")),
+        "x",
+        f"of the medians; {spread}",
+    )
+    print(f"  ({load()})", flush=True)

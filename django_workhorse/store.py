@@ -228,6 +228,15 @@ def claim_many(
     return [_claimed(r) for r in cursor.fetchall()]
 
 
+_SUCCEED_AND_CLAIM = (
+    "SELECT * FROM workhorse_succeed_and_claim_v1(%s, %s::bigint[], %s::bigint[],"
+    f" {JSONB_ARRAY}, %s::text[], %s::integer[], %s)"
+)
+"""Built once: psycopg keeps a cursor's loaders for the next call only when
+it is given the very same query object (a one-slot worker makes this call
+once per job on one cursor)."""
+
+
 def succeed_and_claim(
     cursor: Cursor,
     worker_id: str,
@@ -243,8 +252,7 @@ def succeed_and_claim(
     jobs claimed as ``claim_many`` does. A worker with one slot pays one
     call per job instead of two (docs/decisions.md)."""
     cursor.execute(
-        "SELECT * FROM workhorse_succeed_and_claim_v1(%s, %s::bigint[], %s::bigint[],"
-        f" {JSONB_ARRAY}, %s::text[], %s::integer[], %s)",
+        _SUCCEED_AND_CLAIM,
         [
             worker_id,
             _ints(job_ids),

@@ -87,10 +87,11 @@ class SyncSlots:
     that are awake while the rest are still waking, and long jobs still each
     start on their own thread, one thread wake-up apart. Threads are started
     only when none is idle. They are daemon threads: a handler abandoned
-    after its timeout never holds the process open.
+    after its timeout never holds the process open. ``done`` gets each
+    run's end on its thread and may return the run to start next there.
     """
 
-    def __init__(self, count: int, done: Callable[[Finished], None], name: str) -> None:
+    def __init__(self, count: int, done: Callable[[Finished], Running | None], name: str) -> None:
         self._jobs: deque[Running] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._done = done
@@ -152,17 +153,23 @@ class SyncSlots:
                 running = self._jobs.popleft()
                 if self._jobs:
                     self._wake_one()
-            if running.timed_out or running.canceled:
-                # Its attempt was recorded as timed out (or canceled) while it
-                # waited here for a thread: running it now could only run the
-                # job twice. This gives its slot back; nothing is written.
-                self._done(
-                    Finished(running, False, error=JobTimeout("timed out before it started"))
-                )
-                continue
-            # A thread that goes straight from one job to the next has just
-            # closed its stale connections after the last one.
-            self._done(run_sync(running, idle=waited))
+            # ``done`` may hand this thread the next run (one slot: see
+            # ``Worker._carry_on``); it runs here, straight after the last.
+            next_run: Running | None = running
+            while next_run is not None:
+                if next_run.timed_out or next_run.canceled or self._closed:
+                    # Its attempt was recorded as timed out (or canceled) while
+                    # it waited for a thread, or the worker is stopping:
+                    # running it now could only run the job twice. This gives
+                    # its slot back; nothing is written.
+                    self._done(
+                        Finished(next_run, False, error=JobTimeout("timed out before it started"))
+                    )
+                    break
+                # A thread that goes straight from one job to the next has just
+                # closed its stale connections after the last one.
+                next_run = self._done(run_sync(next_run, idle=waited))
+                waited = False
 
 
 def run_sync(running: Running, *, idle: bool = True) -> Finished:

@@ -22,21 +22,21 @@ Each field, what it holds, the threads that write it (always under
 field                    written by (under ``_lock``)               read by
 =======================  =========================================  ===========================
 ``_running``             loop (start, expire, release_all),         loop, heartbeat (leases,
-  job id → run going     handler threads (finish), heartbeat and    lost, cancel), writer,
-                         listener (cancel)                          listener (cancel)
-``_writing``             loop (expire), handler threads (finish),   loop (backlog, settled),
-  runs the writer holds  writer (written), heartbeat and listener   heartbeat (leases)
-                         (cancel)
+  job id → run going     handler threads (finish, carry_on, start), lost, cancel), writer,
+                         heartbeat and listener (cancel)            listener (cancel)
+``_writing``             loop (expire), handler threads (finish,    loop (backlog, settled),
+  runs the writer holds  carry_on), writer (written), heartbeat     heartbeat (leases)
+                         and listener (cancel)
 ``_held``                handler threads (finish), loop (take_held, loop (claim)
   successes held for     hold_successes)
   the next claim's call
-``_hold``                loop (hold_successes)                      handler threads (finish)
-  whether to hold them
+``_hold``                loop (hold_successes)                      handler threads (finish,
+  whether to hold them                                              carry_on)
 ``_holding``             loop (start, release_all),                 loop (settled)
-  runs holding a slot    handler threads (finish)
+  runs holding a slot    handler threads (finish, vacate, start)
 ``_busy``                as ``_holding``                            loop (free slots, idle wait)
   queue → slots held
-``_freed``               handler threads (finish),                  loop (linger)
+``_freed``               handler threads (finish, vacate),          loop (linger)
   freed since the claim  loop (free_slots resets it)
 ``_next_due``,           listener (note_due),                       loop (idle wait)
 ``_due_known``           loop (set_due, forget_due)
@@ -63,6 +63,14 @@ once for the slot it freed, and writes the success in that same call
 with one slot. A held run is in ``_writing`` too, so its lease is renewed and
 the writer's backlog counts it; the loop either writes it with its next
 claim or hands it to the writer (``take_held``).
+
+A worker with one slot in all goes one step further: the handler's own
+thread writes that success with the next claim and runs the job it gets
+(``Worker._carry_on``), so no thread wakes another between two jobs. The
+run leaves ``running`` for ``writing`` but keeps its slot (``carry_on``)
+until the call has landed; then the slot is given back (``vacate``) and
+taken by the next run (``start``), all under the worker's claim lock, so
+the loop never sees the slot free in between.
 """
 
 from __future__ import annotations
@@ -208,6 +216,40 @@ class Ledger:
                     else:
                         self._hand_over(item)
             return self._freed
+
+    # -- one slot: the handler's thread claims the next job ----------------
+
+    def carry_on(self, item: Finished) -> bool:
+        """A success that its own handler thread will write with the next
+        claim (``Worker._carry_on``): the run leaves ``running`` for
+        ``writing`` (its lease is still renewed) and keeps its slot until
+        ``vacate``. Only a success that may be held, of the one run going,
+        with nothing waiting for the writer, goes this way; False, with
+        nothing changed, for everything else (``finish`` takes it)."""
+        running = item.running
+        job_id = running.job.job_id
+        with self._lock:
+            if (
+                not self._hold
+                or not item.ok
+                or self._writing
+                or len(self._running) != 1
+                or self._running.get(job_id) is not running
+                or running not in self._holding
+            ):
+                return False
+            del self._running[job_id]
+            self._writing[running] = None
+            return True
+
+    def vacate(self, running: Running) -> None:
+        """The carried-on run gives its slot back, its success written (or
+        handed to the writer); in place of ``finish``."""
+        with self._lock:
+            if running in self._holding:
+                self._holding.discard(running)
+                self._busy[running.job.queue] -= 1
+                self._freed += 1
 
     # -- held successes (the loop) -----------------------------------------
 

@@ -8,7 +8,9 @@ call on its own connection while the loop claims and starts the next jobs.
 A success that ends the last run going skips the writer: the loop is about
 to claim for the slot it freed anyway, and writes it in that same call
 (``succeed_and_claim``), so a worker with one slot makes one round trip per
-job, not two on two connections and threads.
+job, not two on two connections and threads. With one slot in all, the
+handler's thread makes that call itself and runs the job it gets
+(``_carry_on``): the loop is not woken between two jobs.
 When there is nothing to do the loop waits for a NOTIFY, a freed slot, or a
 timer capped at ``poll_interval`` and shortened to the next known run_at.
 Claims and finishes are single SQL calls, so a shutdown never interrupts
@@ -75,11 +77,13 @@ class Worker:
     which slots they hold is the ``ledger``'s alone (``ledger.py``); the
     worker asks it and tells it, from whichever thread a callback runs on.
     The worker's own fields are set in ``__init__`` and then only read,
-    except these, each used by one thread: ``_session`` and
-    ``_stop_deadline`` (the claim loop), ``_signals`` (the main thread's
-    signal handler), and ``_sync``, ``_async``, ``_listener``,
-    ``_heartbeat`` (set by ``run`` before the threads they start exist).
-    Cross-thread signals are ``threading.Event``s.
+    except these, each used by one thread: ``_stop_deadline`` (the claim
+    loop), ``_signals`` (the main thread's signal handler), and ``_sync``,
+    ``_async``, ``_listener``, ``_heartbeat`` (set by ``run`` before the
+    threads they start exist). ``_session`` is used under ``_claim_lock``
+    only: by the claim loop, and with one slot by the handler thread that
+    claims its next job (``_carry_on``). Cross-thread signals are
+    ``threading.Event``s.
     """
 
     def __init__(self, options: WorkerOptions) -> None:
@@ -108,6 +112,9 @@ class Worker:
         )
         self.ledger = Ledger(options.concurrency, hand_over=self._writer.put)
         self._session = ClaimSession(self.worker_id, self._connect)
+        self._claim_lock = threading.Lock()
+        # One slot in all: its handler thread claims the next job (_carry_on).
+        self._one_slot = sum(options.concurrency.values()) == 1
         self._run_connections = RunConnections(options.alias)
         self._checkpoint_cursor = self._run_connections.cursor
         self._sync: dict[str, SyncSlots] = {}
@@ -204,7 +211,7 @@ class Worker:
             d.is_async for d in registry.all_jobs().values() if d.queue in self.options.queues
         )
         for name, count in self.options.concurrency.items():
-            self._sync[name] = SyncSlots(count, self._done, f"workhorse-{name}")
+            self._sync[name] = SyncSlots(count, self._finished_sync, f"workhorse-{name}")
         if needs_async:
             self._async = AsyncSlots(self._done, "workhorse")
         self._writer.start()
@@ -261,7 +268,8 @@ class Worker:
         )
 
     def _reconnect(self) -> None:
-        self._session.close()
+        with self._claim_lock:
+            self._session.close()
         # One warning per outage, one line when it ends; the tries between
         # (with a growing delay) are logged at DEBUG.
         started, tries = time.monotonic(), 0
@@ -271,7 +279,8 @@ class Worker:
             if self._stopping.is_set():
                 return
             try:
-                self._session.open()
+                with self._claim_lock:
+                    self._session.open()
                 if tries:
                     logger.warning(
                         "workhorse: reconnected after %.1f s (%s tries)",
@@ -302,13 +311,15 @@ class Worker:
                 return True
             self._wake.wait(0.05)
             return False
-        # Nothing running and every result recorded: the claim below sees all
-        # there is, so a burst worker that claims nothing is done.
-        settled = self.ledger.settled()
-        free = self._free_slots()
-        if self._stopping.is_set() or self.ledger.error is not None:
-            return False  # the next pass handles it
-        if self._claim(free):
+        with self._claim_lock:  # the slots are the loop's or the carrying thread's
+            # Nothing running and every result recorded: the claim below sees
+            # all there is, so a burst worker that claims nothing is done.
+            settled = self.ledger.settled()
+            free = self._free_slots()
+            if self._stopping.is_set() or self.ledger.error is not None:
+                return False  # the next pass handles it
+            claimed = self._claim(free)
+        if claimed:
             if not self.ledger.has_free_slot():
                 # Every slot is taken: nothing for a pass to do before one
                 # frees, and each event a pass acts on sets the wake-up (one
@@ -336,7 +347,7 @@ class Worker:
             # slot the loop waits once per job.
             if not self.ledger.due_known:
                 assert self._session.conn is not None, "the loop runs connected"
-                with self._session.conn.cursor() as cursor:
+                with self._claim_lock, self._session.conn.cursor() as cursor:
                     # Only the queues with a free slot: a due job of a queue
                     # whose slots are full cannot start here before one frees
                     # (which wakes the loop), and waking for it would loop.
@@ -453,6 +464,55 @@ class Worker:
         """Give held successes to the writer: no claim is coming to carry them."""
         for item in held:
             self._writer.put(item)
+
+    def _finished_sync(self, item: Finished) -> Running | None:
+        """A sync handler returned (on its slot's thread): the run to start
+        next on this thread, if ``_carry_on`` claimed one; else as ``_done``."""
+        if self._one_slot and not self._stopping.is_set() and self.ledger.error is None:
+            with self._claim_lock:
+                if self.ledger.carry_on(item):
+                    return self._carry_on(item)
+        self._done(item)
+        return None
+
+    def _carry_on(self, item: Finished) -> Running | None:
+        """One slot in all: write ``item``'s success with the claim of the
+        next job, from the handler's own thread, and start that job here.
+
+        The loop would make the same call for the slot this run frees; made
+        here, no thread wakes another between two jobs. The loop stays free
+        for what it does besides claiming: timeouts, stops, recoveries.
+        Called under the claim lock, after ``ledger.carry_on``; the slot
+        passes from this run to the next without ever looking free to the
+        loop. A failed call leaves the success with the writer (see
+        ``_succeed_and_claim``), gives the slot back and wakes the loop,
+        which reconnects if it must.
+        """
+        running = item.running
+        try:
+            owner, jobs = self._succeed_and_claim([item], {running.job.queue: 1})
+        except psycopg.Error:
+            jobs = []
+        except BaseException as exc:  # a bug: stop the worker as the writer's would
+            logger.exception("workhorse: a claim on the handler's thread failed")
+            self.ledger.fail(exc)
+            jobs = []
+        self.ledger.vacate(running)
+        if not jobs:
+            self._wake.set()  # the loop claims from here on, or a burst worker is done
+            return None
+        (job,) = jobs
+        definition = registry.all_jobs().get(job.name)
+        nxt = self._start(job, owner, definition, time.monotonic())
+        if nxt is None:
+            return None  # failed before it could run; _done woke the loop
+        if nxt.deadline is not None:
+            self._wake.set()  # the loop's wait ends at the deadlines of the runs going
+        if nxt.definition is not None and nxt.definition.is_async:
+            assert self._async is not None, "async slots start with the first async job"
+            self._async.submit([nxt])
+            return None
+        return nxt
 
     def _start(
         self,
@@ -612,7 +672,7 @@ class Worker:
                 break
             if item.canceled:
                 assert self._session.conn is not None, "the loop runs connected"
-                with self._session.conn.cursor() as cursor:
+                with self._claim_lock, self._session.conn.cursor() as cursor:
                     reason = stored_reason(cursor, item.job_id)
                 call_cancel_hook(self._cancel_hook, of_recovered(item, reason))
             else:
@@ -633,8 +693,11 @@ class Worker:
         those leases expire into stalls.
         """
         try:
-            self._hand_held_over(self.ledger.hold_successes(False))
-            leftover = self.ledger.release_all()
+            # Under the claim lock: a handler thread claiming its next job
+            # (_carry_on) has started it by now, or starts nothing after this.
+            with self._claim_lock:
+                self._hand_held_over(self.ledger.hold_successes(False))
+                leftover = self.ledger.release_all()
             # Runs handed to a slot but not started yet must not start now;
             # those that timed out while they waited give their slot back.
             for slots in self._sync.values():

@@ -90,3 +90,59 @@ def test_nothing_is_held_unless_asked_and_turning_it_off_returns_what_was_held()
     book.finish(Finished(later, True, None))
     assert [item.running for item in book.hold_successes(False)] == [later]
     assert book.take_held() == []
+
+
+def test_a_carried_on_success_keeps_its_slot_until_vacated():
+    book, handed = ledger()
+    run = make_run(1)
+    book.start(run)
+
+    assert book.carry_on(Finished(run, True, None))
+
+    assert handed == [] and book.take_held() == []
+    assert book.leases() == [("w", 1, 1)]  # still renewed while the call is made
+    assert book.free_slots() == {}  # the loop sees no slot to claim for
+    assert not book.settled()
+    book.written([run])
+    assert book.free_slots() == {}
+    book.vacate(run)
+    assert book.free_slots() == {"q": 1}
+    assert book.settled()
+    assert book.counts() == {"running": 0, "writing": 0, "holding": 0, "busy": 0}
+
+
+def test_only_a_success_that_could_be_held_is_carried_on():
+    book, _ = ledger(slots=2)
+    first, second = make_run(1), make_run(2)
+    book.start(first)
+    book.start(second)
+    # Another run is going: the loop claims for this slot, as before.
+    assert not book.carry_on(Finished(first, True, None))
+    book.finish(Finished(first, True, None))
+    # A result waits for the writer.
+    assert not book.carry_on(Finished(second, True, None))
+    # A failure.
+    book, handed = ledger()
+    run = make_run(3)
+    book.start(run)
+    assert not book.carry_on(Finished(run, False, error=ValueError("boom")))
+    # Held successes turned off (the worker stops).
+    book.hold_successes(False)
+    assert not book.carry_on(Finished(run, True, None))
+    assert handed == [] and book.counts()["running"] == 1
+
+
+def test_a_run_released_or_timed_out_is_not_carried_on():
+    book, _ = ledger()
+    run = make_run(1)
+    book.start(run)
+    assert book.release_all() == [run]
+    assert not book.carry_on(Finished(run, True, None))
+
+    book, _ = ledger()
+    run = make_run(2)
+    run.job.timeout = 1.0
+    run.deadline = 0.0
+    book.start(run)
+    assert book.expire(1.0) == [run]
+    assert not book.carry_on(Finished(run, True, None))

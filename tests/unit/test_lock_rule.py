@@ -49,9 +49,10 @@ CONFINED = {
         "_vacuum": "run() (through _start_threads), before the vacuum thread exists",
     },
     "ClaimSession": {
-        "owner": "the claim loop",
-        "conn": "the claim loop",
-        "_opened": "the claim loop",
+        "owner": "the claim loop, under the worker's claim lock",
+        "conn": "the claim loop, under the worker's claim lock",
+        "_cursor": "the claim loop, under the worker's claim lock",
+        "_opened": "the claim loop, under the worker's claim lock",
     },
     "Writer": {"_conn": "the writer thread"},
     "RunConnections": {
