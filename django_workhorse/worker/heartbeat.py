@@ -57,6 +57,12 @@ class Heartbeat(threading.Thread):
         self.on_recovered = on_recovered
         self.stop_event = threading.Event()
         self.kick = threading.Event()
+        self.swept = threading.Event()
+        """Set once the first stall sweep has run: a burst worker ends only
+        after a claim that came later, so it also runs what that sweep
+        recovered (jobs whose lease expired while no worker ran)."""
+        self.on_swept: Callable[[], None] = lambda: None
+        """Called once, after that first sweep (the worker wakes its loop)."""
         self._conn: psycopg.Connection | None = None
 
     def stop(self) -> None:
@@ -118,6 +124,9 @@ class Heartbeat(threading.Thread):
             recovered = store.recover_stalled(cursor)
         if recovered:
             self.on_recovered(recovered)
+        if not self.swept.is_set():
+            self.swept.set()
+            self.on_swept()
 
     def _close(self) -> None:
         if self._conn is not None:

@@ -234,6 +234,7 @@ class Worker:
             on_cancel=self._cancel_renewed,
             on_recovered=self._on_recovered,
         )
+        self._heartbeat.on_swept = self._wake.set
         self._heartbeat.start()
         self._retention = start_retention(self.options.alias)
         self._vacuum = start_vacuum(self.options.alias, self.settings.vacuum_interval)
@@ -313,8 +314,12 @@ class Worker:
             return False
         with self._claim_lock:  # the slots are the loop's or the carrying thread's
             # Nothing running and every result recorded: the claim below sees
-            # all there is, so a burst worker that claims nothing is done.
-            settled = self.ledger.settled()
+            # all there is, so a burst worker that claims nothing is done;
+            # once the first stall sweep has run, so that what it recovers
+            # (leases that expired while no worker ran) is there to claim.
+            settled = self.ledger.settled() and (
+                self._heartbeat is None or self._heartbeat.swept.is_set()
+            )
             free = self._free_slots()
             if self._stopping.is_set() or self.ledger.error is not None:
                 return False  # the next pass handles it

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from jobtests.jobs import record
 
 from django_workhorse.models import JobOutcome, JobRuntime
@@ -139,3 +140,21 @@ def test_burst_runs_the_due_jobs_then_exits_0(start_worker):
     assert outcomes.count() == 20
     assert set(outcomes.values_list("state", flat=True)) == {"succeeded"}
     assert JobRuntime.objects.get(job_id=later.id).state == "scheduled"
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])
+def test_burst_also_runs_a_job_whose_lease_expired_while_no_worker_ran(start_worker):
+    orphan = record.enqueue(label="its worker is gone")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT job_id FROM workhorse_claim_many_v1("
+            "'gone-worker', ARRAY['jobtests.record'], ARRAY[1], 0.01)"
+        )
+        assert cursor.fetchone()[0] == orphan.id
+        cursor.execute("SELECT pg_sleep(0.05)")  # the lease expires on the database clock
+
+    worker = start_worker("--queues", "jobtests.record", "--burst", ready=False)
+
+    assert worker.wait_exit(60) == 0, worker.stderr
+    assert "recovered from an expired lease" in worker.stderr
+    assert JobOutcome.objects.get(job_id=orphan.id).state == "succeeded"
