@@ -203,7 +203,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
 --   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 1a4b5ceae1909752
 -- FUNCTION workhorse_enqueue_batch_v1(p_name text, p_payloads jsonb, p_queue text, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 8a56e96d5917bcc4
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 5cf6b95950db9dca
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 fa47d80d194fb335
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)

@@ -49,6 +49,17 @@ LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_pl
 DECLARE
     v_due      timestamptz;
     v_queue    text := coalesce(p_queue, workhorse_job_defaults_v1() ->> 'queue');
+    -- The options every job of the call is written with, defaults filled in
+    -- once for both statements below.
+    v_max_attempts integer := coalesce(p_max_attempts,
+                                       (workhorse_job_defaults_v1() ->> 'max_attempts')::integer);
+    v_priority integer := coalesce(p_priority,
+                                   (workhorse_job_defaults_v1() ->> 'priority')::integer);
+    v_timeout  interval;  -- once p_timeout is known to be in range
+    -- The default policy is stored as NULL (tables_v1.sql).
+    v_backoff  jsonb := nullif(p_backoff, workhorse_job_defaults_v1() -> 'backoff');
+    v_max_stalled integer := coalesce(p_max_stalled,
+                                      (workhorse_job_defaults_v1() ->> 'max_stalled')::integer);
     v_count    integer;
     v_ids      bigint[];
     v_inserted integer;
@@ -74,6 +85,8 @@ BEGIN
                   HINT = 'delay must be from 0 to 3155760000 seconds (100 years), timeout from '
                          '0.000001 to 3155760000 seconds';
     END IF;
+    v_timeout := make_interval(secs => coalesce(
+        p_timeout, (workhorse_job_defaults_v1() ->> 'timeout')::double precision));
     v_due := CASE WHEN p_run_at IS NOT NULL THEN p_run_at
                   WHEN p_delay IS NOT NULL THEN now() + make_interval(secs => p_delay)
                   ELSE now() END;
@@ -85,14 +98,7 @@ BEGIN
                                             timeout, backoff, max_stalled, idempotency_key,
                                             trace_context, first_due_at)
             VALUES (nextval('workhorse_job_id_seq'), p_name, v_queue, p_payloads -> 0,
-                    coalesce(p_max_attempts,
-                             (workhorse_job_defaults_v1() ->> 'max_attempts')::integer),
-                    coalesce(p_priority, (workhorse_job_defaults_v1() ->> 'priority')::integer),
-                    make_interval(secs => coalesce(
-                        p_timeout, (workhorse_job_defaults_v1() ->> 'timeout')::double precision)),
-                    nullif(p_backoff, workhorse_job_defaults_v1() -> 'backoff'),
-                    coalesce(p_max_stalled,
-                             (workhorse_job_defaults_v1() ->> 'max_stalled')::integer),
+                    v_max_attempts, v_priority, v_timeout, v_backoff, v_max_stalled,
                     p_idempotency_key, p_trace_context, nullif(v_due, now()))
             ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING j.id, j.priority, j.created_at
@@ -107,16 +113,8 @@ BEGIN
             INSERT INTO workhorse_job_query (job_id, queue, name, created_at)
             SELECT n.id, v_queue, p_name, n.created_at FROM new_job n
         )
-        SELECT n.id INTO v_key_job FROM new_job n;
+        SELECT ARRAY[n.id] INTO v_ids FROM new_job n;
         v_inserted := CASE WHEN FOUND THEN 1 ELSE 0 END;
-        IF v_inserted = 1 THEN
-            PERFORM pg_notify('workhorse:' || v_queue,
-                              CASE WHEN v_due > now() THEN extract(epoch FROM v_due)::text
-                                   ELSE '' END);
-            RETURN QUERY SELECT v_key_job, true;
-            RETURN;
-        END IF;
-        -- The key is held: looked up below.
     ELSE
         WITH input AS (
             -- Ids in input order, drawn before any insert; with a key, the
@@ -129,18 +127,9 @@ BEGIN
             INSERT INTO workhorse_job AS j (id, name, queue, payload, max_attempts, priority,
                                             timeout, backoff, max_stalled, idempotency_key,
                                             trace_context, first_due_at)
-            -- Defaults fold to constants when the statement is planned.
-            SELECT i.id, p_name, v_queue, i.doc,
-                   coalesce(p_max_attempts,
-                            (workhorse_job_defaults_v1() ->> 'max_attempts')::integer),
-                   coalesce(p_priority, (workhorse_job_defaults_v1() ->> 'priority')::integer),
-                   make_interval(secs => coalesce(
-                       p_timeout, (workhorse_job_defaults_v1() ->> 'timeout')::double precision)),
-                   -- The default policy is stored as NULL (tables_v1.sql).
-                   nullif(p_backoff, workhorse_job_defaults_v1() -> 'backoff'),
-                   coalesce(p_max_stalled,
-                            (workhorse_job_defaults_v1() ->> 'max_stalled')::integer),
-                   p_idempotency_key, p_trace_context, nullif(v_due, now())
+            SELECT i.id, p_name, v_queue, i.doc, v_max_attempts, v_priority, v_timeout,
+                   v_backoff, v_max_stalled, p_idempotency_key, p_trace_context,
+                   nullif(v_due, now())
             FROM input i
             ORDER BY i.ord
             ON CONFLICT (name, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -160,16 +149,15 @@ BEGIN
         SELECT array_agg(i.id ORDER BY i.ord), (SELECT count(*) FROM new_job)
         INTO v_ids, v_inserted
         FROM input i;
-
-        IF v_inserted > 0 THEN
-            -- Ready work wakes takers now; scheduled work tells them when to
-            -- look again (epoch seconds), as workhorse_enqueue_many_v1 does.
-            PERFORM pg_notify('workhorse:' || v_queue,
-                              CASE WHEN v_due > now() THEN extract(epoch FROM v_due)::text
-                                   ELSE '' END);
-        END IF;
     END IF;
 
+    IF v_inserted > 0 THEN
+        -- Ready work wakes takers now; scheduled work tells them when to look
+        -- again (epoch seconds), as workhorse_enqueue_many_v1 does.
+        PERFORM pg_notify('workhorse:' || v_queue,
+                          CASE WHEN v_due > now() THEN extract(epoch FROM v_due)::text
+                               ELSE '' END);
+    END IF;
     IF p_idempotency_key IS NULL THEN
         RETURN QUERY SELECT x.id, true FROM unnest(v_ids) WITH ORDINALITY AS x(id, ord)
                      ORDER BY x.ord;
