@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.helpers import WORKHORSE_TABLES, delete_workhorse_rows, poll_until
+from tests.helpers import WORKHORSE_TABLES, delete_workhorse_rows, poll_until, side_alias
 
 
 def _is_transactional(request: pytest.FixtureRequest) -> bool:
@@ -188,3 +188,11 @@ class DbRows:
 @pytest.fixture
 def db_rows(cursor) -> DbRows:
     return DbRows(cursor)
+
+
+@pytest.fixture(name="side_alias")
+def side_alias_fixture() -> Iterator[str]:
+    """The alias ``side``, a second connection to the test database
+    (``tests.helpers.side_alias``)."""
+    with side_alias() as alias:
+        yield alias

@@ -190,3 +190,19 @@ def make_dead_runtime_rows(cursor: Any, count: int, queue: str = "vacuum-churn")
     add.options(queue=queue, delay=86400).enqueue_many([{"a": i, "b": 0} for i in range(count)])
     cursor.execute("UPDATE workhorse_job_runtime SET run_at = run_at WHERE queue = %s", [queue])
     cursor.execute("SELECT pg_stat_force_next_flush()")
+
+
+@contextlib.contextmanager
+def side_alias() -> Iterator[str]:
+    """A second database alias, ``side``, on the test database, as a project
+    with two aliases has: a connection of its own, so what it has not
+    committed the default connection does not see."""
+    from django.db import connections
+
+    connections.settings["side"] = dict(connections["default"].settings_dict)
+    try:
+        yield "side"
+    finally:
+        connections["side"].close()
+        del connections["side"]
+        del connections.settings["side"]

@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import pytest
 from demo.jobs import add
-from django.db import connections
 
 from django_workhorse import InvalidJobOptionError, JobHandle
 from django_workhorse.models import Job
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def side_alias():
-    connections.settings["side"] = dict(connections["default"].settings_dict)
-    yield "side"
-    connections["side"].close()
-    del connections["side"]
-    del connections.settings["side"]
 
 
 def test_a_prerequisite_of_another_database_is_refused_naming_both(side_alias):

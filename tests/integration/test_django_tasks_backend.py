@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.checks import run_checks
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.test import override_settings
 from jobtests.tasks import add, always_fails, gives_up, in_order, retries_in_an_hour
 
@@ -28,6 +28,7 @@ from django_workhorse.tasks.compat import (
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
 from django_workhorse.testing import run_jobs
+from tests import helpers
 
 try:
     from django.tasks import task
@@ -313,17 +314,12 @@ def test_backend_options_reach_the_job(settings):
         assert (job.timeout, job.max_stalled) == (timedelta(seconds=3), 0)
 
 
-@pytest.fixture(scope="module")
-def side_alias():
-    """A second database alias on the test database, as a project with two
-    aliases has: a connection of its own, so what it has not committed the
-    default connection does not see. Module-scoped, so that it exists before
+@pytest.fixture(scope="module", name="side_alias")
+def module_side_alias():
+    """``tests.helpers.side_alias`` for the module, so that it exists before
     pytest-django checks the test's ``databases``."""
-    connections.settings["side"] = dict(connections["default"].settings_dict)
-    yield "side"
-    connections["side"].close()
-    del connections["side"]
-    del connections.settings["side"]
+    with helpers.side_alias() as alias:
+        yield alias
 
 
 @pytest.mark.django_db(

@@ -15,7 +15,6 @@ import logging
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connections
 from django.test import override_settings
 
 import django_workhorse as workhorse
@@ -156,16 +155,6 @@ def test_without_queues_the_worker_serves_every_queue_of_a_registered_job_and_of
 def test_verbosity_sets_the_level_of_the_workhorse_loggers(run_command, flag, level):
     run_command("--queues", "jobtests.record", "-v", flag)
     assert logging.getLevelName(logging.getLogger("django_workhorse").level) == level
-
-
-@pytest.fixture
-def side_alias():
-    """A second alias of the same database, as a project with two has."""
-    connections.settings["side"] = dict(connections["default"].settings_dict)
-    yield "side"
-    connections["side"].close()
-    del connections["side"]
-    del connections.settings["side"]
 
 
 @pytest.fixture
