@@ -74,12 +74,20 @@ def count_carry_ons(worker) -> list[bool]:
     return carried
 
 
-def test_each_success_claims_the_next_job_from_the_handlers_thread(start_worker, cursor):
+def one_slot_held_by_a_gated_job(start_worker, value: int):
+    """A one-slot worker running a job that waits on a gate, and the carry-ons
+    counted from then on: (running worker, the job's id, its gate, carry-ons)."""
     first = gate_name()
-    head = jobs.gated.enqueue(gate_name=first, value=0).id
+    head = jobs.gated.enqueue(gate_name=first, value=value).id
+    # The loop's own wait is a minute long: whatever happens in time happens
+    # on the handler's thread.
     running = start_worker({QUEUE: 1}, POLL_INTERVAL=60)
     wait(lambda: running.ledger.counts()["running"] == 1, "the first job to start")
-    carried = count_carry_ons(running.worker)
+    return running, head, first, count_carry_ons(running.worker)
+
+
+def test_each_success_claims_the_next_job_from_the_handlers_thread(start_worker, cursor):
+    running, head, first, carried = one_slot_held_by_a_gated_job(start_worker, 0)
     ids = [head] + [h.id for h in jobs.gated.enqueue_many([{"value": n} for n in range(1, 6)])]
 
     jobs.gate(first).set()
@@ -99,13 +107,9 @@ def test_each_success_claims_the_next_job_from_the_handlers_thread(start_worker,
 
 
 def test_a_job_the_handlers_thread_claimed_still_times_out(start_worker, cursor):
-    first, hold = gate_name(), gate_name()
-    head = jobs.gated.enqueue(gate_name=first, value=1).id
-    # The loop's own wait is a minute long: only the carried-on run's
-    # deadline can end it in time.
-    running = start_worker({QUEUE: 1}, POLL_INTERVAL=60)
-    wait(lambda: running.ledger.counts()["running"] == 1, "the first job to start")
-    carried = count_carry_ons(running.worker)
+    # Only the carried-on run's deadline can end it before the loop looks.
+    running, head, first, carried = one_slot_held_by_a_gated_job(start_worker, 1)
+    hold = gate_name()
     slow = jobs.gated.options(timeout=0.2).enqueue(gate_name=hold, value=2).id
 
     jobs.gate(first).set()
@@ -125,11 +129,8 @@ def test_a_job_the_handlers_thread_claimed_still_times_out(start_worker, cursor)
 
 
 def test_a_stop_ends_the_chain_and_every_job_is_run_once_or_left_ready(start_worker, cursor):
-    first, hold = gate_name(), gate_name()
-    head = jobs.gated.enqueue(gate_name=first, value=0).id
-    running = start_worker({QUEUE: 1}, POLL_INTERVAL=60)
-    wait(lambda: running.ledger.counts()["running"] == 1, "the first job to start")
-    carried = count_carry_ons(running.worker)
+    running, head, first, carried = one_slot_held_by_a_gated_job(start_worker, 0)
+    hold = gate_name()
     held = jobs.gated.enqueue(gate_name=hold, value=1).id
     rest = [h.id for h in jobs.gated.enqueue_many([{"value": n} for n in range(2, 12)])]
 
