@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -212,31 +212,12 @@ def run(
         sides = [here, there]
         try:
             if "drain" in sections:
-                rates: dict[str, list[float]] = {side.label: [] for side in sides}
-                cpus: dict[str, list[float]] = {side.label: [] for side in sides}
                 for side in sides:  # one unmeasured drain each: first-touch costs
                     drain_once(side, jobs)
-                for turn in range(rounds):
-                    for side in sides if turn % 2 == 0 else sides[::-1]:
-                        rate, cpu = drain_once(side, jobs)
-                        rates[side.label].append(rate)
-                        cpus[side.label].append(cpu)
-                for side in sides:
-                    values = rates[side.label]
-                    report(
-                        f"drain {jobs:,} no-op jobs, 1 process: {side.label}",
-                        median(values),
-                        "jobs/s",
-                        f"median of {rounds}, runs {min(values):,.0f}-{max(values):,.0f}",
-                    )
-                for side in sides:
-                    per_job = [cpu / jobs * 1000 for cpu in cpus[side.label]]
-                    report(
-                        f"  worker CPU per job (start-up included): {side.label}",
-                        median(per_job),
-                        "ms",
-                        f"median of {rounds}, runs {min(per_job):.3f}-{max(per_job):.3f}",
-                    )
+                rates, cpus = in_turns(sides, rounds, lambda side: drain_once(side, jobs))
+                report_sides(sides, rates, f"drain {jobs:,} no-op jobs, 1 process", "jobs/s", 0)
+                per_job = {label: [c / jobs * 1000 for c in v] for label, v in cpus.items()}
+                report_sides(sides, per_job, "  worker CPU per job (start-up included)", "ms", 3)
                 ratio = median(rates[here.label]) / median(rates[there.label])
                 pairs = sorted(
                     a / b for a, b in zip(rates[here.label], rates[there.label], strict=True)
@@ -277,32 +258,41 @@ def run(
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def one_slot(sides: list[Side], rounds: int, jobs: int = 5_000) -> None:
-    """``runworker``'s defaults (one slot) of both sides, in turns."""
-    here, there = sides
+def in_turns(
+    sides: list[Side], rounds: int, measure: Callable[[Side], tuple[float, float]]
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """``measure(side)`` gives (rate, CPU); each side's, ``rounds`` times, in
+    turns whose order flips every round, so both see the same minute's noise."""
     rates: dict[str, list[float]] = {side.label: [] for side in sides}
     cpus: dict[str, list[float]] = {side.label: [] for side in sides}
     for turn in range(rounds):
         for side in sides if turn % 2 == 0 else sides[::-1]:
-            rate, cpu = one_slot_once(side, jobs)
+            rate, cpu = measure(side)
             rates[side.label].append(rate)
             cpus[side.label].append(cpu)
+    return rates, cpus
+
+
+def report_sides(
+    sides: list[Side], values: dict[str, list[float]], label: str, unit: str, digits: int
+) -> None:
+    """One line per side: the median of its ``values`` and their range."""
     for side in sides:
-        values = rates[side.label]
+        runs = values[side.label]
         report(
-            f"one slot, drain {jobs:,} no-op jobs: {side.label}",
-            median(values),
-            "jobs/s",
-            f"median of {rounds}, runs {min(values):,.0f}-{max(values):,.0f}",
+            f"{label}: {side.label}",
+            median(runs),
+            unit,
+            f"median of {len(runs)}, runs {min(runs):,.{digits}f}-{max(runs):,.{digits}f}",
         )
-    for side in sides:
-        values = cpus[side.label]
-        report(
-            f"  worker CPU per job (start-up subtracted): {side.label}",
-            median(values),
-            "ms",
-            f"median of {rounds}, runs {min(values):.3f}-{max(values):.3f}",
-        )
+
+
+def one_slot(sides: list[Side], rounds: int, jobs: int = 5_000) -> None:
+    """``runworker``'s defaults (one slot) of both sides, in turns."""
+    here, there = sides
+    rates, cpus = in_turns(sides, rounds, lambda side: one_slot_once(side, jobs))
+    report_sides(sides, rates, f"one slot, drain {jobs:,} no-op jobs", "jobs/s", 0)
+    report_sides(sides, cpus, "  worker CPU per job (start-up subtracted)", "ms", 3)
     # A round whose worker spent less than its start-up (a worker that
     # could not start and left the jobs to the next round) has no ratio.
     pairs = sorted(
