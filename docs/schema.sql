@@ -1,55 +1,63 @@
 -- The schema the migrations install; rewritten by `make schema`.
 
+CREATE DOMAIN workhorse_attempt_count AS integer CONSTRAINT workhorse_runtime_attempt_range CHECK ((VALUE >= 0));
+CREATE DOMAIN workhorse_attempt_outcome AS text CONSTRAINT workhorse_attempt_outcome CHECK ((VALUE = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text, 'slept'::text])));
+CREATE DOMAIN workhorse_checkpoint_kind AS text CONSTRAINT workhorse_checkpoint_kind CHECK ((VALUE = ANY (ARRAY['checkpoint'::text, 'sleep'::text])));
+CREATE DOMAIN workhorse_checkpoint_name AS text CONSTRAINT workhorse_checkpoint_name_format CHECK (((VALUE ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$'::text) AND (length(VALUE) <= 100)));
+CREATE DOMAIN workhorse_dependency_policy AS text CONSTRAINT workhorse_job_dependency_policy CHECK ((VALUE = ANY (ARRAY['all_succeeded'::text, 'all_finished'::text, 'any_succeeded'::text])));
+CREATE DOMAIN workhorse_event_kind AS text CONSTRAINT workhorse_event_kind CHECK ((VALUE = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text, 'unblocked'::text, 'cancel_requested'::text, 'slept'::text])));
+CREATE DOMAIN workhorse_idempotency_key AS text CONSTRAINT workhorse_job_idempotency_key_length CHECK (((length(VALUE) >= 1) AND (length(VALUE) <= 255)));
+CREATE DOMAIN workhorse_job_name AS text CONSTRAINT workhorse_job_name_format CHECK (((VALUE ~ '^[A-Za-z_][A-Za-z0-9_.:-]*$'::text) AND (length(VALUE) <= 200)));
+CREATE DOMAIN workhorse_live_state AS text CONSTRAINT workhorse_runtime_state CHECK ((VALUE = ANY (ARRAY['blocked'::text, 'scheduled'::text, 'ready'::text, 'active'::text])));
+CREATE DOMAIN workhorse_max_attempts AS integer CONSTRAINT workhorse_job_max_attempts_range CHECK (((VALUE >= 1) AND (VALUE <= 1000)));
+CREATE DOMAIN workhorse_max_stalled AS integer CONSTRAINT workhorse_job_max_stalled_range CHECK (((VALUE >= 0) AND (VALUE <= 1000)));
+CREATE DOMAIN workhorse_outcome_state AS text CONSTRAINT workhorse_outcome_state CHECK ((VALUE = ANY (ARRAY['succeeded'::text, 'failed'::text, 'canceled'::text])));
+CREATE DOMAIN workhorse_payload AS jsonb CONSTRAINT workhorse_job_payload_object CHECK ((jsonb_typeof(VALUE) = 'object'::text));
+CREATE DOMAIN workhorse_pending_count AS integer CONSTRAINT workhorse_runtime_pending_range CHECK ((VALUE >= 0));
+CREATE DOMAIN workhorse_priority AS smallint CONSTRAINT workhorse_job_priority_range CHECK (((VALUE >= '-100'::integer) AND (VALUE <= 100)));
+CREATE DOMAIN workhorse_queue_name AS text CONSTRAINT workhorse_job_queue_format CHECK (((VALUE ~ '^[A-Za-z0-9_][A-Za-z0-9_.-]*$'::text) AND (length(VALUE) <= 53)));
+CREATE DOMAIN workhorse_run_at AS timestamp with time zone CONSTRAINT workhorse_runtime_run_at_range CHECK (((VALUE >= '0001-01-01 00:00:00+00'::timestamp with time zone) AND (VALUE < '10000-01-01 00:00:00+00'::timestamp with time zone)));
+CREATE DOMAIN workhorse_stall_count AS integer CONSTRAINT workhorse_runtime_stall_count_range CHECK ((VALUE >= 0));
+CREATE DOMAIN workhorse_timeout AS interval CONSTRAINT workhorse_job_timeout_positive CHECK ((VALUE > '00:00:00'::interval));
+
 CREATE TABLE workhorse_attempt_history (
     id bigint NOT NULL DEFAULT nextval('workhorse_attempt_history_id_seq'::regclass),
     job_id bigint NOT NULL,
     attempt integer NOT NULL,
-    outcome text NOT NULL,
+    outcome workhorse_attempt_outcome NOT NULL,
     worker_id text NOT NULL,
     started_at timestamp with time zone NOT NULL,
     finished_at timestamp with time zone NOT NULL DEFAULT now(),
-    error jsonb,
-    CONSTRAINT workhorse_attempt_outcome CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text, 'slept'::text])))
+    error jsonb
 ) PARTITION BY RANGE (finished_at);
 
 CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
 
 CREATE TABLE workhorse_job (
     id bigint NOT NULL DEFAULT nextval('workhorse_job_id_seq'::regclass),
-    name text NOT NULL,
-    queue text NOT NULL,
-    payload jsonb NOT NULL,
-    max_attempts integer NOT NULL,
-    priority smallint NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'priority'::text))::smallint,
-    timeout interval,
+    name workhorse_job_name NOT NULL,
+    queue workhorse_queue_name NOT NULL,
+    payload workhorse_payload NOT NULL,
+    max_attempts workhorse_max_attempts NOT NULL,
+    priority workhorse_priority NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'priority'::text))::smallint,
+    timeout workhorse_timeout,
     backoff jsonb,
-    max_stalled integer NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'max_stalled'::text))::integer,
-    idempotency_key text,
+    max_stalled workhorse_max_stalled NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'max_stalled'::text))::integer,
+    idempotency_key workhorse_idempotency_key,
     trace_context jsonb,
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     first_due_at timestamp with time zone,
-    dependency_policy text,
-    CONSTRAINT workhorse_job_dependency_policy CHECK ((dependency_policy = ANY (ARRAY['all_succeeded'::text, 'all_finished'::text, 'any_succeeded'::text]))),
-    CONSTRAINT workhorse_job_idempotency_key_length CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255))),
-    CONSTRAINT workhorse_job_max_attempts_range CHECK (((max_attempts >= 1) AND (max_attempts <= 1000))),
-    CONSTRAINT workhorse_job_max_stalled_range CHECK (((max_stalled >= 0) AND (max_stalled <= 1000))),
-    CONSTRAINT workhorse_job_name_format CHECK (((name ~ '^[A-Za-z_][A-Za-z0-9_.:-]*$'::text) AND (length(name) <= 200))),
-    CONSTRAINT workhorse_job_payload_object CHECK ((jsonb_typeof(payload) = 'object'::text)),
-    CONSTRAINT workhorse_job_pkey PRIMARY KEY (id),
-    CONSTRAINT workhorse_job_priority_range CHECK (((priority >= '-100'::integer) AND (priority <= 100))),
-    CONSTRAINT workhorse_job_queue_format CHECK (((queue ~ '^[A-Za-z0-9_][A-Za-z0-9_.-]*$'::text) AND (length(queue) <= 53))),
-    CONSTRAINT workhorse_job_timeout_positive CHECK ((timeout > '00:00:00'::interval))
+    dependency_policy workhorse_dependency_policy,
+    CONSTRAINT workhorse_job_pkey PRIMARY KEY (id)
 );
 
 CREATE TABLE workhorse_job_checkpoint (
     job_id bigint NOT NULL,
-    name text NOT NULL,
-    kind text NOT NULL DEFAULT 'checkpoint'::text,
+    name workhorse_checkpoint_name NOT NULL,
+    kind workhorse_checkpoint_kind NOT NULL DEFAULT 'checkpoint'::text,
     result jsonb,
     written_at timestamp with time zone NOT NULL DEFAULT now(),
     attempt integer NOT NULL,
-    CONSTRAINT workhorse_checkpoint_kind CHECK ((kind = ANY (ARRAY['checkpoint'::text, 'sleep'::text]))),
-    CONSTRAINT workhorse_checkpoint_name_format CHECK (((name ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$'::text) AND (length(name) <= 100))),
     CONSTRAINT workhorse_job_checkpoint_pkey PRIMARY KEY (job_id, name)
 );
 
@@ -64,25 +72,23 @@ CREATE TABLE workhorse_job_event (
     id bigint NOT NULL DEFAULT nextval('workhorse_job_event_id_seq'::regclass),
     job_id bigint NOT NULL,
     at timestamp with time zone NOT NULL DEFAULT now(),
-    kind text NOT NULL,
+    kind workhorse_event_kind NOT NULL,
     attempt integer,
     worker_id text,
-    data jsonb,
-    CONSTRAINT workhorse_event_kind CHECK ((kind = ANY (ARRAY['enqueued'::text, 'promoted'::text, 'claimed'::text, 'succeeded'::text, 'retry_scheduled'::text, 'failed'::text, 'released'::text, 'stalled'::text, 'made_due'::text, 'retried'::text, 'canceled'::text, 'unblocked'::text, 'cancel_requested'::text, 'slept'::text])))
+    data jsonb
 ) PARTITION BY RANGE (at);
 
 CREATE TABLE workhorse_job_event_default PARTITION OF workhorse_job_event DEFAULT;
 
 CREATE TABLE workhorse_job_outcome (
     job_id bigint NOT NULL,
-    state text NOT NULL,
+    state workhorse_outcome_state NOT NULL,
     result jsonb,
     error jsonb,
     attempts integer NOT NULL,
     stall_count integer NOT NULL DEFAULT 0,
     finished_at timestamp with time zone NOT NULL DEFAULT now(),
-    CONSTRAINT workhorse_job_outcome_pkey PRIMARY KEY (job_id),
-    CONSTRAINT workhorse_outcome_state CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'canceled'::text])))
+    CONSTRAINT workhorse_job_outcome_pkey PRIMARY KEY (job_id)
 );
 
 CREATE TABLE workhorse_job_query (
@@ -97,23 +103,18 @@ CREATE TABLE workhorse_job_runtime (
     job_id bigint NOT NULL,
     queue text NOT NULL,
     priority smallint NOT NULL,
-    state text NOT NULL,
-    run_at timestamp with time zone NOT NULL,
-    attempt integer NOT NULL DEFAULT 0,
-    stall_count integer NOT NULL DEFAULT 0,
+    state workhorse_live_state NOT NULL,
+    run_at workhorse_run_at NOT NULL,
+    attempt workhorse_attempt_count NOT NULL DEFAULT 0,
+    stall_count workhorse_stall_count NOT NULL DEFAULT 0,
     worker_id text,
     fence bigint NOT NULL DEFAULT 0,
     lease_expires_at timestamp with time zone,
     attempt_started_at timestamp with time zone,
     cancel_requested boolean NOT NULL DEFAULT false,
-    pending_dependencies integer NOT NULL DEFAULT 0,
+    pending_dependencies workhorse_pending_count NOT NULL DEFAULT 0,
     CONSTRAINT workhorse_job_runtime_pkey PRIMARY KEY (job_id),
-    CONSTRAINT workhorse_runtime_attempt_range CHECK ((attempt >= 0)),
-    CONSTRAINT workhorse_runtime_owner CHECK ((((state = 'active'::text) = (worker_id IS NOT NULL)) AND ((state = 'active'::text) = (lease_expires_at IS NOT NULL)) AND ((state = 'active'::text) = (attempt_started_at IS NOT NULL)))),
-    CONSTRAINT workhorse_runtime_pending_range CHECK ((pending_dependencies >= 0)),
-    CONSTRAINT workhorse_runtime_run_at_range CHECK (((run_at >= '0001-01-01 00:00:00+00'::timestamp with time zone) AND (run_at < '10000-01-01 00:00:00+00'::timestamp with time zone))),
-    CONSTRAINT workhorse_runtime_stall_count_range CHECK ((stall_count >= 0)),
-    CONSTRAINT workhorse_runtime_state CHECK ((state = ANY (ARRAY['blocked'::text, 'scheduled'::text, 'ready'::text, 'active'::text])))
+    CONSTRAINT workhorse_runtime_owner CHECK (((((state)::text = 'active'::text) = (worker_id IS NOT NULL)) AND (((state)::text = 'active'::text) = (lease_expires_at IS NOT NULL)) AND (((state)::text = 'active'::text) = (attempt_started_at IS NOT NULL))))
 ) WITH (fillfactor=70);
 
 CREATE TABLE workhorse_queue (
@@ -175,12 +176,12 @@ CREATE UNIQUE INDEX workhorse_job_query_pkey ON public.workhorse_job_query USING
 CREATE INDEX workhorse_job_query_queue ON public.workhorse_job_query USING btree (queue, job_id);
 CREATE UNIQUE INDEX workhorse_job_runtime_pkey ON public.workhorse_job_runtime USING btree (job_id);
 CREATE INDEX workhorse_outcome_finished_brin ON public.workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range='16');
-CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE (state <> 'succeeded'::text);
+CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE ((state)::text <> 'succeeded'::text);
 CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (name);
-CREATE INDEX workhorse_runtime_blocked ON public.workhorse_job_runtime USING btree (queue) WHERE (state = 'blocked'::text);
-CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE (state = 'active'::text);
-CREATE INDEX workhorse_runtime_ready ON public.workhorse_job_runtime USING btree (queue, priority DESC, run_at, job_id) WHERE (state = 'ready'::text);
-CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING btree (queue, run_at) WHERE (state = 'scheduled'::text);
+CREATE INDEX workhorse_runtime_blocked ON public.workhorse_job_runtime USING btree (queue) WHERE ((state)::text = 'blocked'::text);
+CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE ((state)::text = 'active'::text);
+CREATE INDEX workhorse_runtime_ready ON public.workhorse_job_runtime USING btree (queue, priority DESC, run_at, job_id) WHERE ((state)::text = 'ready'::text);
+CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING btree (queue, run_at) WHERE ((state)::text = 'scheduled'::text);
 CREATE INDEX workhorse_schedule_due ON public.workhorse_schedule USING btree (next_run_at) WHERE (NOT paused);
 CREATE UNIQUE INDEX workhorse_schedule_pkey ON public.workhorse_schedule USING btree (name);
 CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree (singleton);
@@ -193,25 +194,25 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 e8a94957ae10c16e
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text, p_by text)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 9e064e9e63b106da
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 9e064e9e63b106da
 -- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
---   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 10bbead34bfef8d1
+--   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 10bbead34bfef8d1
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql -- body sha256 6391e4799133cb5c
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 3859ef0ab201bb6c
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 d2c151a6f407c8d3
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 8e1d9f140cf5a8b6
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
 --   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 1a4b5ceae1909752
 -- FUNCTION workhorse_enqueue_batch_v1(p_name text, p_payloads jsonb, p_queue text, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 5cf6b95950db9dca
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 5cf6b95950db9dca
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 fa47d80d194fb335
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 fa47d80d194fb335
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 ec32c5106293503a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
---   RETURNS integer LANGUAGE plpgsql -- body sha256 0d7310e09a8a6a8d
+--   RETURNS integer LANGUAGE plpgsql SET search_path="$user", public -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql -- body sha256 b546e019319c4671
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 b546e019319c4671
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
@@ -219,13 +220,13 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 529b0ac7f3997330
+--   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 529b0ac7f3997330
 -- FUNCTION workhorse_job_defaults_v1()
 --   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
 --   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 350cdde83415cc7b
 -- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
---   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 ed2fef5f459e73e6
+--   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 edd4a0e2a75f945c
 -- FUNCTION workhorse_list_schedules_v1()
 --   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint) LANGUAGE sql -- body sha256 60b0bef49d80b9c3
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
@@ -235,25 +236,25 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
 --   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 e314ccb5cd766055
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 fb3cc6fe83160b0b
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql -- body sha256 4d8519fd3cbd0590
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path="$user", public -- body sha256 4d8519fd3cbd0590
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 b4a32631f6afa333
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
---   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 c07faddbe94e2cc5
+--   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 c07faddbe94e2cc5
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql -- body sha256 b6b2fdfa8dc45d3b
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 b6b2fdfa8dc45d3b
 -- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])
 --   RETURNS void LANGUAGE plpgsql -- body sha256 f09d469dee60e522
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
---   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql -- body sha256 e6c5411ce2ba2315
+--   RETURNS TABLE(job_id bigint, ok boolean, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 e6c5411ce2ba2315
 -- FUNCTION workhorse_requeue_runs_v1(p_job_ids bigint[], p_attempts integer[], p_workers text[], p_started_ats timestamp with time zone[], p_run_ats timestamp with time zone[], p_give_back boolean, p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_kinds text[], p_event_data jsonb[])
 --   RETURNS void LANGUAGE plpgsql -- body sha256 f5d17dc33fb19a5c
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text, p_ignore_dependencies boolean)
---   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql -- body sha256 94685335ce357cf7
+--   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 39d743d8be32990f
 -- FUNCTION workhorse_schedule_due_v1()
 --   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone, job_name text, queue text) LANGUAGE sql -- body sha256 bf80c85e7e5d72f8
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)
@@ -269,10 +270,10 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 8ad3a7c96169b9ea
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql -- body sha256 466ed45057adf17e
+--   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 466ed45057adf17e
 -- FUNCTION workhorse_succeed_and_claim_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[], p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, ok boolean, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql -- body sha256 ccbc9a417f6dcc41
+--   RETURNS TABLE(job_id bigint, ok boolean, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 ccbc9a417f6dcc41
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
---   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql -- body sha256 eb5951d85ddbcade
+--   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 eb5951d85ddbcade
 -- FUNCTION workhorse_vacuum_due_v1(p_quiet_for interval, p_min_dead bigint, p_min_dead_fraction double precision)
 --   RETURNS TABLE(table_name text, dead_tuples bigint, live_tuples bigint, due boolean, may_vacuum boolean) LANGUAGE sql -- body sha256 d6a8ecc113ec4a0c

@@ -48,7 +48,9 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    SELECT u.job_id, x.name, x.queue, x.payload, x.attempt, x.max_attempts, x.fence,
+    -- Domain-typed columns as their base types (RETURN QUERY wants them exactly).
+    SELECT u.job_id, x.name::text, x.queue::text, x.payload::jsonb, x.attempt::integer,
+           x.max_attempts::integer, x.fence,
            x.timeout_seconds, x.lease_expires_at, x.cancel_requested,
            x.trace_context, x.waited_seconds, x.pickup_seconds
     FROM unnest(v_ids) WITH ORDINALITY AS u(job_id, ord)

@@ -195,7 +195,10 @@ BEGIN
     -- No 'claimed' event is written: the claim is the attempt's start, which
     -- the runtime row holds while it runs and attempt_history once it ends;
     -- workhorse_job_timeline_v1 shows it from there (docs/decisions.md).
-    SELECT c.job_id, j.name, j.queue, j.payload, c.attempt, j.max_attempts, c.fence,
+    -- Columns of a domain type (tables_v1.sql) are cast to the declared base
+    -- type: RETURN QUERY wants the types exactly.
+    SELECT c.job_id, j.name::text, j.queue::text, j.payload::jsonb, c.attempt::integer,
+           j.max_attempts::integer, c.fence,
            extract(epoch FROM j.timeout)::double precision, c.lease_expires_at, c.cancel_requested
     FROM claimed c
     -- One primary-key probe per claimed job. As a plain join the planner

@@ -99,15 +99,17 @@ BEGIN
             JOIN workhorse_job j ON j.name = names.n AND j.idempotency_key = $9)$k$);
     END IF;
 
+    -- Domain-typed columns (tables_v1.sql) are cast to the declared base types:
+    -- RETURN QUERY wants them exactly.
     RETURN QUERY EXECUTE format(
         $q$
         WITH picked AS (
             SELECT %1$s AS job_id FROM %2$s WHERE %3$s ORDER BY %1$s %4$s LIMIT $8
         )
-        SELECT j.id, j.name, j.queue, coalesce(rt.state, o.state), j.priority,
-               coalesce(rt.attempt, o.attempts), j.max_attempts,
-               coalesce(rt.stall_count, o.stall_count), j.idempotency_key, j.created_at,
-               rt.run_at, o.finished_at
+        SELECT j.id, j.name::text, j.queue::text, coalesce(rt.state::text, o.state::text),
+               j.priority::smallint, coalesce(rt.attempt::integer, o.attempts),
+               j.max_attempts::integer, coalesce(rt.stall_count::integer, o.stall_count),
+               j.idempotency_key::text, j.created_at, rt.run_at::timestamptz, o.finished_at
         FROM picked p
         -- Primary-key probes per picked row, whatever the statistics say.
         CROSS JOIN LATERAL (SELECT * FROM workhorse_job j WHERE j.id = p.job_id OFFSET 0) j

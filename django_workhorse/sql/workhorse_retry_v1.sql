@@ -115,7 +115,8 @@ BEGIN
             END IF;
         END IF;
         IF v_blocker IS NOT NULL THEN
-            RETURN QUERY SELECT 'unchanged'::text, v_outcome.state, v_blocker, v_bstate;
+            -- state is a domain over text; RETURN QUERY wants text exactly.
+            RETURN QUERY SELECT 'unchanged'::text, v_outcome.state::text, v_blocker, v_bstate;
             RETURN;
         END IF;
     END IF;

@@ -1,9 +1,10 @@
 """The migrations reproduce ``docs/schema.sql``, the reviewed picture of the schema.
 
-Every table, column, constraint, index and function that the migrations
-install is written out from the catalog in a stable, version-independent form
-(functions as their signature and a digest of their body, so the text of each
-function lives only in its own .sql file). A change to the schema therefore
+Every domain, table, column, constraint, index and function (with the
+settings it runs under) that the migrations install is written out from the
+catalog in a stable, version-independent form (functions as their signature
+and a digest of their body, so the text of each function lives only in its
+own .sql file). A change to the schema therefore
 shows up as a diff of ``docs/schema.sql`` in review. After an intended change,
 rewrite the file with ``make schema`` and read the diff.
 """
@@ -38,6 +39,19 @@ RELATIONS = """
 def describe_schema(cursor) -> str:
     """The workhorse schema as SQL-like text, sorted by name."""
     out = ["-- The schema the migrations install; rewritten by `make schema`.", ""]
+    cursor.execute(
+        """
+        SELECT t.typname, format_type(t.typbasetype, t.typtypmod),
+               (SELECT string_agg(format(' CONSTRAINT %s %s', c.conname,
+                                         pg_get_constraintdef(c.oid)), '' ORDER BY c.conname)
+                FROM pg_constraint c WHERE c.contypid = t.oid)
+        FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+        WHERE n.nspname = current_schema() AND t.typtype = 'd' AND t.typname LIKE 'workhorse\\_%%'
+        ORDER BY 1
+        """
+    )
+    out += [f"CREATE DOMAIN {name} AS {base}{rules or ''};" for name, base, rules in cursor]
+    out.append("")
     cursor.execute(RELATIONS)
     for oid, name, kind, options, partition_key, parent, bound in cursor.fetchall():
         if parent:
@@ -93,7 +107,8 @@ def describe_schema(cursor) -> str:
     cursor.execute(
         """
         SELECT p.proname, pg_get_function_identity_arguments(p.oid),
-               pg_get_function_result(p.oid), l.lanname, p.prosrc
+               pg_get_function_result(p.oid), l.lanname, p.prosrc,
+               array_to_string(p.proconfig, ' SET ')
         FROM pg_proc p
         JOIN pg_namespace n ON n.oid = p.pronamespace
         JOIN pg_language l ON l.oid = p.prolang
@@ -101,11 +116,12 @@ def describe_schema(cursor) -> str:
         ORDER BY 1, 2
         """
     )
-    for name, arguments, result, language, source in cursor.fetchall():
+    for name, arguments, result, language, source, settings in cursor.fetchall():
         digest = hashlib.sha256(source.encode()).hexdigest()[:16]
         out.append(
             f"-- FUNCTION {name}({arguments})\n--   RETURNS {result} LANGUAGE {language}"
-            f" -- body sha256 {digest}"
+            + (f" SET {settings}" if settings else "")
+            + f" -- body sha256 {digest}"
         )
     return "\n".join(out) + "\n"
 
