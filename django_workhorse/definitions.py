@@ -593,7 +593,8 @@ class JobDefinition(_Enqueuer[P, R]):
 
     def check_payload(self, payload: Mapping[str, Any]) -> None:
         """Refuse a payload that does not fit the handler's signature."""
-        if not isinstance(payload, Mapping):
+        # A plain dict (every payload enqueue builds) skips the Mapping ABC check.
+        if type(payload) is not dict and not isinstance(payload, Mapping):
             raise InvalidPayloadError(
                 f"the payload of job {self.name!r} must be a dict of keyword arguments, "
                 f"got {type(payload).__name__}"

@@ -18,6 +18,12 @@ _INT_SAFE_BITS = 3 * PAYLOAD_MAX_INT_DIGITS
 """Below this many bits an integer has fewer digits than the limit (10**n > 2**(3n))."""
 
 
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+"""Payloads and results as compact JSON. One encoder made once: ``json.dumps``
+with any argument builds a new encoder on every call, which cost 2.7 us of the
+4.1 us an empty payload took to encode, on every enqueue and every result."""
+
+
 def _string_problem(value: str, path: str) -> str | None:
     """Why PostgreSQL's jsonb cannot store this string, or None."""
     return text_problem(value, path)
@@ -26,7 +32,16 @@ def _string_problem(value: str, path: str) -> str | None:
 def _first_mismatch(value: Any, path: str, depth: int = 0) -> str | None:
     """The path and reason of the first part of ``value`` that is not plain JSON
     or breaks a payload limit (integer digits, nesting depth)."""
-    if value is None or isinstance(value, bool):
+    # The exact built-in types first, most common first: one type() look-up
+    # where the isinstance chain below took up to seven calls for a dict.
+    kind = type(value)
+    if kind is str:
+        return _string_problem(value, path)
+    if kind is dict and depth < PAYLOAD_MAX_DEPTH:
+        return _dict_mismatch(value, path, depth)
+    if value is None or kind is bool:
+        return None
+    if isinstance(value, bool):
         return None
     if isinstance(value, int):
         if value.bit_length() > _INT_SAFE_BITS and abs(value) >= _INT_LIMIT:
@@ -60,16 +75,7 @@ def _first_mismatch(value: Any, path: str, depth: int = 0) -> str | None:
                 return found
         return None
     if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{path} has the key {key!r}; JSON object keys must be strings"
-            found = _string_problem(key, f"{path} key {key!r}")
-            if found:
-                return found
-            found = _first_mismatch(item, f"{path}[{key!r}]", depth + 1)
-            if found:
-                return found
-        return None
+        return _dict_mismatch(value, path, depth)
     article = "an" if type(value).__name__[:1].lower() in "aeiou" else "a"
     hint = {
         "tuple": "pass a list",
@@ -82,21 +88,50 @@ def _first_mismatch(value: Any, path: str, depth: int = 0) -> str | None:
     return f"{path} is {article} {type(value).__name__}, which is not JSON; {hint}"
 
 
+def _dict_mismatch(value: dict[Any, Any], path: str, depth: int) -> str | None:
+    """``_first_mismatch`` of an object's keys and values.
+
+    ASCII strings without NUL, small ints, booleans and None pass without a
+    call or a path string made for them: most payloads hold nothing else.
+    """
+    for key, item in value.items():
+        if not (type(key) is str and key.isascii() and "\x00" not in key):
+            if not isinstance(key, str):
+                return f"{path} has the key {key!r}; JSON object keys must be strings"
+            found = _string_problem(key, f"{path} key {key!r}")
+            if found:
+                return found
+        kind = type(item)
+        if (
+            (kind is str and item.isascii() and "\x00" not in item)
+            or (kind is int and item.bit_length() <= _INT_SAFE_BITS)
+            or item is None
+            or kind is bool
+        ):
+            continue
+        found = _first_mismatch(item, f"{path}[{key!r}]", depth + 1)
+        if found:
+            return found
+    return None
+
+
 def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
     """The payload as JSON text, or InvalidPayloadError naming the offending field.
 
     Only values that come back equal after a JSON round trip are accepted, so
     the handler sees exactly what the caller passed; no other serialization is used.
     """
-    if not isinstance(payload, Mapping):
-        raise InvalidPayloadError(
-            f"the payload of job {job_name!r} must be a dict of keyword arguments, "
-            f"got {type(payload).__name__}"
-        )
-    problem = _first_mismatch(dict(payload), "payload")
+    if type(payload) is not dict:
+        if not isinstance(payload, Mapping):
+            raise InvalidPayloadError(
+                f"the payload of job {job_name!r} must be a dict of keyword arguments, "
+                f"got {type(payload).__name__}"
+            )
+        payload = dict(payload)
+    problem = _first_mismatch(payload, "payload")
     if problem:
         raise InvalidPayloadError(f"job {job_name!r}: {problem}")
-    text = json.dumps(payload, allow_nan=False, separators=(",", ":"))
+    text = _ENCODER.encode(payload)
     if len(text) > PAYLOAD_MAX_BYTES:  # ASCII (json.dumps escapes the rest): chars are bytes
         raise InvalidPayloadError(
             f"job {job_name!r}: the payload is {len(text)} bytes of JSON, more than the limit of "
@@ -112,4 +147,4 @@ def encode_result(value: Any) -> str:
     problem = _first_mismatch(value, "the return value")
     if problem:
         raise InvalidPayloadError(f"{problem}; return JSON-friendly data from handlers")
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
