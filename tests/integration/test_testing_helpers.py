@@ -33,6 +33,18 @@ def bad_sql() -> None:
         cursor.execute("SELECT 1 / 0")
 
 
+@workhorse.job(queue="tests.helpers.writes", name="tests.helpers.writes_then_fails", max_attempts=1)
+def writes_then_fails() -> None:
+    from django.utils import timezone
+    from jobtests.models import RunRecord
+
+    ctx = workhorse.current_job()
+    RunRecord.objects.create(
+        job_id=ctx.job_id, attempt=ctx.attempt, pid=0, worker_id="", started_at=timezone.now()
+    )
+    raise ValueError("after the write")
+
+
 @workhorse.job(queue="tests.helpers.gives_up", name="tests.helpers.gives_up")
 def gives_up() -> None:
     raise workhorse.JobCancelled("nothing left to do")
@@ -194,3 +206,15 @@ def test_enqueued_jobs_gives_every_match_oldest_first_and_assert_enqueued_the_ne
     second = other.enqueue()
     assert [h.id for h in enqueued_jobs(other)] == [first.id, second.id]
     assert assert_enqueued(other).id == second.id
+
+
+def test_a_failing_handlers_writes_are_undone_in_a_db_test():
+    from jobtests.models import RunRecord
+
+    handle = writes_then_fails.enqueue()
+
+    report = run_jobs(names=[writes_then_fails])
+
+    assert [str(r.error) for r in report.failed] == ["after the write"]
+    assert not RunRecord.objects.filter(job_id=handle.id).exists()
+    assert handle.refresh().status == "failed"
