@@ -59,8 +59,24 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
         if not isinstance(name, str) or not SCHEDULE_NAME_RE.match(name):
             found.append((key, "a schedule name is 1 to 200 letters, digits, '_', '.', ':', '-'"))
             continue
-        if not isinstance(entry, Mapping) or not {"job", "cron"} <= set(entry):
-            found.append((key, "must be a dict with at least 'job' and 'cron'"))
+        if not isinstance(entry, Mapping):
+            found.append(
+                (
+                    key,
+                    "must be a dict with at least 'job' and 'cron', "
+                    f"got {type(entry).__name__} {entry!r:.60}",
+                )
+            )
+            continue
+        missing = {"job", "cron"} - set(entry)
+        if missing:
+            found.append(
+                (
+                    key,
+                    "must be a dict with at least 'job' and 'cron'; "
+                    f"add {' and '.join(repr(m) for m in sorted(missing))}",
+                )
+            )
             continue
         unknown = set(entry) - SETTINGS_KEYS
         if unknown:
@@ -72,14 +88,27 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
                 )
             )
         if not isinstance(entry["job"], str):
-            found.append((key, "'job' must be the name of a registered job"))
+            found.append(
+                (
+                    key,
+                    "'job' must be the name of a registered job, got "
+                    f"{type(entry['job']).__name__} {entry['job']!r:.60}",
+                )
+            )
         problem = cron_problem(entry["cron"], entry.get("timezone", "UTC"))
         if problem:
             found.append((key, problem))
         if not isinstance(entry.get("payload", {}), Mapping):
             found.append((key, "'payload' must be a dict of the job's keyword arguments"))
-        if entry.get("catch_up", "latest") not in CATCH_UP_MODES:
-            found.append((key, f"'catch_up' must be one of {', '.join(CATCH_UP_MODES)}"))
+        catch_up = entry.get("catch_up", "latest")
+        if not isinstance(catch_up, str) or catch_up not in CATCH_UP_MODES:
+            found.append(
+                (
+                    key,
+                    f"'catch_up' must be one of {', '.join(map(repr, CATCH_UP_MODES))}, "
+                    f"got {catch_up!r:.60}",
+                )
+            )
     return found
 
 

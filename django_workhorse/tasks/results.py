@@ -28,12 +28,25 @@ STATUS_OF_STATE = {
 }
 
 
+FAILING_OUTCOMES = (AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT, AttemptOutcome.CANCELED)
+"""The attempts that end in an error, as ``task_finished`` reports them."""
+
+
 def task_error(error: dict[str, Any]) -> TaskError:
-    """A workhorse error envelope as Django's ``TaskError``."""
-    return TaskError(
-        exception_class_path=str(error.get("type", "")),
-        traceback=str(error.get("traceback", "")),
-    )
+    """A workhorse error envelope as Django's ``TaskError``; an envelope
+    without a traceback (a job canceled while it waited, failed after its
+    runs stalled) gets its type and message as one, so the reason shows."""
+    kind = str(error.get("type", ""))
+    trace = error.get("traceback")
+    if not trace:
+        trace = f"{kind}: {error.get('message', '')}\n"
+    return TaskError(exception_class_path=kind, traceback=str(trace))
+
+
+def _key(error: dict[str, Any]) -> tuple[Any, ...]:
+    """What an attempt's error and the job's error share when the attempt
+    ended the job (the job's envelope adds ``state_before`` and the like)."""
+    return (error.get("type"), error.get("message"), error.get("traceback"))
 
 
 def build_result(
@@ -46,6 +59,8 @@ def build_result(
     a stall and redone under the same attempt number counts once. The job's
     current attempt is the floor: an attempt whose history row retention
     dropped still counts, with ``""`` for its worker.
+    ``errors`` holds one ``TaskError`` per attempt that failed, timed out or
+    was canceled, then the job's own error when it ended for another reason.
     ``started_at`` is when the first attempt started, ``last_attempted_at``
     when the latest one did, ``finished_at`` when the job became terminal.
     """
@@ -62,12 +77,21 @@ def build_result(
         # Retention may have dropped the history row of an attempt of a live
         # job; the attempt still counts, its worker is no longer known.
         workers.setdefault(n, "")
-    errors = [
-        task_error(row.error)
-        for row in attempts
-        if row.error is not None
-        and row.outcome in (AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT)
+    failures = [
+        row.error for row in attempts if row.error is not None and row.outcome in FAILING_OUTCOMES
     ]
+    ended = snapshot.state in (JobState.FAILED, JobState.CANCELED)
+    if (
+        ended
+        and snapshot.error is not None
+        and _key(snapshot.error) not in map(_key, failures[-1:])
+    ):
+        # It ended without an attempt failing with this error: canceled while
+        # it waited (by an operator, or by prerequisites that can no longer
+        # satisfy its policy), or failed after its runs stalled. The job's
+        # error is what says why it is FAILED.
+        failures.append(snapshot.error)
+    errors = [task_error(error) for error in failures]
     payload = snapshot.payload
     result = TaskResult(
         task=task,

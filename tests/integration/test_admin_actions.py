@@ -120,7 +120,8 @@ def test_a_cancel_envelope_says_when_and_by_whom(db_rows):
     assert datetime.fromisoformat(error["at"]) == outcome["finished_at"]
     assert json.loads(rows["events"][-1]["data"])["by"] == "alice"
     (unnamed,) = db_rows.of_job(anonymous.id)["outcome"]
-    assert "by" not in json.loads(unnamed["error"]) and "at" in json.loads(unnamed["error"])
+    unnamed_error = json.loads(unnamed["error"])
+    assert "by" not in unnamed_error and "reason" not in unnamed_error and "at" in unnamed_error
 
 
 def test_the_cancel_request_of_a_running_job_records_by_whom(db_rows):

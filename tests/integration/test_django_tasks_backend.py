@@ -356,3 +356,60 @@ def test_arefresh_reads_the_result_again_from_async_code():
     assert result.status == TaskResultStatus.READY  # as read at enqueue
     async_to_sync(result.arefresh)()
     assert (result.status, result.return_value, result.attempts) == ("SUCCESSFUL", 11, 1)
+
+
+def test_an_empty_queues_list_allows_any_queue(settings):
+    with override_settings(TASKS={**settings.TASKS, "tuned": {**TUNED, "QUEUES": []}}):
+        task_of_tuned = task(backend="tuned", queue_name="any.queue-at-all")(tuned)
+        job = stored(task_of_tuned.enqueue("x"))
+    assert job.queue == "any.queue-at-all"
+
+
+def test_a_backend_without_options_gives_the_workhorse_defaults(settings):
+    plain = {"BACKEND": BACKEND, "QUEUES": ["tuned"]}
+    workhorse = {**settings.WORKHORSE, "DEFAULT_MAX_ATTEMPTS": 7, "MAX_STALLED_COUNT": 2}
+    with override_settings(TASKS={**settings.TASKS, "tuned": plain}, WORKHORSE=workhorse):
+        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        job = stored(task_of_tuned.enqueue("x"))
+    assert (job.max_attempts, job.timeout, job.max_stalled) == (7, None, 2)
+    assert job.backoff is None  # the default: exponential, 1 s doubling, capped at 1 h
+
+
+def test_a_task_whose_prerequisite_failed_ends_failed_with_an_error_naming_it():
+    first = always_fails.using(max_attempts=1).enqueue("no")
+    run_jobs(names=[always_fails])
+
+    later = add.using(depends_on=[first]).enqueue(1, 2)
+
+    result = add.get_result(later.id)
+    assert (result.status, result.attempts) == (TaskResultStatus.FAILED, 0)
+    assert [e.exception_class_path for e in result.errors] == [
+        "django_workhorse.exceptions.JobCancelled"
+    ]
+    assert f"prerequisite job #{first.id} failed" in result.errors[0].traceback
+    assert Admin().get_job(int(later.id)).error["prerequisite"] == int(first.id)
+
+
+def test_a_task_canceled_while_it_waited_has_the_cancel_as_its_error():
+    result = add.enqueue(1, 2)
+    Admin().cancel(int(result.id), reason="not wanted")
+
+    found = add.get_result(result.id)
+
+    assert found.status == TaskResultStatus.FAILED
+    assert [e.exception_class_path for e in found.errors] == [
+        "django_workhorse.exceptions.JobCancelled"
+    ]
+    assert found.errors[0].traceback == "django_workhorse.exceptions.JobCancelled: not wanted\n"
+
+
+def test_a_task_that_raised_job_cancelled_reads_back_its_error_once():
+    result = gives_up.enqueue("nothing to do")
+    run_jobs(names=[gives_up])
+
+    found = gives_up.get_result(result.id)
+
+    assert [e.exception_class_path for e in found.errors] == [
+        "django_workhorse.exceptions.JobCancelled"
+    ]
+    assert "nothing to do" in found.errors[0].traceback

@@ -21,7 +21,12 @@ from django.db import connection
 from django_workhorse.conf import RetentionSettings, retention_problems
 from django_workhorse.retention import prune
 from django_workhorse.worker.retention import RetentionSweeper
-from tests.factories import ReadyJobFactory, ScheduledJobFactory, SucceededJobFactory
+from tests.factories import (
+    ActiveJobFactory,
+    ReadyJobFactory,
+    ScheduledJobFactory,
+    SucceededJobFactory,
+)
 from tests.helpers import poll_until
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
@@ -320,3 +325,38 @@ def test_bad_retention_settings_are_reported_with_their_key(value, key):
 
 def test_none_keeps_forever_and_timedelta_values_work():
     assert retention_problems({"HISTORY": None, "FINISHED_JOBS": timedelta(days=30)}) == []
+
+
+def dependency_rows(*job_ids: int) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT * FROM workhorse_job_dependency"
+            " WHERE job_id = ANY(%s) OR prerequisite_id = ANY(%s)",
+            [list(job_ids), list(job_ids)],
+        )
+        return cursor.fetchall()
+
+
+def test_a_retired_job_takes_its_checkpoints_and_dependency_rows_with_it(db_rows):
+    from django_workhorse import Admin, store
+
+    prerequisite = ActiveJobFactory(queue="retire-rows")
+    dependent = ReadyJobFactory(queue="retire-rows", depends_on=[prerequisite.id])
+    with connection.cursor() as cursor:
+        store.write_checkpoint(
+            cursor, prerequisite.id, prerequisite.worker, prerequisite.fence, "charge", "1"
+        )
+        store.succeed_many(
+            cursor, prerequisite.worker, [prerequisite.id], [prerequisite.fence], ["null"]
+        )
+    assert Admin().cancel(dependent.id).status == "changed"
+    assert db_rows.checkpoints(prerequisite.id) and dependency_rows(dependent.id)
+    for job_id in (prerequisite.id, dependent.id):
+        age(job_id, 10)
+
+    report = prune(connection.cursor(), settings=WEEK)
+
+    assert report.deleted_jobs == 2
+    assert db_rows.checkpoints(prerequisite.id) == []
+    assert dependency_rows(prerequisite.id, dependent.id) == []
+    assert [db_rows.of_job(j)["job"] for j in (prerequisite.id, dependent.id)] == [[], []]

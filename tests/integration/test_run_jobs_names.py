@@ -63,3 +63,18 @@ def test_names_and_queues_that_are_not_lists_of_names_are_refused(jobs, options,
         run_jobs(**options)
     assert message in str(raised.value)
     assert handle.refresh().status == "ready"  # nothing ran, silently or not
+
+
+def test_a_job_of_another_name_handed_back_shows_a_claim_and_a_release(jobs, db_rows):
+    bulk, wanted = jobs
+    other = bulk.enqueue(i=1)
+    wanted.enqueue()
+
+    run_jobs(names=[wanted])
+
+    kinds = [e.kind for e in workhorse.Admin().get_job_timeline(other.id).items]
+    assert kinds == ["enqueued", "claimed", "released"]
+    assert (db_rows.runtime(other.id)["state"], db_rows.runtime(other.id)["attempt"]) == (
+        "ready",
+        0,
+    )

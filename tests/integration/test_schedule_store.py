@@ -206,6 +206,35 @@ def test_pausing_an_unknown_schedule_names_it():
         Admin().pause_schedule("nope")
 
 
+@pytest.mark.django_db
+def test_resuming_an_unknown_schedule_names_it():
+    with pytest.raises(UnknownScheduleError, match="no schedule named 'nope'"):
+        Admin().resume_schedule("nope")
+
+
+@pytest.mark.django_db
+def test_a_pause_survives_a_sync_of_the_same_schedules(cursor):
+    sync(cursor, [every_second()])
+    Admin().pause_schedule("tick")
+
+    assert sync(cursor, [every_second()]) == {"tick": "unchanged"}
+
+    assert schedule_row(cursor, "tick")["paused"] is True
+    assert [s.paused for s in Admin().list_schedules()] == [True]
+
+
+@pytest.mark.django_db
+def test_a_schedule_no_longer_declared_is_removed_pause_and_all(cursor):
+    sync(cursor, [every_second(), every_second("other")])
+    Admin().pause_schedule("tick")
+
+    sync(cursor, [every_second("other")])
+    assert schedule_row(cursor, "tick") is None
+    sync(cursor, [every_second(), every_second("other")])
+
+    assert schedule_row(cursor, "tick")["paused"] is False
+
+
 def test_job_schedule_declares_a_schedule_named_after_the_job():
     @workhorse.job(name="tests.schedules.nightly", queue="jobtests.record", schedule="0 3 * * *")
     def nightly() -> None:

@@ -33,6 +33,18 @@ def bad_sql() -> None:
         cursor.execute("SELECT 1 / 0")
 
 
+@workhorse.job(queue="tests.helpers.writes", name="tests.helpers.writes_then_fails", max_attempts=1)
+def writes_then_fails() -> None:
+    from django.utils import timezone
+    from jobtests.models import RunRecord
+
+    ctx = workhorse.current_job()
+    RunRecord.objects.create(
+        job_id=ctx.job_id, attempt=ctx.attempt, pid=0, worker_id="", started_at=timezone.now()
+    )
+    raise ValueError("after the write")
+
+
 @workhorse.job(queue="tests.helpers.gives_up", name="tests.helpers.gives_up")
 def gives_up() -> None:
     raise workhorse.JobCancelled("nothing left to do")
@@ -128,19 +140,30 @@ def test_a_transactional_test_by_its_fixture(workhorse_jobs, transactional_db):
     workhorse_jobs.assert_enqueued(noop)
 
 
+def test_a_live_server_test_with_a_paused_queue(workhorse_jobs, live_server):
+    noop.enqueue()
+    workhorse.Admin().pause_queue("leftovers")
+    workhorse_jobs.assert_enqueued(noop)
+
+
 # Transactional too: pytest-django runs the plain db tests first.
 @pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
-def test_the_next_test_finds_no_job_left():
+def test_the_next_test_finds_no_job_and_no_queue_setting_left():
+    from django.db import connection
+
     assert list(Job.objects.values_list("name", flat=True)) == []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM workhorse_queue")
+        assert cursor.fetchall() == []
 """
 
 
 @pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
-def test_the_fixture_deletes_what_a_transactional_test_left(tmp_path):
+def test_the_fixture_deletes_the_jobs_and_queue_settings_a_transactional_test_left(tmp_path):
     plugin = 'pytest_plugins = ["django_workhorse.testing"]\n'
     run = run_pytest(tmp_path, {"conftest.py": plugin, "test_left.py": LEFTOVERS})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "3 passed" in run.stdout
+    assert "4 passed" in run.stdout
     assert not Job.objects.exists()
 
 
@@ -161,3 +184,37 @@ def test_names_run_a_task_on_whatever_queue_it_was_enqueued_on():
 def test_names_no_job_answers_to_are_refused():
     with pytest.raises(UnknownJobError, match=r"tests\.helpers\.nothing"):
         run_jobs(names=["tests.helpers.nothing"])
+
+
+def test_assert_enqueued_lists_what_was_enqueued_instead():
+    add.enqueue(1, 2)
+    add.enqueue(3, 4)
+    with pytest.raises(AssertionError) as raised:
+        assert_enqueued(add, args=[5, 6])
+    message = str(raised.value)
+    assert "no jobtests.tasks.add job was enqueued with {'args': [5, 6]}" in message
+    assert "[1, 2]" in message and "[3, 4]" in message
+
+
+def test_assert_enqueued_says_when_no_job_of_the_kind_was_enqueued():
+    with pytest.raises(AssertionError, match=r"no tests\.helpers\.other job was enqueued$"):
+        assert_enqueued(other)
+
+
+def test_enqueued_jobs_gives_every_match_oldest_first_and_assert_enqueued_the_newest():
+    first = other.enqueue()
+    second = other.enqueue()
+    assert [h.id for h in enqueued_jobs(other)] == [first.id, second.id]
+    assert assert_enqueued(other).id == second.id
+
+
+def test_a_failing_handlers_writes_are_undone_in_a_db_test():
+    from jobtests.models import RunRecord
+
+    handle = writes_then_fails.enqueue()
+
+    report = run_jobs(names=[writes_then_fails])
+
+    assert [str(r.error) for r in report.failed] == ["after the write"]
+    assert not RunRecord.objects.filter(job_id=handle.id).exists()
+    assert handle.refresh().status == "failed"

@@ -149,6 +149,15 @@ def test_without_queues_the_worker_serves_every_queue_of_a_registered_job_and_of
     assert options.alias == "default"
 
 
+def test_without_queues_the_worker_serves_the_queues_of_the_tasks_in_each_apps_tasks_py(
+    run_command,
+):
+    """Django's start-up imports every installed app's tasks.py (jobtests'
+    here) when a TASKS backend is workhorse's: its tasks' queues are served."""
+    options = run_command()
+    assert {"jobtests.tasks", "jobtests.tasks-order"} <= set(options.queues)
+
+
 @pytest.mark.parametrize(
     ("flag", "level"), [("0", "ERROR"), ("1", "WARNING"), ("2", "INFO"), ("3", "DEBUG")]
 )

@@ -65,6 +65,28 @@ def test_a_misshapen_entry_is_reported_once_as_a_settings_error(settings):
     assert [m.id for m in messages] == ["workhorse.E001"]
 
 
+@pytest.mark.parametrize(
+    ("entry", "fragment"),
+    [
+        ({"cron": "0 3 * * *"}, "at least 'job' and 'cron'; add 'job'"),
+        ({"job": 3, "cron": "0 3 * * *"}, "'job' must be the name of a registered job, got int 3"),
+        ({"job": RECORD, "cron": "0 3 * * *", "timezone": "Mars/Olympus"}, "Mars/Olympus"),
+        (
+            {"job": RECORD, "cron": "0 3 * * *", "catch_up": "some"},
+            "'catch_up' must be one of 'latest', 'all', got 'some'",
+        ),
+        ({"job": RECORD, "cron": "0 3 * * *", "colour": "red"}, "colour"),
+    ],
+)
+def test_a_bad_shape_time_zone_or_catch_up_is_e001_naming_the_schedule(settings, entry, fragment):
+    messages = schedule_messages(settings, {"nightly": entry})
+
+    [error] = messages
+    assert error.id == "workhorse.E001"
+    assert error.msg.startswith("WORKHORSE['SCHEDULES']['nightly']")
+    assert fragment in error.msg
+
+
 def test_a_latest_schedule_finer_than_the_sweep_is_warned_about(settings):
     entry = {"job": RECORD, "cron": "*/5 * * * * *"}
 
