@@ -10,13 +10,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def refused(sql: str, params: list) -> str:
-    """The message of the error ``sql`` raises; nothing it wrote stays."""
+    """The message of the error ``sql`` raises (a check violation); nothing it
+    wrote stays."""
     with (
         pytest.raises(IntegrityError) as caught,
         transaction.atomic(),
         connection.cursor() as cursor,
     ):
         cursor.execute(sql, params)
+    assert caught.value.__cause__.sqlstate == "23514"
     return str(caught.value)
 
 
@@ -75,3 +77,22 @@ def test_an_outcome_row_takes_only_a_terminal_state():
     )
 
     assert "workhorse_outcome_state" in message
+
+
+def test_a_client_reads_the_columns_as_their_base_types():
+    job = ActiveJobFactory()
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT j.name, j.priority, j.payload, rt.state, rt.attempt, rt.run_at"
+            " FROM workhorse_job j JOIN workhorse_job_runtime rt ON rt.job_id = j.id"
+            " WHERE j.id = %s",
+            [job.id],
+        )
+        described = [column.type_code for column in cursor.description]
+        cursor.execute(
+            "SELECT ARRAY['text', 'int2', 'jsonb', 'text', 'int4', 'timestamptz']::regtype[]::oid[]"
+        )
+        base_types = cursor.fetchone()[0]
+
+    assert described == base_types
