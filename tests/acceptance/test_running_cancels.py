@@ -236,7 +236,7 @@ def test_a_sync_handler_raising_job_cancelled_ends_its_job_canceled_not_failed(
     assert [(a.attempt, a.outcome) for a in attempts] == [(1, "canceled")]
     assert JobOutcome.objects.get(job_id=job.id).error["message"] == "nothing left to do"
     hooked = FailureCall.objects.filter(job_id=job.id)
-    assert [c.hook for c in hooked] == ["record_canceled"]
+    assert [(c.hook, c.exception_message) for c in hooked] == [("record_canceled", "")]
 
 
 def test_a_flagged_job_whose_worker_died_ends_canceled_at_its_recovery(start_worker, wait_until):
@@ -259,5 +259,6 @@ def test_a_flagged_job_whose_worker_died_ends_canceled_at_its_recovery(start_wor
     assert [(a.attempt, a.outcome) for a in attempts] == [(1, "stalled")]
     assert RunRecord.objects.filter(job_id=job.id).count() == 1
     hooked = FailureCall.objects.filter(job_id=job.id)
-    assert [c.hook for c in hooked] == ["record_canceled"]
+    # ON_JOB_CANCELED hears the operator's reason, read back from the envelope.
+    assert [(c.hook, c.exception_message) for c in hooked] == [("record_canceled", "worker frozen")]
     assert "its cancel was requested and its worker stopped renewing the lease" in (survivor.stderr)

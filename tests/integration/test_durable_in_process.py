@@ -301,3 +301,23 @@ def test_two_async_checkpoints_of_one_name_at_once_run_one_function():
     assert handle.refresh().status == "succeeded"
     assert sorted(handle.result) == ["DuplicateCheckpointError", "x"]
     assert CALLS == ["x"]
+
+
+@workhorse.job(queue="tests.durable.catches", name="tests.durable.catches")
+def sleeps_inside_except_exception() -> str:
+    try:
+        workhorse.current_job().sleep("nap", 3600)
+    except Exception:
+        CALLS.append("caught")
+        return "caught"
+    return "awake"
+
+
+def test_a_sleep_passes_through_an_except_exception_of_the_handler():
+    handle = sleeps_inside_except_exception.enqueue()
+
+    report = run_jobs(names=[sleeps_inside_except_exception], skip_waits=False)
+
+    assert [r.slept for r in report] == [True]
+    assert CALLS == []
+    assert handle.refresh().status == "scheduled"

@@ -3,6 +3,7 @@ another language) with the same results as through Python."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -149,3 +150,15 @@ def test_the_tables_refuse_what_python_validation_refuses(call, constraint):
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM workhorse_job")
         assert cursor.fetchone()[0] == 0
+
+
+def test_the_example_calls_of_docs_sql_md_run_in_psql_as_written():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sql.md").read_text()
+    (example,) = re.findall(r"```sql\n(.*?)```", page, flags=re.S)
+
+    done = run_psql(example)
+
+    assert done.returncode == 0, done.stderr
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, queue FROM workhorse_job ORDER BY id")
+        assert cursor.fetchall() == [("billing.send_invoice", "email"), ("a", "q")]

@@ -1,6 +1,7 @@
 """An in-process ``Worker`` against the test database, with real threads.
 
-``start_worker({"queue": slots}, SETTING=value, ...)`` builds a Worker the way
+``start_worker({"queue": slots}, SETTING=value, ...)`` (``on_job_failure=``
+the dotted path of a hook, as ``runworker`` passes it) builds a Worker the way
 ``runworker`` does (minus the registry checks of ``resolve_options``) and
 runs it on a thread of the test process; the test can then look at its
 ledger, its logs (``caplog``) and the database while it works. Every worker
@@ -62,13 +63,16 @@ class RunningWorker:
 def start_worker(transactional_db) -> Iterator[Callable[..., RunningWorker]]:
     started: list[RunningWorker] = []
 
-    def start(concurrency: dict[str, int], **settings: Any) -> RunningWorker:
+    def start(
+        concurrency: dict[str, int], *, on_job_failure: str | None = None, **settings: Any
+    ) -> RunningWorker:
         options = WorkerOptions(
             alias="default",
             queues=list(concurrency),
             concurrency=dict(concurrency),
             worker_id=make_worker_id("inproc"),
             settings=get_settings({"SHUTDOWN_GRACE": 5, **settings}),
+            on_job_failure=on_job_failure,
         )
         running = RunningWorker(Worker(options))
         running.thread.start()
