@@ -111,8 +111,9 @@ def test_the_next_due_lookup_reads_the_scheduled_index(cursor, busy_queues):
     # The scheduled index for due times; the ready index only to ask whether
     # a rate-limited queue has work waiting, the lease index only to count a
     # concurrency-limited queue's active jobs.
-    assert sorted(index for _, index in runtime_scans(nodes)) == [
+    scans = runtime_scans(nodes)
+    assert sorted(str(index) for _, index in scans) == [
         "workhorse_runtime_lease",
         "workhorse_runtime_ready",
         "workhorse_runtime_scheduled",
-    ]
+    ], scans
