@@ -74,6 +74,9 @@ class JobSnapshot:
     idempotency_key: str | None
     created_at: datetime
     started_at: datetime | None
+    """When the running attempt started, while the job is active; None
+    otherwise (the starts of ended attempts are in its timeline,
+    ``get_job_timeline``)."""
     finished_at: datetime | None
     dependency_policy: str | None = None
     """all_succeeded, all_finished or any_succeeded for a job enqueued with

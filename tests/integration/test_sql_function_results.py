@@ -236,6 +236,13 @@ def test_promote_makes_a_scheduled_job_ready_now_with_a_promoted_event(cursor, d
     assert len(events(cursor, scheduled.id, "promoted")) == 1
 
 
+@pytest.mark.parametrize("function", ["workhorse_promote_v1(%s)", "workhorse_cancel_v1(%s)"])
+def test_promote_and_cancel_of_an_id_no_job_has_answer_unknown(cursor, function):
+    assert rows(cursor, f"SELECT * FROM {function}", [987654321]) == [
+        {"status": "unknown", "state": None}
+    ]
+
+
 @pytest.mark.parametrize(
     ("factory", "answer"),
     [
