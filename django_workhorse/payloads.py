@@ -39,9 +39,7 @@ def _first_mismatch(value: Any, path: str, depth: int = 0) -> str | None:
         return _string_problem(value, path)
     if kind is dict and depth < PAYLOAD_MAX_DEPTH:
         return _dict_mismatch(value, path, depth)
-    if value is None or kind is bool:
-        return None
-    if isinstance(value, bool):
+    if value is None or kind is bool:  # bool cannot be subclassed
         return None
     if isinstance(value, int):
         if value.bit_length() > _INT_SAFE_BITS and abs(value) >= _INT_LIMIT:

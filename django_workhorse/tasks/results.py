@@ -84,7 +84,7 @@ def build_result(
     if (
         ended
         and snapshot.error is not None
-        and _key(snapshot.error) not in map(_key, failures[-1:])
+        and (not failures or _key(failures[-1]) != _key(snapshot.error))
     ):
         # It ended without an attempt failing with this error: canceled while
         # it waited (by an operator, or by prerequisites that can no longer
