@@ -19,6 +19,10 @@ STAMP := $(VENV)/.installed
 WITH_DB := $(PY) scripts/with_database.py --
 
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist), each on its own test database. Most tests
+# wait on real worker processes, so two share this 2-core machine well
+# (7:44 -> 4:32 for the main line). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 BENCH_ARGS ?=
 
 # The second supported line: Django 5.2 LTS on Python 3.12 with the
@@ -66,7 +70,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 test: $(VENV) browser-for-tests
-	$(WITH_DB) $(PY) -m pytest $(PYTEST_ARGS)
+	$(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 $(VENV_LTS): $(STAMP_LTS)
 
@@ -82,7 +86,7 @@ $(STAMP_LTS): pyproject.toml constraints-django52.txt
 	@touch $@
 
 test-lts: $(VENV) $(VENV_LTS)
-	$(WITH_DB) $(PY_LTS) -m pytest $(LTS_TESTS) $(PYTEST_ARGS)
+	$(WITH_DB) $(PY_LTS) -m pytest -n $(PYTEST_WORKERS) $(LTS_TESTS) $(PYTEST_ARGS)
 
 # make test runs the chaos test with 6 actions; this runs it with many more.
 SOAK_ROUNDS ?= 200
