@@ -1,14 +1,16 @@
 """``make bench``: print the figures the issues ask for.
 
-    python -m bench [calibrate] [core] [worker] [drain] [pickup] [ratio] [observed] [control]
-                    [deps] [durable] [peers] [claimcommit] [admin] [--history N] [--admin-jobs N]
+    python -m bench [calibrate] [lifecycle] [core] [worker] [drain] [pickup] [ratio] [observed]
+                    [control] [deps] [durable] [peers] [claimcommit] [admin]
+                    [--history N] [--admin-jobs N]
     python -m bench drain pickup oneslot --against COMMIT
     python -m bench sustained [--sustained-minutes 6] | growth | storage [--storage-jobs N]
 
 With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``,
 ``durable`` and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and
 ``ratio`` (the
-history ratio) run one part of ``worker`` alone; ``observed`` compares the
+history ratio) run one part of ``worker`` alone; ``lifecycle`` runs the
+calibration and the SQL lifecycle of ``core`` alone; ``observed`` compares the
 drain with tracing and metrics on to the plain drain, in turns; ``control``
 (bench/control.py) compares drains of queues with limits that never bind to
 the plain drain, in turns, and measures the latency of cancelling a running
@@ -53,6 +55,7 @@ def main() -> None:
         default=None,
         choices=[
             "calibrate",
+            "lifecycle",
             "core",
             "enqueue",
             "worker",
@@ -140,10 +143,14 @@ def main() -> None:
             )
         against.run(conn, url, args.against, wanted, rounds=args.rounds)
         return
-    if "calibrate" in args.sections and "core" not in args.sections:
+    if "core" not in args.sections and (
+        "calibrate" in args.sections or "lifecycle" in args.sections
+    ):
         from . import core
 
-        core.calibrate(conn)
+        rates = core.calibrate(conn)
+        if "lifecycle" in args.sections:
+            core.sql_lifecycle(conn, rates["claim_delete"])
     if "core" in args.sections:
         from . import core
 

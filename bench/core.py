@@ -12,7 +12,7 @@ from django_workhorse import store
 from .common import fabricate_history, median, percentile, report, reset, section, timed
 
 
-def calibrate(conn, count: int = 2000) -> None:
+def calibrate(conn, count: int = 2000) -> dict[str, float]:
     """This machine's floor: one-row INSERT commits and a bare claim+delete.
 
     The issue's targets were set on a machine where a bare INSERT commit cost
@@ -24,7 +24,8 @@ def calibrate(conn, count: int = 2000) -> None:
     with conn.cursor() as cur, timed() as t:
         for _ in range(count):
             cur.execute("INSERT INTO bench_bare (payload) VALUES ('{}')")
-    report("calibration: bare one-row INSERT, one commit each", count / t["seconds"], "rows/s")
+    rates = {"insert": count / t["seconds"]}
+    report("calibration: bare one-row INSERT, one commit each", rates["insert"], "rows/s")
     with conn.cursor() as cur, timed() as t:
         for _ in range(20):
             cur.execute(
@@ -44,8 +45,12 @@ def calibrate(conn, count: int = 2000) -> None:
             if cur.rowcount == 0:
                 break
             done += cur.rowcount
-    report("calibration: bare claim+delete, 100 rows per statement", done / t["seconds"], "rows/s")
+    rates["claim_delete"] = done / t["seconds"]
+    report(
+        "calibration: bare claim+delete, 100 rows per statement", rates["claim_delete"], "rows/s"
+    )
     conn.execute("DROP TABLE bench_bare")
+    return rates
 
 
 ONE_JOB_BATCH = (
@@ -155,7 +160,9 @@ def enqueue_batches(conn, batches: int = 20, size: int = 1000) -> float:
     return rate
 
 
-def sql_lifecycle(conn, count: int = 10_000, batch: int = 100) -> float:
+def _lifecycle_round(conn, claims, count: int, batch: int) -> float:
+    """claim_many(batch) on ``claims`` + succeed_many on ``conn`` until ``count``
+    jobs are done; jobs/s."""
     from demo.jobs import noop
 
     reset(conn)
@@ -163,9 +170,9 @@ def sql_lifecycle(conn, count: int = 10_000, batch: int = 100) -> float:
         noop.enqueue_many([{}] * 1000)
     conn.execute("VACUUM ANALYZE workhorse_job_runtime")
     done = 0
-    with conn.cursor() as cur, timed() as t:
+    with conn.cursor() as cur, claims.cursor() as claim_cur, timed() as t:
         while True:
-            jobs = store.claim_many(cur, "bench-sql", ["bench"], [batch], 30)
+            jobs = store.claim_many(claim_cur, "bench-sql", ["bench"], [batch], 30)
             if not jobs:
                 break
             store.succeed_many(
@@ -176,8 +183,35 @@ def sql_lifecycle(conn, count: int = 10_000, batch: int = 100) -> float:
                 ["null"] * len(jobs),
             )
             done += len(jobs)
-    rate = done / t["seconds"]
-    report(f"SQL lifecycle: claim_many({batch}) + succeed_many, no handler", rate, "jobs/s")
+    return done / t["seconds"]
+
+
+def sql_lifecycle(
+    conn, bare: float | None = None, count: int = 10_000, batch: int = 100, turns: int = 3
+) -> float:
+    """The SQL lifecycle, no handler: every commit waiting for its WAL flush
+    (the issue's figure, one connection), then as a worker commits (its claims
+    on a session with ``synchronous_commit = off``: docs/decisions.md), in
+    turns; each against ``bare``, the bare claim+delete of the calibration."""
+    from django_workhorse.worker.connection import connect
+
+    claims = connect("default", application_name="workhorse-bench", wait_for_flush=False)
+    flushed, as_worker = [], []
+    try:
+        for _ in range(turns):
+            flushed.append(_lifecycle_round(conn, conn, count, batch))
+            as_worker.append(_lifecycle_round(conn, claims, count, batch))
+    finally:
+        claims.close()
+    rate = median(flushed)
+    label = f"SQL lifecycle: claim_many({batch}) + succeed_many, no handler"
+    report(label, rate, "jobs/s", f"median of {turns}")
+    if bare:
+        report("  ratio to the bare claim+delete", rate / bare, "x", "target >= 0.25")
+    worker_rate = median(as_worker)
+    report("  the same, claims committed as the worker commits them", worker_rate, "jobs/s")
+    if bare:
+        report("  ratio to the bare claim+delete", worker_rate / bare, "x")
     return rate
 
 
@@ -250,8 +284,8 @@ def claim_latency_ratio(conn, history: int) -> tuple[float, float]:
 
 def run(conn, history: int) -> None:
     section("durable core (issue: the durable core)")
-    calibrate(conn)
+    rates = calibrate(conn)
     enqueue_single(conn)
     enqueue_batches(conn)
-    sql_lifecycle(conn)
+    sql_lifecycle(conn, rates["claim_delete"])
     claim_latency_ratio(conn, history)
