@@ -413,3 +413,10 @@ def test_a_task_that_raised_job_cancelled_reads_back_its_error_once():
         "django_workhorse.exceptions.JobCancelled"
     ]
     assert "nothing to do" in found.errors[0].traceback
+
+
+@pytest.mark.parametrize(("priority", "stored"), [(100, 100), (-100, -100), (5.0, 5), (True, 1)])
+def test_every_priority_django_allows_reaches_the_job_as_a_whole_number(priority, stored):
+    result = add.using(priority=priority).enqueue(1, 2)
+    assert Admin().get_job(int(result.id)).priority == stored
+    assert add.get_result(result.id).task.priority == stored
