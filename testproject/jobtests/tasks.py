@@ -118,6 +118,19 @@ async def async_add(a: int, b: int) -> int:
     return a + b
 
 
+@task(queue_name="jobtests.tasks")
+def returns_a_date() -> object:
+    """Returns a datetime, which is not JSON (Django's normalize_json refuses it)."""
+    return timezone.now()
+
+
+@task(queue_name="jobtests.tasks")
+def returns_int_keys() -> dict:
+    """Returns a dict with an int key: Django's normalize_json keeps it, but it
+    would come back from JSON as a string, so workhorse refuses to store it."""
+    return {1: "one"}
+
+
 @task(queue_name="jobtests.tasks-order")
 def in_order(label: str) -> str:
     """Records its label, to see the order tasks ran in."""

@@ -11,7 +11,15 @@ import pytest
 from django.core.checks import run_checks
 from django.db import connection, transaction
 from django.test import override_settings
-from jobtests.tasks import add, always_fails, gives_up, in_order, retries_in_an_hour
+from jobtests.tasks import (
+    add,
+    always_fails,
+    gives_up,
+    in_order,
+    retries_in_an_hour,
+    returns_a_date,
+    returns_int_keys,
+)
 
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
@@ -420,3 +428,40 @@ def test_every_priority_django_allows_reaches_the_job_as_a_whole_number(priority
     result = add.using(priority=priority).enqueue(1, 2)
     assert Admin().get_job(int(result.id)).priority == stored
     assert add.get_result(result.id).task.priority == stored
+
+
+def finished_statuses(run) -> list[tuple[str, list[str]]]:
+    """``(status, error class paths)`` of each ``task_finished`` sent while
+    ``run()`` ran, collected in memory (run_jobs' savepoint undoes a failing
+    run's writes, a receiver's too)."""
+    sent: list[tuple[str, list[str]]] = []
+
+    def on_finished(sender, task_result, **kwargs):
+        sent.append((task_result.status, [e.exception_class_path for e in task_result.errors]))
+
+    task_finished.connect(on_finished)
+    try:
+        run()
+    finally:
+        task_finished.disconnect(on_finished)
+    return sent
+
+
+@pytest.mark.parametrize(
+    ("a_task", "problem"),
+    [
+        (returns_a_date, "is a datetime, which is not JSON"),
+        (returns_int_keys, "has the key 1; JSON object keys must be strings"),
+    ],
+)
+def test_a_task_returning_what_is_not_json_finishes_failed_after_one_attempt(a_task, problem):
+    result = a_task.enqueue()
+
+    sent = finished_statuses(lambda: run_jobs(names=[a_task]))
+
+    refusal = "django_workhorse.exceptions.InvalidPayloadError"
+    assert sent == [(TaskResultStatus.FAILED, [refusal])]
+    found = a_task.get_result(result.id)
+    assert (found.status, found.attempts) == (TaskResultStatus.FAILED, 1)
+    assert [e.exception_class_path for e in found.errors] == [refusal]
+    assert problem in found.errors[0].traceback
