@@ -7,8 +7,9 @@ job's ``TaskResult`` (status RUNNING, one worker id per attempt), sends
 ``takes_context``), then sends ``task_finished`` with the run's outcome:
 SUCCESSFUL with the return value, FAILED when the job ends (the last attempt,
 ``JobCancelled``, an operator's cancel, a return value that is not JSON),
-READY when a retry follows. The exception is raised on, so workhorse records
-the attempt and decides the retry as for any job.
+READY when a retry follows or a durable sleep ends the run. The exception is
+raised on, so workhorse records the attempt and decides the retry as for any
+job.
 
 A run whose end the worker recorded while the task still ran (a sync task
 past its timeout, a run acked canceled) gets a ``task_finished`` that says
@@ -26,7 +27,8 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from ..context import current_job
-from ..exceptions import InvalidPayloadError, JobCancelled
+from ..durable import SleepRequested
+from ..exceptions import InvalidCheckpointError, InvalidPayloadError, JobCancelled
 from ..payloads import result_problem
 from .compat import (
     TaskContext,
@@ -77,6 +79,11 @@ def _failed(result: TaskResult, exc: BaseException, *, final: bool = False) -> N
     worker ends the job whatever attempts remain."""
     ctx = current_job()
     exc = ctx._ended_with or exc
+    if isinstance(exc, SleepRequested):
+        # A durable sleep ends the run, not the attempt, and is no error:
+        # the task runs again at its wake time.
+        object.__setattr__(result, "status", TaskResultStatus.READY)
+        return
     cls = type(exc)
     result.errors.append(
         TaskError(
@@ -86,9 +93,10 @@ def _failed(result: TaskResult, exc: BaseException, *, final: bool = False) -> N
     )
     # A cancel, raised or requested, ends the job canceled (FAILED to
     # Django) whatever attempts remain: workhorse_fail_many_v1 never retries it.
+    # Nor does a worker retry a checkpoint or a sleep it refused.
     ends = (
         final
-        or isinstance(exc, JobCancelled)
+        or isinstance(exc, JobCancelled | InvalidCheckpointError)
         or ctx.cancel_requested
         or ctx.attempt >= ctx.max_attempts
     )

@@ -131,6 +131,23 @@ def returns_int_keys() -> dict:
     return {1: "one"}
 
 
+@task(queue_name="jobtests.tasks", max_attempts=1)
+def naps(label: str) -> str:
+    """Takes a durable sleep of no time on its first run, then returns its label."""
+    from django_workhorse import current_job
+
+    current_job().sleep("nap", 0)
+    return label
+
+
+@task(queue_name="jobtests.tasks")
+def checkpoints_a_date() -> None:
+    """Records a checkpoint whose result is not JSON, which fails it without retry."""
+    from django_workhorse import current_job
+
+    current_job().checkpoint("when", lambda: {"when": timezone.now()})
+
+
 @task(queue_name="jobtests.tasks-order")
 def in_order(label: str) -> str:
     """Records its label, to see the order tasks ran in."""

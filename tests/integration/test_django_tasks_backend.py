@@ -14,8 +14,10 @@ from django.test import override_settings
 from jobtests.tasks import (
     add,
     always_fails,
+    checkpoints_a_date,
     gives_up,
     in_order,
+    naps,
     retries_in_an_hour,
     returns_a_date,
     returns_int_keys,
@@ -465,3 +467,25 @@ def test_a_task_returning_what_is_not_json_finishes_failed_after_one_attempt(a_t
     assert (found.status, found.attempts) == (TaskResultStatus.FAILED, 1)
     assert [e.exception_class_path for e in found.errors] == [refusal]
     assert problem in found.errors[0].traceback
+
+
+def test_a_task_taking_a_durable_sleep_finishes_ready_without_an_error_then_runs_again():
+    result = naps.enqueue("rested")
+
+    sent = finished_statuses(lambda: run_jobs(names=[naps]))
+
+    assert sent == [(TaskResultStatus.READY, []), (TaskResultStatus.SUCCESSFUL, [])]
+    found = naps.get_result(result.id)
+    assert (found.status, found.return_value, found.attempts) == ("SUCCESSFUL", "rested", 1)
+    assert found.errors == []
+
+
+def test_a_task_whose_checkpoint_is_refused_finishes_failed_with_attempts_left():
+    result = checkpoints_a_date.enqueue()
+
+    sent = finished_statuses(lambda: run_jobs(names=[checkpoints_a_date]))
+
+    refusal = "django_workhorse.exceptions.InvalidCheckpointError"
+    assert sent == [(TaskResultStatus.FAILED, [refusal])]
+    found = checkpoints_a_date.get_result(result.id)
+    assert (found.status, found.attempts) == (TaskResultStatus.FAILED, 1)
