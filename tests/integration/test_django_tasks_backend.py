@@ -31,6 +31,7 @@ from django_workhorse.models import Job
 from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
 from django_workhorse.tasks.compat import (
+    SOURCE,
     InvalidTask,
     TaskResultDoesNotExist,
     TaskResultStatus,
@@ -531,6 +532,9 @@ def test_return_value_raises_until_the_task_has_finished():
     assert result.return_value == 3
 
 
+@pytest.mark.skipif(
+    SOURCE != "django.tasks", reason="the django-tasks backport's Task has no __reduce__"
+)
 def test_a_task_and_its_result_survive_pickling():
     import pickle
 
