@@ -138,11 +138,21 @@ def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
     return text
 
 
+def result_problem(value: Any) -> str | None:
+    """Why a handler's return value cannot be stored, or None: what
+    ``encode_result`` refuses, found without encoding (the Django Tasks
+    backend reports the refusal in ``task_finished`` before the worker records it)."""
+    if value is None:
+        return None
+    problem = _first_mismatch(value, "the return value")
+    return f"{problem}; return JSON-friendly data from handlers" if problem else None
+
+
 def encode_result(value: Any) -> str:
     """A handler's return value as JSON text; TypeError-like error when it is not JSON."""
     if value is None:
         return "null"
-    problem = _first_mismatch(value, "the return value")
+    problem = result_problem(value)
     if problem:
-        raise InvalidPayloadError(f"{problem}; return JSON-friendly data from handlers")
+        raise InvalidPayloadError(problem)
     return _ENCODER.encode(value)

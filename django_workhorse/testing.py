@@ -30,7 +30,7 @@ from .conf import get_settings
 from .context import JobContext, reset_current, set_current
 from .definitions import JobDefinition
 from .durable import RunTicket, SleepRequested
-from .exceptions import InvalidCheckpointError, JobCancelled, UnknownJobError
+from .exceptions import InvalidCheckpointError, InvalidPayloadError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .limits import queue_name_problem
 from .payloads import encode_result
@@ -268,12 +268,17 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     error: Exception | None = None
     value: Any = None
     encoded = ""
+    refused = False  # the return value is not JSON: a worker fails it without retry
     try:
         if definition is None:
             raise UnknownJobError(f"no job named {job.name!r} is registered")
         definition.check_payload(job.payload)
         value = _call(definition, job.payload, alias)
-        encoded = encode_result(value)
+        try:
+            encoded = encode_result(value)
+        except InvalidPayloadError:
+            refused = True
+            raise
     except SleepRequested as request:
         sleep = request
     except Exception as exc:
@@ -302,6 +307,7 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
             return JobRun(job.job_id, job.name, job.queue, job.attempt, True, value=value)
         retryable = (
             definition is not None
+            and not refused
             and not isinstance(error, JobCancelled | InvalidCheckpointError)
             and definition.should_retry(error)
         )

@@ -274,7 +274,8 @@ class WorkhorseBackend(BaseTaskBackend):
             run_after = timezone.make_aware(run_after)
         changes: dict[str, Any] = {
             "queue": task.queue_name,
-            "priority": task.priority,
+            # Django takes any whole number (5.0, True); workhorse wants an int.
+            "priority": int(task.priority),
             "run_at": run_after,
         }
         if isinstance(task, WorkhorseTask):

@@ -6,9 +6,10 @@ job's ``TaskResult`` (status RUNNING, one worker id per attempt), sends
 ``task_started``, calls the task (with a ``TaskContext`` when it
 ``takes_context``), then sends ``task_finished`` with the run's outcome:
 SUCCESSFUL with the return value, FAILED when the job ends (the last attempt,
-``JobCancelled``, an operator's cancel), READY when a retry follows. The
-exception is raised on, so workhorse records the attempt and decides the
-retry as for any job.
+``JobCancelled``, an operator's cancel, a return value that is not JSON),
+READY when a retry follows or a durable sleep ends the run. The exception is
+raised on, so workhorse records the attempt and decides the retry as for any
+job.
 
 A run whose end the worker recorded while the task still ran (a sync task
 past its timeout, a run acked canceled) gets a ``task_finished`` that says
@@ -18,6 +19,7 @@ returned or raised afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from typing import Any
 
@@ -25,7 +27,9 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from ..context import current_job
-from ..exceptions import JobCancelled
+from ..durable import SleepRequested
+from ..exceptions import InvalidCheckpointError, InvalidPayloadError, JobCancelled
+from ..payloads import result_problem
 from .compat import (
     TaskContext,
     TaskError,
@@ -51,19 +55,35 @@ def _call_args(result: TaskResult) -> tuple[list[Any], dict[str, Any]]:
     return args, dict(result.kwargs)
 
 
-def _succeeded(result: TaskResult, value: Any) -> Any:
-    value = normalize_json(value)
+def _returned(result: TaskResult, value: Any) -> Any:
+    """What the run hands the worker for ``value``: normalized as Django
+    normalizes return values, SUCCESSFUL in ``result``; or, when the worker
+    will refuse to store it (not JSON that round-trips), the value as it came
+    and FAILED in ``result`` with the refusal the worker records, as it fails
+    such a job without retry."""
+    with contextlib.suppress(TypeError, ValueError):  # the refusal below names the part
+        value = normalize_json(value)
+    problem = result_problem(value)
+    if problem is not None:
+        _failed(result, InvalidPayloadError(problem), final=True)
+        return value
     object.__setattr__(result, "status", TaskResultStatus.SUCCESSFUL)
     object.__setattr__(result, "finished_at", timezone.now())
     object.__setattr__(result, "_return_value", value)
     return value
 
 
-def _failed(result: TaskResult, exc: BaseException) -> None:
+def _failed(result: TaskResult, exc: BaseException, *, final: bool = False) -> None:
     """The run failed with ``exc``, or the worker recorded another end for it
-    meanwhile (then that end's error is the one reported)."""
+    meanwhile (then that end's error is the one reported); ``final`` when the
+    worker ends the job whatever attempts remain."""
     ctx = current_job()
     exc = ctx._ended_with or exc
+    if isinstance(exc, SleepRequested):
+        # A durable sleep ends the run, not the attempt, and is no error:
+        # the task runs again at its wake time.
+        object.__setattr__(result, "status", TaskResultStatus.READY)
+        return
     cls = type(exc)
     result.errors.append(
         TaskError(
@@ -73,7 +93,13 @@ def _failed(result: TaskResult, exc: BaseException) -> None:
     )
     # A cancel, raised or requested, ends the job canceled (FAILED to
     # Django) whatever attempts remain: workhorse_fail_many_v1 never retries it.
-    ends = isinstance(exc, JobCancelled) or ctx.cancel_requested or ctx.attempt >= ctx.max_attempts
+    # Nor does a worker retry a checkpoint or a sleep it refused.
+    ends = (
+        final
+        or isinstance(exc, JobCancelled | InvalidCheckpointError)
+        or ctx.cancel_requested
+        or ctx.attempt >= ctx.max_attempts
+    )
     if ends:
         object.__setattr__(result, "status", TaskResultStatus.FAILED)
         object.__setattr__(result, "finished_at", timezone.now())
@@ -100,7 +126,7 @@ def run_task(args: list[Any], kwargs: dict[str, Any], backend: str) -> Any:
         _failed(result, ended)
         task_finished.send(sender, task_result=result)
         return value
-    value = _succeeded(result, value)
+    value = _returned(result, value)
     task_finished.send(sender, task_result=result)
     return value
 
@@ -123,6 +149,6 @@ async def run_task_async(args: list[Any], kwargs: dict[str, Any], backend: str) 
         _failed(result, ended)
         await task_finished.asend(sender, task_result=result)
         return value
-    value = _succeeded(result, value)
+    value = _returned(result, value)
     await task_finished.asend(sender, task_result=result)
     return value

@@ -118,6 +118,36 @@ async def async_add(a: int, b: int) -> int:
     return a + b
 
 
+@task(queue_name="jobtests.tasks")
+def returns_a_date() -> object:
+    """Returns a datetime, which is not JSON (Django's normalize_json refuses it)."""
+    return timezone.now()
+
+
+@task(queue_name="jobtests.tasks")
+def returns_int_keys() -> dict:
+    """Returns a dict with an int key: Django's normalize_json keeps it, but it
+    would come back from JSON as a string, so workhorse refuses to store it."""
+    return {1: "one"}
+
+
+@task(queue_name="jobtests.tasks", max_attempts=1)
+def naps(label: str) -> str:
+    """Takes a durable sleep of no time on its first run, then returns its label."""
+    from django_workhorse import current_job
+
+    current_job().sleep("nap", 0)
+    return label
+
+
+@task(queue_name="jobtests.tasks")
+def checkpoints_a_date() -> None:
+    """Records a checkpoint whose result is not JSON, which fails it without retry."""
+    from django_workhorse import current_job
+
+    current_job().checkpoint("when", lambda: {"when": timezone.now()})
+
+
 @task(queue_name="jobtests.tasks-order")
 def in_order(label: str) -> str:
     """Records its label, to see the order tasks ran in."""

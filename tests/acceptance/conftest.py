@@ -237,6 +237,10 @@ class WorkerPool:
         query = {**FAST_COMMITS, **(PERSISTENT_CONNECTIONS if persistent_connections else {})}
         full_env = {
             **os.environ,
+            # This checkout's package first: an editable install may point at another.
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(TESTPROJECT.parent), os.environ.get("PYTHONPATH")])
+            ),
             "DATABASE_URL": database_url(**query),
             "DJANGO_SETTINGS_MODULE": "testproject.settings",
             "WORKHORSE_JSON": json.dumps(settings or {}),

@@ -20,6 +20,7 @@ from jobtests.tasks import (
     ignores_its_cancel,
     in_order,
     overruns,
+    returns_a_date,
 )
 from jobtests.views import enqueue_add
 
@@ -224,6 +225,24 @@ def test_a_sync_task_past_its_timeout_finishes_as_its_attempt_was_recorded(
         "django_workhorse.worker.execution.JobTimeout"
     ]
     assert labels(job_id, "signal:") == [
+        "signal:enqueued:READY",
+        "signal:started:RUNNING",
+        "signal:finished:FAILED",
+    ]
+
+
+def test_a_task_returning_what_is_not_json_ends_failed_after_one_attempt(start_worker, wait_until):
+    result = returns_a_date.enqueue()
+    worker = start_worker("--queues", "jobtests.tasks")
+    wait_until(lambda: finished(result), what="the task finished")
+    assert worker.stop() == 0
+
+    assert (result.status, result.attempts) == (TaskResultStatus.FAILED, 1)
+    assert [e.exception_class_path for e in result.errors] == [
+        "django_workhorse.exceptions.InvalidPayloadError"
+    ]
+    assert "is a datetime, which is not JSON" in result.errors[0].traceback
+    assert labels(int(result.id), "signal:") == [
         "signal:enqueued:READY",
         "signal:started:RUNNING",
         "signal:finished:FAILED",

@@ -11,7 +11,19 @@ import pytest
 from django.core.checks import run_checks
 from django.db import connection, transaction
 from django.test import override_settings
-from jobtests.tasks import add, always_fails, gives_up, in_order, retries_in_an_hour
+from jobtests.tasks import (
+    add,
+    always_fails,
+    async_add,
+    checkpoints_a_date,
+    fails_once,
+    gives_up,
+    in_order,
+    naps,
+    retries_in_an_hour,
+    returns_a_date,
+    returns_int_keys,
+)
 
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
@@ -19,11 +31,13 @@ from django_workhorse.models import Job
 from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
 from django_workhorse.tasks.compat import (
+    SOURCE,
     InvalidTask,
     TaskResultDoesNotExist,
     TaskResultStatus,
     default_task_backend,
     task_backends,
+    task_enqueued,
     task_finished,
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
@@ -32,8 +46,10 @@ from tests import helpers
 
 try:
     from django.tasks import task
+    from django.tasks.exceptions import TaskResultMismatch
 except ImportError:  # Django 5.2: the backport
     from django_tasks import task
+    from django_tasks.exceptions import TaskResultMismatch
 
 pytestmark = pytest.mark.django_db
 
@@ -413,3 +429,182 @@ def test_a_task_that_raised_job_cancelled_reads_back_its_error_once():
         "django_workhorse.exceptions.JobCancelled"
     ]
     assert "nothing to do" in found.errors[0].traceback
+
+
+def takes_no_context() -> None:
+    """A module-level function without a ``context`` argument."""
+
+
+def test_a_function_not_at_module_level_is_refused_as_a_task():
+    def inner() -> None:
+        pass
+
+    with pytest.raises(InvalidTask, match="module level"):
+        task()(inner)
+
+
+def test_takes_context_without_a_context_argument_is_refused():
+    with pytest.raises(InvalidTask, match="first argument of 'context'"):
+        task(takes_context=True, queue_name="jobtests.tasks")(takes_no_context)
+
+
+@pytest.mark.parametrize("priority", [101, -101, 3.1])
+def test_a_priority_outside_djangos_bounds_or_not_whole_is_refused(priority):
+    with pytest.raises(InvalidTask, match="priority must be a whole number"):
+        add.using(priority=priority)
+
+
+@pytest.mark.parametrize(("priority", "stored"), [(100, 100), (-100, -100), (5.0, 5), (True, 1)])
+def test_every_priority_django_allows_reaches_the_job_as_a_whole_number(priority, stored):
+    result = add.using(priority=priority).enqueue(1, 2)
+    assert Admin().get_job(int(result.id)).priority == stored
+    assert add.get_result(result.id).task.priority == stored
+
+
+def test_a_naive_run_after_is_refused_when_use_tz_is_on():
+    from datetime import datetime
+
+    with pytest.raises(InvalidTask, match="aware datetime"):
+        in_order.using(run_after=datetime.now() + timedelta(hours=1))
+
+
+def test_a_naive_run_after_without_use_tz_is_taken_in_the_current_time_zone():
+    from datetime import datetime
+
+    from django.utils import timezone
+
+    with override_settings(USE_TZ=False):
+        later = datetime.now() + timedelta(hours=1)
+        result = in_order.using(run_after=later).enqueue("later")
+        expected = timezone.make_aware(later)
+    snapshot = Admin().get_job(int(result.id))
+    assert (snapshot.state, snapshot.run_at) == ("scheduled", expected)
+
+
+def test_get_result_through_another_task_raises_mismatch():
+    result = add.enqueue(1, 2)
+    with pytest.raises(TaskResultMismatch, match=r"jobtests\.tasks\.add"):
+        in_order.get_result(result.id)
+
+
+def test_aget_result_through_another_task_raises_mismatch():
+    from asgiref.sync import async_to_sync
+
+    result = add.enqueue(1, 2)
+    with pytest.raises(TaskResultMismatch, match=r"jobtests\.tasks\.add"):
+        async_to_sync(in_order.aget_result)(result.id)
+
+
+def test_get_result_takes_a_whole_number_id_as_django_allows():
+    result = add.enqueue(1, 2)
+    assert default_task_backend.get_result(int(result.id)).id == result.id
+
+
+def test_a_result_read_back_has_the_task_it_was_enqueued_with():
+    task_used = add.using(priority=9)
+    result = task_used.enqueue(1, 2)
+    assert result.task == task_used
+    assert add.get_result(result.id).task == task_used
+    assert async_add.get_result(async_add.enqueue(1, 2).id).task == async_add
+
+
+def test_task_enqueued_is_sent_by_the_backend_class_with_the_result_enqueue_returns():
+    sent = []
+
+    def on_enqueued(sender, task_result, **kwargs):
+        sent.append((sender, task_result))
+
+    task_enqueued.connect(on_enqueued)
+    try:
+        result = add.enqueue(1, 2)
+    finally:
+        task_enqueued.disconnect(on_enqueued)
+    assert sent == [(WorkhorseBackend, result)]
+    assert result.status == TaskResultStatus.READY and result.enqueued_at is not None
+
+
+def test_return_value_raises_until_the_task_has_finished():
+    result = add.enqueue(1, 2)
+    with pytest.raises(ValueError, match="not finished yet"):
+        result.return_value  # noqa: B018
+    run_jobs(names=[add])
+    result.refresh()
+    assert result.return_value == 3
+
+
+@pytest.mark.skipif(
+    SOURCE != "django.tasks", reason="the django-tasks backport's Task has no __reduce__"
+)
+def test_a_task_and_its_result_survive_pickling():
+    import pickle
+
+    task_used = add.using(priority=3, max_attempts=5)
+    result = task_used.enqueue(1, 2)
+    assert pickle.loads(pickle.dumps(task_used)) == task_used
+    assert pickle.loads(pickle.dumps(result)) == result
+
+
+def test_the_context_of_a_context_task_holds_its_running_result():
+    result = fails_once.enqueue(label="ctx")
+    run_jobs(names=[fails_once])
+    found = fails_once.get_result(result.id)
+    assert (found.status, found.return_value) == ("SUCCESSFUL", {"attempt": 2, "worker_ids": 2})
+
+
+def finished_statuses(run) -> list[tuple[str, list[str]]]:
+    """``(status, error class paths)`` of each ``task_finished`` sent while
+    ``run()`` ran, collected in memory (run_jobs' savepoint undoes a failing
+    run's writes, a receiver's too)."""
+    sent: list[tuple[str, list[str]]] = []
+
+    def on_finished(sender, task_result, **kwargs):
+        sent.append((task_result.status, [e.exception_class_path for e in task_result.errors]))
+
+    task_finished.connect(on_finished)
+    try:
+        run()
+    finally:
+        task_finished.disconnect(on_finished)
+    return sent
+
+
+@pytest.mark.parametrize(
+    ("a_task", "problem"),
+    [
+        (returns_a_date, "is a datetime, which is not JSON"),
+        (returns_int_keys, "has the key 1; JSON object keys must be strings"),
+    ],
+)
+def test_a_task_returning_what_is_not_json_finishes_failed_after_one_attempt(a_task, problem):
+    result = a_task.enqueue()
+
+    sent = finished_statuses(lambda: run_jobs(names=[a_task]))
+
+    refusal = "django_workhorse.exceptions.InvalidPayloadError"
+    assert sent == [(TaskResultStatus.FAILED, [refusal])]
+    found = a_task.get_result(result.id)
+    assert (found.status, found.attempts) == (TaskResultStatus.FAILED, 1)
+    assert [e.exception_class_path for e in found.errors] == [refusal]
+    assert problem in found.errors[0].traceback
+
+
+def test_a_task_taking_a_durable_sleep_finishes_ready_without_an_error_then_runs_again():
+    result = naps.enqueue("rested")
+
+    sent = finished_statuses(lambda: run_jobs(names=[naps]))
+
+    assert sent == [(TaskResultStatus.READY, []), (TaskResultStatus.SUCCESSFUL, [])]
+    found = naps.get_result(result.id)
+    assert (found.status, found.return_value, found.attempts) == ("SUCCESSFUL", "rested", 1)
+    assert found.errors == []
+
+
+def test_a_task_whose_checkpoint_is_refused_finishes_failed_with_attempts_left():
+    result = checkpoints_a_date.enqueue()
+
+    sent = finished_statuses(lambda: run_jobs(names=[checkpoints_a_date]))
+
+    refusal = "django_workhorse.exceptions.InvalidCheckpointError"
+    assert sent == [(TaskResultStatus.FAILED, [refusal])]
+    found = checkpoints_a_date.get_result(result.id)
+    assert (found.status, found.attempts) == (TaskResultStatus.FAILED, 1)

@@ -55,6 +55,11 @@ def other() -> str:
     return "other"
 
 
+@workhorse.job(queue="tests.helpers.dated", name="tests.helpers.returns_a_set", max_attempts=3)
+def returns_a_set() -> set:
+    return {1, 2}
+
+
 def test_a_job_that_enqueues_itself_forever_stops_at_the_limit():
     forever.enqueue(n=0)
     with pytest.raises(TooManyRuns, match="ran 5 jobs"):
@@ -95,6 +100,14 @@ def test_a_handler_raising_job_cancelled_ends_its_job_canceled_not_failed(db_row
     assert handle.refresh().status == "canceled"
     attempts = db_rows.of_job(handle.id)["attempts"]
     assert [(a["attempt"], a["outcome"]) for a in attempts] == [(1, "canceled")]
+
+
+def test_a_return_value_that_is_not_json_fails_the_job_without_retry_as_a_worker_does():
+    handle = returns_a_set.enqueue()
+    report = run_jobs(names=[returns_a_set])
+    assert [(r.ok, r.will_retry) for r in report] == [(False, False)]
+    assert "is a set, which is not JSON" in str(report.runs[0].error)
+    assert (handle.refresh().status, handle.attempts) == ("failed", 1)
 
 
 def test_assert_enqueued_compares_each_argument_for_equality():
