@@ -31,7 +31,6 @@ from django_workhorse.models import Job
 from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
 from django_workhorse.tasks.compat import (
-    SOURCE,
     InvalidTask,
     TaskResultDoesNotExist,
     TaskResultStatus,
@@ -530,18 +529,6 @@ def test_return_value_raises_until_the_task_has_finished():
     run_jobs(names=[add])
     result.refresh()
     assert result.return_value == 3
-
-
-@pytest.mark.skipif(
-    SOURCE != "django.tasks", reason="the django-tasks backport's Task has no __reduce__"
-)
-def test_a_task_and_its_result_survive_pickling():
-    import pickle
-
-    task_used = add.using(priority=3, max_attempts=5)
-    result = task_used.enqueue(1, 2)
-    assert pickle.loads(pickle.dumps(task_used)) == task_used
-    assert pickle.loads(pickle.dumps(result)) == result
 
 
 def test_the_context_of_a_context_task_holds_its_running_result():
