@@ -89,9 +89,12 @@ class Listener(threading.Thread):
         deadline = time.monotonic() + SELF_TEST_TIMEOUT
         while not self.stop_event.is_set():
             try:
+                # At most 0.5 s, the start-up self-test too: each round ends
+                # by looking at the stop flag (a stop during the self-test
+                # waited for its whole timeout).
                 timeout = 0.5
                 if not self.self_test_done.is_set():
-                    timeout = max(0.01, deadline - time.monotonic())
+                    timeout = min(timeout, max(0.01, deadline - time.monotonic()))
                 for note in conn.notifies(timeout=timeout):
                     if note.channel == probe:
                         self.delivering.set()

@@ -789,3 +789,7 @@ class Worker:
         self._run_connections.close()
         if self._heartbeat:
             self._heartbeat.join(2.0)
+        if self._listener:
+            # It looks at its stop flag every 0.5 s; joined, its connection is
+            # closed when run() returns.
+            self._listener.join(1.0)

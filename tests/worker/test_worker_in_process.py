@@ -197,3 +197,23 @@ def test_shutdown_releases_running_jobs_before_the_writer_flushes(start_worker, 
     )
     assert [k for (k,) in cursor.fetchall()] == ["enqueued", "claimed", "released"]
     jobs.gate(hold).set()
+
+
+def test_a_stopped_worker_has_ended_its_listener_and_heartbeat_when_run_returns(
+    start_worker, cursor
+):
+    running = start_worker({"inproc.gated": 1})
+    wait(lambda: running.worker._listener.delivering.is_set(), "the listener to hear its probe")
+    assert running.stop() == 0
+    # Their connections closed with them (the server takes a moment to see it).
+    assert not running.worker._listener.is_alive()
+    assert not running.worker._heartbeat.is_alive()
+
+    def sessions() -> list[str]:
+        cursor.execute(
+            "SELECT application_name FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name LIKE 'workhorse-%%'"
+        )
+        return [name for (name,) in cursor.fetchall()]
+
+    wait(lambda: sessions() == [], "the worker's sessions to end", timeout=10)
