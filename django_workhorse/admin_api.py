@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
@@ -242,6 +242,16 @@ def _check_job_id(job_id: object) -> int:
     return job_id
 
 
+def _check_job_ids(job_ids: object) -> list[int]:
+    """Every id of a list of job ids, checked before any of them is read or
+    acted on, so that one bad id leaves every job as it was."""
+    if isinstance(job_ids, str | bytes | Mapping) or not isinstance(job_ids, Iterable):
+        raise InvalidQueryError(
+            f"job ids are a list of whole numbers, got {type(job_ids).__name__} {job_ids!r:.40}"
+        )
+    return [_check_job_id(job_id) for job_id in job_ids]
+
+
 def check_queue_name(queue: object) -> str:
     """``queue`` if it is a valid queue name, else InvalidQueryError naming the rule."""
     if not isinstance(queue, str) or not QUEUE_NAME_RE.fullmatch(queue):
@@ -350,7 +360,7 @@ class Admin:
     def get_jobs(self, job_ids: Sequence[int]) -> list[JobSnapshot]:
         """The snapshots of the jobs of ``job_ids`` that exist, in that order,
         read in one query (without their checkpoints: ``get_job`` has them)."""
-        ids = [_check_job_id(job_id) for job_id in job_ids]
+        ids = _check_job_ids(job_ids)
         if not ids:
             return []
         with connections[self.using].cursor() as cursor:
@@ -751,12 +761,15 @@ class Admin:
         self, action: str, job_ids: Sequence[int], *, by: str | None = None
     ) -> list[ActionResult]:
         """``retry`` or ``cancel`` each job; one result per job, in order.
-        ``by`` is passed to each cancel."""
+        ``by`` is passed to each cancel. Every argument is checked before the
+        first job is touched: a bad id among good ones changes nothing."""
         if action not in ("retry", "cancel"):
             raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r:.40}")
+        ids = _check_job_ids(job_ids)
+        by = _check_by(by)
         if action == "retry":
-            return [self.retry(job_id) for job_id in job_ids]
-        return [self.cancel(job_id, by=by) for job_id in job_ids]
+            return [self.retry(job_id) for job_id in ids]
+        return [self.cancel(job_id, by=by) for job_id in ids]
 
 
 def _check_by(by: object) -> str | None:

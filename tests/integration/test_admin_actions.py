@@ -201,6 +201,44 @@ def test_a_bad_queue_name_or_job_id_is_a_clear_error():
         Admin().retry(-1)
 
 
+@pytest.mark.parametrize(
+    ("action", "factory", "bad"),
+    [
+        ("cancel", ReadyJobFactory, "x"),
+        ("cancel", ReadyJobFactory, None),
+        ("retry", FailedJobFactory, 0),
+    ],
+)
+def test_a_bulk_action_with_one_bad_id_after_good_ones_changes_no_job(
+    db_rows, action, factory, bad
+):
+    """Bug: the jobs before the bad id were canceled (or retried), then the
+    bad id raised, leaving the list half done."""
+    jobs = [factory(), factory()]
+    before = [db_rows.fingerprint(job.id) for job in jobs]
+
+    with pytest.raises(InvalidQueryError, match="a job id is a whole number"):
+        Admin().bulk(action, [jobs[0].id, jobs[1].id, bad])
+
+    assert [db_rows.fingerprint(job.id) for job in jobs] == before
+
+
+def test_a_bulk_cancel_with_a_bad_by_changes_no_job(db_rows):
+    job = ReadyJobFactory()
+    before = db_rows.fingerprint(job.id)
+
+    with pytest.raises(InvalidQueryError, match="by is a string"):
+        Admin().bulk("cancel", [job.id], by=7)
+
+    assert db_rows.fingerprint(job.id) == before
+
+
+@pytest.mark.parametrize("ids", [None, 7, "12", {1: 2}])
+def test_a_bulk_action_given_no_list_of_ids_is_a_clear_error(ids):
+    with pytest.raises(InvalidQueryError, match="job ids are a list of whole numbers"):
+        Admin().bulk("cancel", ids)
+
+
 def test_a_retried_job_fence_stays_past_its_earlier_claims_when_their_history_is_gone():
     job = ReadyJobFactory(max_attempts=1)
     with connection.cursor() as cursor:

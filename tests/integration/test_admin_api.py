@@ -218,6 +218,12 @@ def test_a_malformed_job_id_is_a_clear_error_not_a_driver_error():
         Admin().get_job_timeline("1")
 
 
+@pytest.mark.parametrize("ids", [None, 7, "12"])
+def test_get_jobs_given_no_list_of_ids_is_a_clear_error(ids):
+    with pytest.raises(InvalidQueryError, match="job ids are a list of whole numbers"):
+        Admin().get_jobs(ids)
+
+
 @pytest.mark.django_db
 def test_queue_stats_with_a_count_limit_stop_counting_and_say_which_states_reached_it():
     for _ in range(4):
