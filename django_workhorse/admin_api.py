@@ -532,10 +532,10 @@ class Admin:
         if idempotency_key is not None and (
             not isinstance(idempotency_key, str)
             or not 1 <= len(idempotency_key) <= 255
-            or "\x00" in idempotency_key
+            or text_problem(idempotency_key, "")
         ):
             raise InvalidQueryError(
-                "an idempotency key is 1 to 255 characters without NUL, "
+                "an idempotency key is 1 to 255 characters without NUL or lone surrogates, "
                 f"got {idempotency_key!r:.60}"
             )
         limit = _check_limit(limit)
@@ -775,14 +775,20 @@ class Admin:
 def _check_by(by: object) -> str | None:
     if by is None:
         return None
-    if not isinstance(by, str) or not 1 <= len(by) <= 255 or "\x00" in by:
-        raise InvalidQueryError("by is a string of 1 to 255 characters without NUL, or None")
+    if not isinstance(by, str) or not 1 <= len(by) <= 255 or text_problem(by, ""):
+        raise InvalidQueryError(
+            "by is a string of 1 to 255 characters without NUL or lone surrogates, or None; "
+            f"got {by!r:.60}"
+        )
     return by
 
 
 def _check_reason(reason: object) -> str | None:
     if reason is None:
         return None
-    if not isinstance(reason, str) or len(reason) > 1000 or "\x00" in reason:
-        raise InvalidQueryError("a reason is a string of at most 1,000 characters without NUL")
+    if not isinstance(reason, str) or len(reason) > 1000 or text_problem(reason, ""):
+        raise InvalidQueryError(
+            "a reason is a string of at most 1,000 characters without NUL or lone surrogates, "
+            f"or None; got {reason!r:.60}"
+        )
     return reason

@@ -134,10 +134,27 @@ def test_the_cancel_request_of_a_running_job_records_by_whom(db_rows):
     assert json.loads(requested["data"]) == {"reason": "stop", "by": "bob"}
 
 
-@pytest.mark.parametrize("by", ["", "x" * 256, "a\x00b", 7])
+@pytest.mark.parametrize("by", ["", "x" * 256, "a\x00b", 7, "a\ud800"])
 def test_a_bad_by_is_a_clear_error(by):
     with pytest.raises(InvalidQueryError, match="by is a string"):
         Admin().cancel(ReadyJobFactory().id, by=by)
+
+
+@pytest.mark.parametrize(
+    ("action", "factory"), [("cancel", ReadyJobFactory), ("retry", FailedJobFactory)]
+)
+@pytest.mark.parametrize("reason", ["x" * 1001, "a\x00b", "a\ud800", 7])
+def test_a_reason_postgresql_cannot_store_is_refused_before_any_write(
+    db_rows, action, factory, reason
+):
+    """Bug: a lone surrogate reached the driver and raised its UnicodeEncodeError."""
+    job = factory()
+    before = db_rows.fingerprint(job.id)
+
+    with pytest.raises(InvalidQueryError, match="a reason is a string"):
+        getattr(Admin(), action)(job.id, reason=reason)
+
+    assert db_rows.fingerprint(job.id) == before
 
 
 def test_cancel_of_a_finished_job_reports_how_it_finished(db_rows):

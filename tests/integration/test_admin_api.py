@@ -202,6 +202,7 @@ def test_the_job_list_filters_by_name_and_finds_an_idempotency_key():
         ({"name": "x y"}, "is not a job name"),
         ({"limit": 0}, "limit must be"),
         ({"idempotency_key": "a\x00b"}, "idempotency key"),
+        ({"idempotency_key": "a\ud800"}, "idempotency key"),
         ({"cursor": "garbage"}, "not issued by this server"),
     ],
 )
