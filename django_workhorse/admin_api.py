@@ -22,7 +22,14 @@ from django.db import connections, transaction
 from . import durable, store
 from .conf import get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
-from .limits import JOB_NAME_RE, QUEUE_NAME_RE, queue_name_problem, text_problem
+from .limits import (
+    JOB_NAME_RE,
+    MAX_DURATION_SECONDS,
+    QUEUE_NAME_RE,
+    queue_name_problem,
+    seconds_of,
+    text_problem,
+)
 from .states import JobState
 
 LIVE_STATES = tuple(s.value for s in JobState.live())
@@ -32,6 +39,9 @@ STATES = LIVE_STATES + TERMINAL_STATES
 
 MAX_PAGE = 1000
 MAX_JOB_ID = 2**63 - 1
+MAX_BUCKETS = 1000
+"""Throughput slices of one ``queue_stats`` call (the dashboard draws 12)."""
+INT4_MAX = 2**31 - 1
 
 T = TypeVar("T")
 
@@ -589,7 +599,7 @@ class Admin:
 
     def queue_stats(
         self,
-        window_seconds: float = 3600.0,
+        window_seconds: float | timedelta = 3600.0,
         buckets: int = 12,
         count_limit: int | None = None,
     ) -> list[QueueStats]:
@@ -602,15 +612,34 @@ class Admin:
         many per queue and the states that reached it are in ``capped``: the
         call then reads a bounded number of index entries however deep the
         queues are (the admin's queues page uses 1,000)."""
-        if count_limit is not None and (
-            not isinstance(count_limit, int) or isinstance(count_limit, bool) or count_limit < 1
+        try:
+            window = seconds_of(window_seconds)
+        except ValueError as exc:
+            raise InvalidQueryError(f"window_seconds: {exc}") from None
+        if not 0 < window <= MAX_DURATION_SECONDS:
+            raise InvalidQueryError(
+                f"window_seconds must be more than 0 and at most {MAX_DURATION_SECONDS} "
+                f"(100 years), got {window_seconds!r:.40}"
+            )
+        if (
+            not isinstance(buckets, int)
+            or isinstance(buckets, bool)
+            or not 1 <= buckets <= MAX_BUCKETS
         ):
             raise InvalidQueryError(
-                f"count_limit must be a whole number of at least 1, or None to count"
+                f"buckets must be a whole number from 1 to {MAX_BUCKETS}, got {buckets!r:.40}"
+            )
+        if count_limit is not None and (
+            not isinstance(count_limit, int)
+            or isinstance(count_limit, bool)
+            or not 1 <= count_limit <= INT4_MAX
+        ):
+            raise InvalidQueryError(
+                f"count_limit must be a whole number from 1 to {INT4_MAX}, or None to count"
                 f" exactly; got {count_limit!r:.40}"
             )
         with connections[self.using].cursor() as db:
-            rows = store.queue_stats(db, window_seconds, buckets, count_limit)
+            rows = store.queue_stats(db, window, buckets, count_limit)
         return [
             QueueStats(
                 name=r["queue"],
