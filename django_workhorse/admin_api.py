@@ -26,7 +26,6 @@ from .limits import (
     JOB_NAME_RE,
     MAX_DURATION_SECONDS,
     QUEUE_NAME_RE,
-    queue_name_problem,
     seconds_of,
     text_problem,
 )
@@ -423,16 +422,16 @@ class Admin:
         Raises UnknownQueueError for a queue neither this code nor this
         database knows (no job registered for this database uses it,
         ``WORKHORSE['QUEUES']`` does not name it, it has no policy row and no
-        job of it is stored), and InvalidQueueLimitError for a bad value. A worker that starts
+        job of it is stored), InvalidQueueLimitError for a bad value, and
+        InvalidQueryError for a malformed name. A worker that starts
         with limits in ``WORKHORSE['QUEUES'][name]`` sets those instead.
         """
         from django.db import transaction
 
         from .conf import duration_seconds, queue_limit_problems
-        from .exceptions import InvalidQueueLimitError, UnknownQueueError
+        from .exceptions import InvalidQueueLimitError
 
-        if problem := queue_name_problem(name):
-            raise UnknownQueueError(problem)
+        name = check_queue_name(name)  # malformed: InvalidQueryError, as pause_queue
         problems = queue_limit_problems(concurrency, rate, period)
         if problems:
             text = "; ".join(problems).replace("'global_concurrency'", "concurrency")
