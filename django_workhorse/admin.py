@@ -170,17 +170,24 @@ class JobAdmin(OperatorAdmin):
         service = self.service()
         try:
             kwargs = {k: v for k, v in filters.items() if v is not None}
+            search = (search or "").strip()  # blank: no search
             if search:
-                search = search.strip()
-                if search.isascii() and search.isdigit() and len(search) <= 19:
-                    snapshot = service.get_job(_job_id(search)) if int(search) else None
+                # A number that could be a job id opens that job when it exists;
+                # anything else, a larger number too, is an idempotency key.
+                if (
+                    search.isascii()
+                    and search.isdigit()
+                    and len(search) <= 19
+                    and 1 <= int(search) <= admin_api.MAX_JOB_ID
+                ):
+                    snapshot = service.get_job(int(search))
                     if snapshot is not None:
                         return HttpResponseRedirect(
                             reverse("admin:django_workhorse_job_page", args=[snapshot.id])
                         )
                 kwargs["idempotency_key"] = search
             page = service.list_jobs(cursor=cursor, limit=PAGE_SIZE, **kwargs)
-        except (InvalidQueryError, Http404) as exc:
+        except InvalidQueryError as exc:
             messages.error(request, str(exc))
         queues = service.queue_names()
         base = request.GET.copy()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
@@ -22,7 +22,13 @@ from django.db import connections, transaction
 from . import durable, store
 from .conf import get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
-from .limits import JOB_NAME_RE, QUEUE_NAME_RE, queue_name_problem, text_problem
+from .limits import (
+    JOB_NAME_RE,
+    MAX_DURATION_SECONDS,
+    QUEUE_NAME_RE,
+    seconds_of,
+    text_problem,
+)
 from .states import JobState
 
 LIVE_STATES = tuple(s.value for s in JobState.live())
@@ -32,6 +38,9 @@ STATES = LIVE_STATES + TERMINAL_STATES
 
 MAX_PAGE = 1000
 MAX_JOB_ID = 2**63 - 1
+MAX_BUCKETS = 1000
+"""Throughput slices of one ``queue_stats`` call (the dashboard draws 12)."""
+INT4_MAX = 2**31 - 1
 
 T = TypeVar("T")
 
@@ -242,6 +251,16 @@ def _check_job_id(job_id: object) -> int:
     return job_id
 
 
+def _check_job_ids(job_ids: object) -> list[int]:
+    """Every id of a list of job ids, checked before any of them is read or
+    acted on, so that one bad id leaves every job as it was."""
+    if isinstance(job_ids, str | bytes | Mapping) or not isinstance(job_ids, Iterable):
+        raise InvalidQueryError(
+            f"job ids are a list of whole numbers, got {type(job_ids).__name__} {job_ids!r:.40}"
+        )
+    return [_check_job_id(job_id) for job_id in job_ids]
+
+
 def check_queue_name(queue: object) -> str:
     """``queue`` if it is a valid queue name, else InvalidQueryError naming the rule."""
     if not isinstance(queue, str) or not QUEUE_NAME_RE.fullmatch(queue):
@@ -350,7 +369,7 @@ class Admin:
     def get_jobs(self, job_ids: Sequence[int]) -> list[JobSnapshot]:
         """The snapshots of the jobs of ``job_ids`` that exist, in that order,
         read in one query (without their checkpoints: ``get_job`` has them)."""
-        ids = [_check_job_id(job_id) for job_id in job_ids]
+        ids = _check_job_ids(job_ids)
         if not ids:
             return []
         with connections[self.using].cursor() as cursor:
@@ -403,16 +422,16 @@ class Admin:
         Raises UnknownQueueError for a queue neither this code nor this
         database knows (no job registered for this database uses it,
         ``WORKHORSE['QUEUES']`` does not name it, it has no policy row and no
-        job of it is stored), and InvalidQueueLimitError for a bad value. A worker that starts
+        job of it is stored), InvalidQueueLimitError for a bad value, and
+        InvalidQueryError for a malformed name. A worker that starts
         with limits in ``WORKHORSE['QUEUES'][name]`` sets those instead.
         """
         from django.db import transaction
 
         from .conf import duration_seconds, queue_limit_problems
-        from .exceptions import InvalidQueueLimitError, UnknownQueueError
+        from .exceptions import InvalidQueueLimitError
 
-        if problem := queue_name_problem(name):
-            raise UnknownQueueError(problem)
+        name = check_queue_name(name)  # malformed: InvalidQueryError, as pause_queue
         problems = queue_limit_problems(concurrency, rate, period)
         if problems:
             text = "; ".join(problems).replace("'global_concurrency'", "concurrency")
@@ -522,10 +541,10 @@ class Admin:
         if idempotency_key is not None and (
             not isinstance(idempotency_key, str)
             or not 1 <= len(idempotency_key) <= 255
-            or "\x00" in idempotency_key
+            or text_problem(idempotency_key, "")
         ):
             raise InvalidQueryError(
-                "an idempotency key is 1 to 255 characters without NUL, "
+                "an idempotency key is 1 to 255 characters without NUL or lone surrogates, "
                 f"got {idempotency_key!r:.60}"
             )
         limit = _check_limit(limit)
@@ -579,7 +598,7 @@ class Admin:
 
     def queue_stats(
         self,
-        window_seconds: float = 3600.0,
+        window_seconds: float | timedelta = 3600.0,
         buckets: int = 12,
         count_limit: int | None = None,
     ) -> list[QueueStats]:
@@ -592,15 +611,34 @@ class Admin:
         many per queue and the states that reached it are in ``capped``: the
         call then reads a bounded number of index entries however deep the
         queues are (the admin's queues page uses 1,000)."""
-        if count_limit is not None and (
-            not isinstance(count_limit, int) or isinstance(count_limit, bool) or count_limit < 1
+        try:
+            window = seconds_of(window_seconds)
+        except ValueError as exc:
+            raise InvalidQueryError(f"window_seconds: {exc}") from None
+        if not 0 < window <= MAX_DURATION_SECONDS:
+            raise InvalidQueryError(
+                f"window_seconds must be more than 0 and at most {MAX_DURATION_SECONDS} "
+                f"(100 years), got {window_seconds!r:.40}"
+            )
+        if (
+            not isinstance(buckets, int)
+            or isinstance(buckets, bool)
+            or not 1 <= buckets <= MAX_BUCKETS
         ):
             raise InvalidQueryError(
-                f"count_limit must be a whole number of at least 1, or None to count"
+                f"buckets must be a whole number from 1 to {MAX_BUCKETS}, got {buckets!r:.40}"
+            )
+        if count_limit is not None and (
+            not isinstance(count_limit, int)
+            or isinstance(count_limit, bool)
+            or not 1 <= count_limit <= INT4_MAX
+        ):
+            raise InvalidQueryError(
+                f"count_limit must be a whole number from 1 to {INT4_MAX}, or None to count"
                 f" exactly; got {count_limit!r:.40}"
             )
         with connections[self.using].cursor() as db:
-            rows = store.queue_stats(db, window_seconds, buckets, count_limit)
+            rows = store.queue_stats(db, window, buckets, count_limit)
         return [
             QueueStats(
                 name=r["queue"],
@@ -751,25 +789,34 @@ class Admin:
         self, action: str, job_ids: Sequence[int], *, by: str | None = None
     ) -> list[ActionResult]:
         """``retry`` or ``cancel`` each job; one result per job, in order.
-        ``by`` is passed to each cancel."""
+        ``by`` is passed to each cancel. Every argument is checked before the
+        first job is touched: a bad id among good ones changes nothing."""
         if action not in ("retry", "cancel"):
             raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r:.40}")
+        ids = _check_job_ids(job_ids)
+        by = _check_by(by)
         if action == "retry":
-            return [self.retry(job_id) for job_id in job_ids]
-        return [self.cancel(job_id, by=by) for job_id in job_ids]
+            return [self.retry(job_id) for job_id in ids]
+        return [self.cancel(job_id, by=by) for job_id in ids]
 
 
 def _check_by(by: object) -> str | None:
     if by is None:
         return None
-    if not isinstance(by, str) or not 1 <= len(by) <= 255 or "\x00" in by:
-        raise InvalidQueryError("by is a string of 1 to 255 characters without NUL, or None")
+    if not isinstance(by, str) or not 1 <= len(by) <= 255 or text_problem(by, ""):
+        raise InvalidQueryError(
+            "by is a string of 1 to 255 characters without NUL or lone surrogates, or None; "
+            f"got {by!r:.60}"
+        )
     return by
 
 
 def _check_reason(reason: object) -> str | None:
     if reason is None:
         return None
-    if not isinstance(reason, str) or len(reason) > 1000 or "\x00" in reason:
-        raise InvalidQueryError("a reason is a string of at most 1,000 characters without NUL")
+    if not isinstance(reason, str) or len(reason) > 1000 or text_problem(reason, ""):
+        raise InvalidQueryError(
+            "a reason is a string of at most 1,000 characters without NUL or lone surrogates, "
+            f"or None; got {reason!r:.60}"
+        )
     return reason

@@ -146,7 +146,9 @@ def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
 
 def raw_settings() -> dict[str, Any]:
     """``settings.WORKHORSE`` merged over the defaults (unvalidated)."""
-    configured = getattr(django_settings, "WORKHORSE", None) or {}
+    configured = getattr(django_settings, "WORKHORSE", None)
+    if configured is None:
+        return dict(DEFAULTS)
     if not isinstance(configured, Mapping):
         return {"__invalid__": configured}
     return {**DEFAULTS, **configured}
@@ -166,7 +168,13 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """Every invalid value as ``(key, message)``; empty when all is well."""
     raw = raw_settings() if raw is None else raw
     if "__invalid__" in raw:
-        return [("WORKHORSE", "must be a dict, e.g. WORKHORSE = {'CONCURRENCY': 4}")]
+        return [
+            (
+                "WORKHORSE",
+                "must be a dict, e.g. WORKHORSE = {'CONCURRENCY': 4}, got "
+                f"{type(raw['__invalid__']).__name__} {raw['__invalid__']!r:.60}",
+            )
+        ]
     found: list[tuple[str, str]] = []
     for key in raw:
         if key not in DEFAULTS:
@@ -211,18 +219,29 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
         found.append(("DEFAULT_QUEUE", problem))
     queues = raw["QUEUES"]
     if not isinstance(queues, Mapping):
-        found.append(("QUEUES", "must be a dict such as {'email': {'concurrency': 5}}"))
+        found.append(
+            (
+                "QUEUES",
+                "must be a dict such as {'email': {'concurrency': 5}}, got "
+                f"{type(queues).__name__} {queues!r:.60}",
+            )
+        )
     else:
         for name, options in queues.items():
             problem = queue_name_problem(name)
             if problem:
                 found.append((f"QUEUES[{name!r}]", problem))
             if not isinstance(options, Mapping) or set(options) - QUEUE_KEYS:
+                what = (
+                    f"got {type(options).__name__} {options!r:.60}"
+                    if not isinstance(options, Mapping)
+                    else "unknown key(s) " + ", ".join(sorted(map(repr, set(options) - QUEUE_KEYS)))
+                )
                 found.append(
                     (
                         f"QUEUES[{name!r}]",
                         "must be a dict with the keys 'concurrency', 'global_concurrency', "
-                        "'rate' and 'period' (each optional)",
+                        f"'rate' and 'period' (each optional); {what}",
                     )
                 )
                 continue
@@ -231,11 +250,16 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             ):
                 found.append((f"QUEUES[{name!r}]", problem))
             concurrency = options.get("concurrency", 1)
-            if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            if (
+                isinstance(concurrency, bool)
+                or not isinstance(concurrency, int)
+                or not 1 <= concurrency <= CONCURRENCY_MAX
+            ):
                 found.append(
                     (
                         f"QUEUES[{name!r}]['concurrency']",
-                        f"must be a whole number >= 1, got {concurrency!r}",
+                        f"must be a whole number from 1 to {CONCURRENCY_MAX} (the slots "
+                        f"of one worker process), got {concurrency!r}",
                     )
                 )
     renew, lock = raw["LOCK_RENEW_INTERVAL"], raw["LOCK_DURATION"]
@@ -245,7 +269,9 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
                 found.append(
                     (
                         "LOCK_RENEW_INTERVAL",
-                        "must be shorter than LOCK_DURATION, or leases expire between heartbeats",
+                        f"must be shorter than LOCK_DURATION, or leases expire between "
+                        f"heartbeats; got {renew!r} with LOCK_DURATION {lock!r}: lower it, or "
+                        "leave it out to renew at half of LOCK_DURATION",
                     )
                 )
         except ValueError:
@@ -270,7 +296,12 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
     if raw["LOG_FORMAT"] not in ("text", "json"):
         found.append(("LOG_FORMAT", f"must be 'text' or 'json', got {raw['LOG_FORMAT']!r}"))
     if raw["TRACE_LINKING"] not in ("auto", "parent", "link", "off", "none"):
-        found.append(("TRACE_LINKING", "must be one of 'auto', 'parent', 'link', 'off'"))
+        found.append(
+            (
+                "TRACE_LINKING",
+                f"must be one of 'auto', 'parent', 'link', 'off', got {raw['TRACE_LINKING']!r:.60}",
+            )
+        )
     span_name = raw["HANDLER_SPAN_NAME"]
     try:
         if not isinstance(span_name, str) or not span_name:
@@ -439,7 +470,13 @@ class RetentionSettings:
 def retention_problems(value: Any) -> list[tuple[str, str]]:
     """Every invalid value of ``WORKHORSE["RETENTION"]`` as ``(key, message)``."""
     if not isinstance(value, Mapping):
-        return [("RETENTION", "must be a dict such as {'HISTORY': timedelta(days=7)}")]
+        return [
+            (
+                "RETENTION",
+                "must be a dict such as {'HISTORY': timedelta(days=7)}, got "
+                f"{type(value).__name__} {value!r:.60}",
+            )
+        ]
     found = [
         (
             f"RETENTION[{key!r}]",

@@ -52,7 +52,13 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
     not be imported yet when settings are checked).
     """
     if not isinstance(raw, Mapping):
-        return [("SCHEDULES", "must be a dict such as {'nightly': {'job': ..., 'cron': ...}}")]
+        return [
+            (
+                "SCHEDULES",
+                "must be a dict such as {'nightly': {'job': ..., 'cron': ...}}, got "
+                f"{type(raw).__name__} {raw!r:.60}",
+            )
+        ]
     found = []
     for name, entry in raw.items():
         key = f"SCHEDULES[{name!r}]"

@@ -385,6 +385,11 @@ def encoded_payloads(
             f"enqueue_many of job {definition.name!r} takes a list of payload dicts, got a "
             f"{type(payloads).__name__}; enqueue one job with enqueue(**payload)"
         )
+    if not isinstance(payloads, Iterable):
+        raise InvalidPayloadError(
+            f"enqueue_many of job {definition.name!r} takes a list of payload dicts, got "
+            f"{type(payloads).__name__} {payloads!r:.60}"
+        )
     batch = payloads if isinstance(payloads, list | tuple) else list(payloads)
     texts = []
     for index, payload in enumerate(batch):

@@ -137,7 +137,7 @@ def seconds_of(value: Any) -> float:
     """Seconds from an int, float or timedelta; ValueError naming what was wrong
     (a bool, another type, NaN or an infinity)."""
     if isinstance(value, bool):
-        raise ValueError("expected seconds or a timedelta, got a bool")
+        raise ValueError(f"expected seconds or a timedelta, got the bool {value!r}")
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, int | float):
@@ -148,7 +148,9 @@ def seconds_of(value: Any) -> float:
         if not math.isfinite(seconds):
             raise ValueError(f"expected a finite number of seconds, got {seconds!r}")
         return seconds
-    raise ValueError(f"expected seconds (int or float) or a timedelta, got {type(value).__name__}")
+    raise ValueError(
+        f"expected seconds (int or float) or a timedelta, got {type(value).__name__} {_show(value)}"
+    )
 
 
 def duration_problem(field: str, value: Any, *, positive: bool) -> str | None:

@@ -57,6 +57,12 @@ def register(definition: JobDefinition[..., Any]) -> None:
 
 def get(name: str) -> JobDefinition[..., Any]:
     """The job registered under ``name``, or UnknownJobError listing what exists."""
+    if not isinstance(name, str):
+        # Checked first: the resolvers read a name as an import path.
+        raise UnknownJobError(
+            f"a job name is a string such as 'myapp.jobs.send_invoice', got "
+            f"{type(name).__name__} {name!r:.60}"
+        )
     try:
         return _jobs.get(name) or _resolve_or_raise(name)
     except KeyError:

@@ -65,6 +65,23 @@ def test_a_search_that_is_no_job_id_looks_for_an_idempotency_key(operator_client
     assert [j.id for j in response.context["page"].items] == [keyed.id]
 
 
+def test_a_search_of_a_number_beyond_any_job_id_looks_for_an_idempotency_key(operator_client):
+    """Bug: a 19-digit number above the largest id got "is not a job id" and
+    no search at all."""
+    keyed = ReadyJobFactory(idempotency_key="9999999999999999999")
+    response = operator_client.get(JOBS, {"q": "9999999999999999999"})
+    assert texts(response) == []
+    assert [j.id for j in response.context["page"].items] == [keyed.id]
+
+
+def test_a_blank_search_lists_every_job(operator_client):
+    """Bug: a search of spaces became the idempotency key '' and an error message."""
+    job = ReadyJobFactory(queue="page-blank-search")
+    response = operator_client.get(JOBS, {"q": "   ", "queue": "page-blank-search"})
+    assert texts(response) == []
+    assert [j.id for j in response.context["page"].items] == [job.id]
+
+
 def test_searching_a_job_id_opens_its_page(operator_client):
     job = ReadyJobFactory()
     response = operator_client.get(JOBS, {"q": str(job.id)})

@@ -134,10 +134,27 @@ def test_the_cancel_request_of_a_running_job_records_by_whom(db_rows):
     assert json.loads(requested["data"]) == {"reason": "stop", "by": "bob"}
 
 
-@pytest.mark.parametrize("by", ["", "x" * 256, "a\x00b", 7])
+@pytest.mark.parametrize("by", ["", "x" * 256, "a\x00b", 7, "a\ud800"])
 def test_a_bad_by_is_a_clear_error(by):
     with pytest.raises(InvalidQueryError, match="by is a string"):
         Admin().cancel(ReadyJobFactory().id, by=by)
+
+
+@pytest.mark.parametrize(
+    ("action", "factory"), [("cancel", ReadyJobFactory), ("retry", FailedJobFactory)]
+)
+@pytest.mark.parametrize("reason", ["x" * 1001, "a\x00b", "a\ud800", 7])
+def test_a_reason_postgresql_cannot_store_is_refused_before_any_write(
+    db_rows, action, factory, reason
+):
+    """Bug: a lone surrogate reached the driver and raised its UnicodeEncodeError."""
+    job = factory()
+    before = db_rows.fingerprint(job.id)
+
+    with pytest.raises(InvalidQueryError, match="a reason is a string"):
+        getattr(Admin(), action)(job.id, reason=reason)
+
+    assert db_rows.fingerprint(job.id) == before
 
 
 def test_cancel_of_a_finished_job_reports_how_it_finished(db_rows):
@@ -199,6 +216,44 @@ def test_a_bad_queue_name_or_job_id_is_a_clear_error():
         Admin().pause_queue("bad name\n")
     with pytest.raises(InvalidQueryError, match="whole number"):
         Admin().retry(-1)
+
+
+@pytest.mark.parametrize(
+    ("action", "factory", "bad"),
+    [
+        ("cancel", ReadyJobFactory, "x"),
+        ("cancel", ReadyJobFactory, None),
+        ("retry", FailedJobFactory, 0),
+    ],
+)
+def test_a_bulk_action_with_one_bad_id_after_good_ones_changes_no_job(
+    db_rows, action, factory, bad
+):
+    """Bug: the jobs before the bad id were canceled (or retried), then the
+    bad id raised, leaving the list half done."""
+    jobs = [factory(), factory()]
+    before = [db_rows.fingerprint(job.id) for job in jobs]
+
+    with pytest.raises(InvalidQueryError, match="a job id is a whole number"):
+        Admin().bulk(action, [jobs[0].id, jobs[1].id, bad])
+
+    assert [db_rows.fingerprint(job.id) for job in jobs] == before
+
+
+def test_a_bulk_cancel_with_a_bad_by_changes_no_job(db_rows):
+    job = ReadyJobFactory()
+    before = db_rows.fingerprint(job.id)
+
+    with pytest.raises(InvalidQueryError, match="by is a string"):
+        Admin().bulk("cancel", [job.id], by=7)
+
+    assert db_rows.fingerprint(job.id) == before
+
+
+@pytest.mark.parametrize("ids", [None, 7, "12", {1: 2}])
+def test_a_bulk_action_given_no_list_of_ids_is_a_clear_error(ids):
+    with pytest.raises(InvalidQueryError, match="job ids are a list of whole numbers"):
+        Admin().bulk("cancel", ids)
 
 
 def test_a_retried_job_fence_stays_past_its_earlier_claims_when_their_history_is_gone():

@@ -4,6 +4,8 @@ the queue statistics, against real rows made by the real SQL functions."""
 from __future__ import annotations
 
 import json
+import math
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -202,6 +204,7 @@ def test_the_job_list_filters_by_name_and_finds_an_idempotency_key():
         ({"name": "x y"}, "is not a job name"),
         ({"limit": 0}, "limit must be"),
         ({"idempotency_key": "a\x00b"}, "idempotency key"),
+        ({"idempotency_key": "a\ud800"}, "idempotency key"),
         ({"cursor": "garbage"}, "not issued by this server"),
     ],
 )
@@ -216,6 +219,12 @@ def test_a_malformed_job_id_is_a_clear_error_not_a_driver_error():
         Admin().get_job(2**64)
     with pytest.raises(InvalidQueryError):
         Admin().get_job_timeline("1")
+
+
+@pytest.mark.parametrize("ids", [None, 7, "12"])
+def test_get_jobs_given_no_list_of_ids_is_a_clear_error(ids):
+    with pytest.raises(InvalidQueryError, match="job ids are a list of whole numbers"):
+        Admin().get_jobs(ids)
 
 
 @pytest.mark.django_db
@@ -258,10 +267,49 @@ def test_queue_stats_show_a_queues_limits_and_a_policy_row_without_jobs():
     assert sum(limited.counts.values()) == 0
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "10", True, 2**31])
 def test_queue_stats_refuse_a_count_limit_that_is_not_a_positive_whole_number(bad):
     with pytest.raises(InvalidQueryError, match="count_limit"):
         Admin().queue_stats(count_limit=bad)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"window_seconds": "3600"}, r"window_seconds: expected seconds"),
+        ({"window_seconds": math.nan}, r"window_seconds: expected a finite number"),
+        ({"window_seconds": 0}, r"window_seconds must be more than 0"),
+        ({"window_seconds": -60}, r"window_seconds must be more than 0"),
+        ({"window_seconds": 1e300}, r"window_seconds must be more than 0 and at most"),
+        ({"buckets": 0}, r"buckets must be a whole number from 1 to 1000, got 0"),
+        ({"buckets": -1}, r"buckets must be a whole number"),
+        ({"buckets": 1.5}, r"buckets must be a whole number"),
+        ({"buckets": "12"}, r"buckets must be a whole number"),
+        ({"buckets": 10**6}, r"buckets must be a whole number"),
+    ],
+)
+def test_queue_stats_refuse_a_bad_window_or_bucket_count_before_any_sql(kwargs, match):
+    """Bug: these reached workhorse_queue_stats_v1 and raised a DataError or a
+    ProgrammingError that also aborted the caller's transaction."""
+    SucceededJobFactory(queue="stats-window")  # a finished job: width_bucket runs on it
+
+    with pytest.raises(InvalidQueryError, match=match):
+        Admin().queue_stats(**kwargs)
+
+    with connection.cursor() as cursor:  # the transaction still runs queries
+        cursor.execute("SELECT 1")
+
+
+@pytest.mark.django_db
+def test_queue_stats_take_the_window_as_a_timedelta():
+    SucceededJobFactory(queue="stats-window")
+
+    (stats,) = [
+        q for q in Admin().queue_stats(timedelta(minutes=10), buckets=2) if q.name == "stats-window"
+    ]
+
+    assert (stats.window_seconds, stats.finished_per_bucket) == (600.0, [0, 1])
 
 
 @pytest.mark.django_db

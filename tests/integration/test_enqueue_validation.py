@@ -29,6 +29,15 @@ def test_an_unknown_job_name_raises_unknown_job_error_naming_it():
 
 
 @pytest.mark.usefixtures("nothing_written")
+@pytest.mark.parametrize("name", [None, 5, ["demo.jobs.add"], add])
+def test_a_job_name_that_is_not_a_string_raises_unknown_job_error_saying_so(name):
+    """Bug: None and 5 raised a TypeError from the Tasks resolver, a list an
+    'unhashable type' TypeError."""
+    with pytest.raises(UnknownJobError, match=r"a job name is a string such as"):
+        workhorse.enqueue(name, a=1, b=2)
+
+
+@pytest.mark.usefixtures("nothing_written")
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -144,6 +153,14 @@ def test_enqueue_many_with_one_bad_payload_among_many_writes_nothing():
 def test_enqueue_many_with_one_payload_missing_an_argument_writes_nothing():
     with pytest.raises(InvalidPayloadError, match="'b'"):
         add.enqueue_many([{"a": 1, "b": 1}, {"a": 2}])
+
+
+@pytest.mark.usefixtures("nothing_written")
+@pytest.mark.parametrize("payloads", [None, 5])
+def test_enqueue_many_of_something_that_is_not_a_list_is_refused_naming_it(payloads):
+    """Bug: a TypeError ("'NoneType' object is not iterable") from list()."""
+    with pytest.raises(InvalidPayloadError, match=r"takes a list of payload dicts, got "):
+        add.enqueue_many(payloads)
 
 
 @pytest.mark.usefixtures("nothing_written")

@@ -8,7 +8,13 @@ import pytest
 from demo.jobs import add
 from django.test import override_settings
 
-from django_workhorse import Admin, InvalidQueueLimitError, UnknownQueueError, store
+from django_workhorse import (
+    Admin,
+    InvalidQueryError,
+    InvalidQueueLimitError,
+    UnknownQueueError,
+    store,
+)
 from django_workhorse.conf import DEFAULTS, problems
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
@@ -36,6 +42,14 @@ def test_setting_limits_says_whether_they_changed():
 def test_an_unknown_queue_is_a_clear_error():
     with pytest.raises(UnknownQueueError, match=r"unknown queue 'nowhere'.*known: "):
         Admin().set_queue_limits("nowhere", concurrency=1)
+
+
+@pytest.mark.parametrize("name", [None, 5, "bad name", "email\n", "q" * 54])
+def test_a_malformed_queue_name_is_refused_as_pause_queue_refuses_it(name):
+    """It was an UnknownQueueError (a LookupError) saying the name is not a
+    string; pause_queue and resume_queue raise InvalidQueryError."""
+    with pytest.raises(InvalidQueryError, match=r"is not a queue name: use 1 to 53"):
+        Admin().set_queue_limits(name, concurrency=1)
 
 
 @pytest.mark.parametrize(

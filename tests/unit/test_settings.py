@@ -33,6 +33,11 @@ BAD_VALUES = [
         "LOCK_RENEW_INTERVAL",
         id="renew-longer-than-lock",
     ),
+    pytest.param(
+        {"QUEUES": {"email": {"concurrency": 10_001}}},
+        "QUEUES['email']['concurrency']",
+        id="queue-concurrency-beyond-the-slots-of-a-process",
+    ),
     pytest.param({"DATABASE": "nowhere"}, "DATABASE", id="database-not-an-alias"),
     pytest.param({"DEFAULT_QUEUE": "-dash"}, "DEFAULT_QUEUE", id="default-queue-bad-name"),
     pytest.param({"TRACE_LINKING": "sometimes"}, "TRACE_LINKING", id="trace-linking-unknown"),
@@ -77,6 +82,14 @@ def test_manage_py_check_is_silent_about_good_settings():
 
 def test_a_workhorse_setting_that_is_not_a_dict_is_reported():
     with override_settings(WORKHORSE=["CONCURRENCY", 4]):
+        assert [k for k, _ in problems()] == ["WORKHORSE"]
+
+
+@pytest.mark.parametrize("value", [[], "", 0, ()])
+def test_a_workhorse_setting_that_is_empty_but_not_a_dict_is_reported(value):
+    """Bug: any false value was read as "no settings", so a WORKHORSE = []
+    passed ``manage.py check``."""
+    with override_settings(WORKHORSE=value):
         assert [k for k, _ in problems()] == ["WORKHORSE"]
 
 

@@ -73,3 +73,33 @@ def test_a_workhorse_setting_that_is_not_a_dict_is_named_once():
             if e.id.startswith("workhorse.E")
         ]
     assert error.msg.startswith("WORKHORSE must be a dict")
+
+
+@pytest.mark.parametrize(
+    ("workhorse", "shown"),
+    [
+        pytest.param({"TRACE_LINKING": "sometimes"}, "'sometimes'", id="trace-linking"),
+        pytest.param({"LOCK_DURATION": "30s"}, "'30s'", id="duration-of-another-type"),
+        pytest.param({"POLL_INTERVAL": True}, "True", id="duration-bool"),
+        pytest.param(
+            {"LOCK_DURATION": 10, "LOCK_RENEW_INTERVAL": 12},
+            "got 12 with LOCK_DURATION 10",
+            id="renewal-not-shorter-than-the-lease",
+        ),
+        pytest.param(
+            {"QUEUES": {"email": {"concurency": 5}}},
+            "unknown key(s) 'concurency'",
+            id="queue-entry-unknown-key",
+        ),
+        pytest.param({"QUEUES": {"email": 5}}, "got int 5", id="queue-entry-not-a-dict"),
+        pytest.param({"QUEUES": ["email"]}, "got list ['email']", id="queues-not-a-dict"),
+        pytest.param({"SCHEDULES": ["nightly"]}, "got list ['nightly']", id="schedules-not-a-dict"),
+        pytest.param({"RETENTION": 7}, "got int 7", id="retention-not-a-dict"),
+    ],
+)
+def test_manage_py_check_names_the_value_it_refuses(workhorse, shown):
+    with override_settings(WORKHORSE=workhorse):
+        (error,) = [
+            e for e in run_checks(tags=["workhorse"], databases=[]) if e.id == "workhorse.E001"
+        ]
+    assert shown in error.msg, error.msg

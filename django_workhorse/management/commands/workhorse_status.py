@@ -28,6 +28,19 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def refresh_count(text: str) -> int:
+    """An argparse type: how many times ``--watch`` prints, at least once."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -167,7 +180,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--count",
-            type=int,
+            type=refresh_count,
             default=None,
             help="with --watch: stop after this many refreshes",
         )
@@ -183,6 +196,10 @@ class Command(BaseCommand):
         **options: Any,
     ) -> None:
         as_json = json
+        if count is not None and watch is None:
+            raise CommandError(
+                f"--count {count} counts the refreshes of --watch; add --watch SECONDS"
+            )
         admin = Admin(using=database_alias(database))
         shown = 0
         try:
