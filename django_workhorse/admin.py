@@ -310,13 +310,19 @@ class JobAdmin(OperatorAdmin):
         action = request.POST.get("action")
         service = self.service()
         if action == "retry":
-            _report(request, service.retry(job_id))
+            result = service.retry(job_id)
         elif action == "promote":
-            _report(request, service.promote(job_id))
+            result = service.promote(job_id)
         elif action == "cancel":
-            _report(request, service.cancel(job_id, by=_username(request)))
+            result = service.cancel(job_id, by=_username(request))
         else:
             messages.error(request, f"unknown action {action!r:.40}: use retry, promote or cancel")
+            return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
+        _report(request, result)
+        if result.status == "unknown":
+            # No job page to go back to (it would be a 404 that shows no
+            # message): the job list shows why nothing was done.
+            return HttpResponseRedirect(reverse("admin:django_workhorse_job_changelist"))
         return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
 
     def bulk_action_view(self, request: HttpRequest) -> HttpResponse:
@@ -334,7 +340,8 @@ class JobAdmin(OperatorAdmin):
             messages.error(request, f"unknown action {action!r:.40}: use retry or cancel")
             return HttpResponseRedirect(target)
         try:
-            ids = [_job_id(raw) for raw in request.POST.getlist("job")]
+            # A job ticked twice (two forms of one page) is acted on once.
+            ids = list(dict.fromkeys(_job_id(raw) for raw in request.POST.getlist("job")))
         except Http404 as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(target)

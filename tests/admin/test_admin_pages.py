@@ -275,6 +275,28 @@ def test_a_bulk_action_on_more_jobs_than_a_page_does_nothing_and_says_so(operato
     assert {Admin().get_job(j.id).state for j in ready} == {"ready"}
 
 
+def test_an_action_on_a_job_that_does_not_exist_lands_on_the_job_list_saying_so(
+    operator_client,
+):
+    response = operator_client.post(f"{JOBS}987654321/act/", {"action": "cancel"}, follow=True)
+
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == JOBS
+    assert any("987654321" in t for t in texts(response))
+
+
+def test_a_job_sent_twice_in_one_bulk_action_is_acted_on_and_reported_once(operator_client):
+    ready = ReadyJobFactory()
+
+    response = operator_client.post(
+        f"{JOBS}act/", {"action": "cancel", "job": [ready.id, ready.id]}, follow=True
+    )
+
+    messages = texts(response)
+    assert any(f"1 job(s) canceled: #{ready.id}" in t for t in messages)
+    assert not any("already" in t for t in messages)
+
+
 @pytest.mark.parametrize(
     "data",
     [{"action": "explode", "job": ["1"]}, {"action": "retry", "job": ["abc"]}, {"action": "retry"}],
