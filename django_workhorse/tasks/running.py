@@ -27,7 +27,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from ..context import current_job
-from ..durable import SleepRequested
+from ..durable import LeaseLost, SleepRequested
 from ..exceptions import InvalidCheckpointError, InvalidPayloadError, JobCancelled
 from ..payloads import result_problem
 from .compat import (
@@ -91,6 +91,11 @@ def _failed(result: TaskResult, exc: BaseException, *, final: bool = False) -> N
             traceback="".join(traceback.format_exception(exc)),
         )
     )
+    if isinstance(exc, LeaseLost):
+        # This run recorded nothing: the run that holds the job now (or the
+        # end that took it) decides how the task ends, so it is not finished.
+        object.__setattr__(result, "status", TaskResultStatus.READY)
+        return
     # A cancel, raised or requested, ends the job canceled (FAILED to
     # Django) whatever attempts remain: workhorse_fail_many_v1 never retries it.
     # Nor does a worker retry a checkpoint or a sleep it refused.

@@ -148,6 +148,22 @@ def checkpoints_a_date() -> None:
     current_job().checkpoint("when", lambda: {"when": timezone.now()})
 
 
+@task(queue_name="jobtests.tasks", max_attempts=1)
+def loses_its_lease() -> None:
+    """Takes its own job from itself (as a recovery would), then records a
+    checkpoint, which the database refuses: the run no longer holds the job."""
+    from django.db import connection
+
+    from django_workhorse import current_job
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE workhorse_job_runtime SET fence = fence + 1 WHERE job_id = %s",
+            [current_job().job_id],
+        )
+    current_job().checkpoint("stage", lambda: 1)
+
+
 @task(queue_name="jobtests.tasks-order")
 def in_order(label: str) -> str:
     """Records its label, to see the order tasks ran in."""

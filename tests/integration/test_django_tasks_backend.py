@@ -19,6 +19,7 @@ from jobtests.tasks import (
     fails_once,
     gives_up,
     in_order,
+    loses_its_lease,
     naps,
     retries_in_an_hour,
     returns_a_date,
@@ -27,6 +28,7 @@ from jobtests.tasks import (
 
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
+from django_workhorse.durable import LeaseLost
 from django_workhorse.models import Job
 from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
@@ -595,3 +597,17 @@ def test_a_task_whose_checkpoint_is_refused_finishes_failed_with_attempts_left()
     assert sent == [(TaskResultStatus.FAILED, [refusal])]
     found = checkpoints_a_date.get_result(result.id)
     assert (found.status, found.attempts) == (TaskResultStatus.FAILED, 1)
+
+
+def test_a_task_run_that_lost_its_lease_says_ready_not_failed_on_its_last_attempt():
+    loses_its_lease.enqueue()
+
+    def run() -> None:
+        # run_jobs raises what ended the run: nothing of it could be written.
+        with pytest.raises(LeaseLost):
+            run_jobs(names=[loses_its_lease])
+
+    sent = finished_statuses(run)
+
+    # Its job belongs to another run now, which decides how the task ends.
+    assert sent == [(TaskResultStatus.READY, ["django_workhorse.durable.LeaseLost"])]
