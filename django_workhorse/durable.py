@@ -21,6 +21,7 @@ See docs/durable-execution.md.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -203,8 +204,24 @@ def checkpoint(ctx: JobContext, name: str, fn: Callable[[], T]) -> T:
     if row is not None:
         return cast(T, row.result)
     value = fn()
+    if inspect.isawaitable(value):
+        # An async function's result is not known until awaited, and a sync
+        # handler cannot await it: refused (never retried, it would be again).
+        if inspect.iscoroutine(value):
+            value.close()  # no "never awaited" warning on top of the error
+        raise InvalidCheckpointError(
+            f"ctx.checkpoint({name!r}) of job {ctx.name!r} #{ctx.job_id}: {_named(fn)} "
+            f"returned a {type(value).__name__}, which must be awaited; record an async "
+            "function's result with await ctx.acheckpoint(name, afn) in an async handler "
+            "(nothing was recorded)"
+        )
     _write(ctx, journal, name, _encode(ctx, name, value))
     return value
+
+
+def _named(fn: object) -> str:
+    """The function a message names (a lambda's name is '<lambda>')."""
+    return str(getattr(fn, "__qualname__", type(fn).__name__))
 
 
 async def acheckpoint(ctx: JobContext, name: str, afn: Callable[[], Awaitable[T]]) -> T:
@@ -221,7 +238,17 @@ async def acheckpoint(ctx: JobContext, name: str, afn: Callable[[], Awaitable[T]
     ctx.raise_if_cancelled()  # as in checkpoint(): before a replayed result too
     if row is not None:
         return cast(T, row.result)
-    value = await afn()
+    awaitable = afn()
+    if not inspect.isawaitable(awaitable):
+        # A plain function ran already; its result is not recorded, and the
+        # attempt is not retried: the next one would run it and refuse again.
+        raise InvalidCheckpointError(
+            f"ctx.acheckpoint({name!r}) of job {ctx.name!r} #{ctx.job_id}: {_named(afn)} "
+            f"returned a value of type {type(awaitable).__name__}, not an awaitable; pass an async "
+            "function (async def) to acheckpoint, or use ctx.checkpoint in a sync handler "
+            "(nothing was recorded)"
+        )
+    value = await awaitable
     encoded = _encode(ctx, name, value)
     await sync_to_async(_write)(ctx, journal, name, encoded)
     return value

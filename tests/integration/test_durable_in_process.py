@@ -6,6 +6,7 @@ async handlers, and every misuse refused before anything is written."""
 from __future__ import annotations
 
 import threading
+import warnings
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -321,3 +322,51 @@ def test_a_sleep_passes_through_an_except_exception_of_the_handler():
     assert [r.slept for r in report] == [True]
     assert CALLS == []
     assert handle.refresh().status == "scheduled"
+
+
+@workhorse.job(
+    queue="tests.durable.async_misuse", name="tests.durable.async_misuse", max_attempts=3
+)
+async def acheckpoints_a_plain_function() -> None:
+    await workhorse.current_job().acheckpoint("charge", stage("charge"))
+
+
+def test_acheckpoint_of_a_plain_function_fails_the_job_without_retry_and_records_nothing(
+    db_rows,
+):
+    handle = acheckpoints_a_plain_function.enqueue()
+
+    report = run_jobs(names=[acheckpoints_a_plain_function])
+
+    error = report.runs[0].error
+    assert isinstance(error, workhorse.InvalidCheckpointError)
+    assert "not an awaitable; pass an async function (async def)" in str(error)
+    assert CALLS == ["charge"]  # ran once: the next attempt would refuse it again
+    assert (handle.refresh().status, handle.attempts) == ("failed", 1)
+    assert db_rows.checkpoints(handle.id) == []
+
+
+async def _charge() -> dict:
+    CALLS.append("charge")
+    return {"charge": "ch_1"}
+
+
+@workhorse.job(queue="tests.durable.sync_misuse", name="tests.durable.sync_misuse", max_attempts=3)
+def checkpoints_an_async_function() -> None:
+    workhorse.current_job().checkpoint("charge", _charge)
+
+
+def test_checkpoint_of_an_async_function_points_to_acheckpoint_and_records_nothing(db_rows):
+    handle = checkpoints_an_async_function.enqueue()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the coroutine is closed, not left unawaited
+        report = run_jobs(names=[checkpoints_an_async_function])
+
+    error = report.runs[0].error
+    assert isinstance(error, workhorse.InvalidCheckpointError)
+    assert "_charge returned a coroutine, which must be awaited" in str(error)
+    assert "await ctx.acheckpoint(name, afn)" in str(error)
+    assert CALLS == []
+    assert (handle.refresh().status, handle.attempts) == ("failed", 1)
+    assert db_rows.checkpoints(handle.id) == []
