@@ -455,6 +455,9 @@ RETENTION_DEFAULTS: dict[str, Any] = {
 }
 """Every key of ``WORKHORSE["RETENTION"]`` with its default."""
 
+RETENTION_MAX_SECONDS = 1e10
+"""The longest window of ``HISTORY``, ``FINISHED_JOBS`` and ``INTERVAL``."""
+
 
 @dataclass(frozen=True)
 class RetentionSettings:
@@ -494,9 +497,19 @@ def retention_problems(value: Any) -> list[tuple[str, str]]:
         except ValueError as exc:
             found.append((f"RETENTION[{key!r}]", f"{exc}, or None"))
             continue
-        if not 0 < seconds < 1e10:
+        if seconds <= 0:
             found.append(
                 (f"RETENTION[{key!r}]", f"must be a positive duration, got {merged[key]!r}")
+            )
+        elif seconds >= RETENTION_MAX_SECONDS:
+            # A cut-off that far back would leave the years Python can represent.
+            none = "leave retention to workhorse_prune" if key == "INTERVAL" else "keep forever"
+            found.append(
+                (
+                    f"RETENTION[{key!r}]",
+                    f"must be shorter than {RETENTION_MAX_SECONDS:.0f} seconds (about 300 "
+                    f"years), got {merged[key]!r}; use None to {none}",
+                )
             )
     batch = merged["BATCH_SIZE"]
     if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 1_000_000:

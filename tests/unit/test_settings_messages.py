@@ -4,6 +4,8 @@ the worker's start (``ImproperlyConfigured``) and by retention alike."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
@@ -103,3 +105,23 @@ def test_manage_py_check_names_the_value_it_refuses(workhorse, shown):
             e for e in run_checks(tags=["workhorse"], databases=[]) if e.id == "workhorse.E001"
         ]
     assert shown in error.msg, error.msg
+
+
+@pytest.mark.parametrize(
+    ("key", "advice"),
+    [
+        ("HISTORY", "use None to keep forever"),
+        ("FINISHED_JOBS", "use None to keep forever"),
+        ("INTERVAL", "use None to leave retention to workhorse_prune"),
+    ],
+)
+def test_a_retention_window_too_long_to_cut_off_is_refused_as_too_long_not_as_negative(key, advice):
+    with (
+        override_settings(WORKHORSE={"RETENTION": {key: timedelta(days=10**6)}}),
+        pytest.raises(ImproperlyConfigured) as raised,
+    ):
+        get_retention()
+    message = str(raised.value)
+    assert message.startswith(f"WORKHORSE['RETENTION']['{key}'] must be shorter than")
+    assert "positive" not in message
+    assert advice in message
