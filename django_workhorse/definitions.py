@@ -179,8 +179,10 @@ def dependency_ids(value: Any, using: str) -> tuple[int, ...]:
     ascending, each once. InvalidJobOptionError names what is not one, and a
     handle of a job in another database."""
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        one = isinstance(value, JobHandle | int) and not isinstance(value, bool)
         raise InvalidJobOptionError(
             f"depends_on must be a list of job handles or job ids, got {type(value).__name__}"
+            + ("; for one prerequisite pass a list of one, depends_on=[job]" if one else "")
         )
     ids = set()
     for item in value:

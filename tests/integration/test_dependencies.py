@@ -226,6 +226,11 @@ def test_sql_callers_get_the_unknown_prerequisite_refused_too(db_rows):
         ({"depends_on": [True]}, "True is neither a job handle nor a job id"),
         ({"depends_on": [0]}, "0 is neither a job handle nor a job id"),
         ({"depends_on": [1.5]}, "1.5 is neither a job handle nor a job id"),
+        (
+            {"depends_on": 12},
+            r"got int; for one prerequisite pass a list of one, depends_on=\[job\]",
+        ),
+        ({"depends_on": range(1, 100_002)}, "depends_on names 100,001 jobs; at most 100,000"),
         ({"dependency_policy": "most"}, "dependency_policy must be one of all_succeeded"),
     ],
 )
@@ -391,3 +396,41 @@ def test_a_retried_dependent_is_judged_by_its_policy(policy, ends, expected):
     result = Admin().retry(dependent.id)
 
     assert (result.state if result.changed else result.status) == expected
+
+
+def forget(cursor, job_id: int) -> None:
+    """Retention deletes the finished job ``job_id`` (and no other)."""
+    cursor.execute(
+        "UPDATE workhorse_job_outcome SET finished_at = now() - interval '30 days'"
+        " WHERE job_id = %s",
+        [job_id],
+    )
+    month_ago = store.database_now(cursor) - timedelta(days=29)
+    store.prune_step(cursor, month_ago, month_ago, 1000, False)
+    assert Admin().get_job(job_id) is None
+
+
+def test_a_dependency_on_a_job_deleted_by_retention_is_refused_as_unknown(cursor, db_rows):
+    gone = SucceededJobFactory()
+    forget(cursor, gone.id)
+    before = db_rows.counts()
+
+    with pytest.raises(UnknownDependencyError, match=f"depends on job #{gone.id}, which does not"):
+        add.options(depends_on=[gone.id]).enqueue(a=1, b=2)
+
+    assert db_rows.counts() == before
+
+
+def test_a_retried_dependent_does_not_hold_a_prerequisite_deleted_by_retention_against_it(cursor):
+    failed, live = ActiveJobFactory(), ActiveJobFactory()
+    dependent = BlockedJobFactory(depends_on=[failed.id, live.id])
+    fail(failed)
+    assert state(dependent.id) == "canceled"  # all_succeeded: the failure canceled it
+    forget(cursor, failed.id)
+
+    result = Admin().retry(dependent.id)
+
+    assert (result.status, result.state) == ("changed", "blocked")
+    assert Admin().get_job(dependent.id).pending_dependencies == 1
+    succeed(live)
+    assert state(dependent.id) == "ready"
