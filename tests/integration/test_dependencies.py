@@ -434,3 +434,17 @@ def test_a_retried_dependent_does_not_hold_a_prerequisite_deleted_by_retention_a
     assert Admin().get_job(dependent.id).pending_dependencies == 1
     succeed(live)
     assert state(dependent.id) == "ready"
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_a_released_job_queues_behind_the_jobs_that_were_ready_before_its_release():
+    prerequisite = ActiveJobFactory()
+    dependent = BlockedJobFactory(queue="deps-line", depends_on=[prerequisite.id])
+    waiting = ReadyJobFactory(queue="deps-line")  # ready after the dependent was enqueued
+    succeed(prerequisite)  # committed: a later now() than the waiting job's enqueue
+
+    with connection.cursor() as cursor:
+        order = [c.job_id for c in store.claim_many(cursor, "w", ["deps-line"], [1], 30)]
+        order += [c.job_id for c in store.claim_many(cursor, "w", ["deps-line"], [1], 30)]
+
+    assert order == [waiting.id, dependent.id]

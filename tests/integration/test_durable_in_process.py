@@ -370,3 +370,20 @@ def test_checkpoint_of_an_async_function_points_to_acheckpoint_and_records_nothi
     assert CALLS == []
     assert (handle.refresh().status, handle.attempts) == ("failed", 1)
     assert db_rows.checkpoints(handle.id) == []
+
+
+@workhorse.job(queue="tests.durable.one_attempt", name="tests.durable.one_attempt", max_attempts=1)
+def sleeps_three_times_on_one_attempt() -> int:
+    ctx = workhorse.current_job()
+    for name in ("first", "second", "third"):
+        ctx.sleep(name, 60)
+    return ctx.attempt
+
+
+def test_sleeps_never_count_against_max_attempts():
+    handle = sleeps_three_times_on_one_attempt.enqueue()
+
+    report = run_jobs(names=[sleeps_three_times_on_one_attempt])
+
+    assert [r.slept for r in report] == [True, True, True, False]
+    assert (handle.refresh().status, handle.result, handle.attempts) == ("succeeded", 1, 1)
