@@ -1,8 +1,9 @@
 """A thread that does one job every few seconds on a connection of its own.
 
 The schedule sweeper, the queue-depth sampler, the retention run and the
-vacuum turn share this loop: connect when needed, call ``tick`` with a cursor, log a database
-error and drop the connection (the next tick reconnects), wait, until
+vacuum turn share this loop: connect when needed, call ``tick`` with a
+cursor, log an error (a database error as a warning, any other with its
+traceback) and drop the connection (the next tick reconnects), wait, until
 ``stop()``. Only this thread touches ``_conn``.
 """
 
@@ -52,6 +53,12 @@ class PeriodicThread(threading.Thread):
                     wait = sooner
             except psycopg.Error as exc:
                 logger.warning("workhorse: %s failed (%s); the next turn retries", self.what, exc)
+                self._close()
+            except Exception:
+                # Any other error (a bug, a job a schedule cannot enqueue) is
+                # logged with its traceback and retried like a database error:
+                # it must not end the thread, and with it the work, silently.
+                logger.exception("workhorse: %s failed; the next turn retries", self.what)
                 self._close()
         self._close()
 
