@@ -20,6 +20,7 @@ See docs/durable-execution.md.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable
@@ -106,6 +107,15 @@ class Journal:
     """The stages this run recorded, as the JSON text written."""
 
 
+def _on_event_loop() -> bool:
+    """Whether this thread is running an asyncio event loop now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> None:
     """The run may record ``name`` now; raises before any SQL when it may not."""
     from .context import peek_current  # context imports this module
@@ -114,6 +124,13 @@ def _check_call(ctx: JobContext, what: str, kind: str, name: object) -> None:
         raise NotInJobError(
             f"ctx.{what}() was called outside a running job: call it from the job's "
             "handler (or code it calls) while a worker runs the job"
+        )
+    if what in ("checkpoint", "sleep") and _on_event_loop():
+        # The write would block every task of the loop while it waits for
+        # the database (and Django refuses it outright in async code).
+        raise InvalidCheckpointError(
+            f"ctx.{what}() was called on an event loop (an async handler): "
+            f"use await ctx.a{what}(...) there"
         )
     problem = checkpoint_name_problem(name, kind)
     if problem:

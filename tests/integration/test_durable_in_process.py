@@ -387,3 +387,27 @@ def test_sleeps_never_count_against_max_attempts():
 
     assert [r.slept for r in report] == [True, True, True, False]
     assert (handle.refresh().status, handle.result, handle.attempts) == ("succeeded", 1, 1)
+
+
+@workhorse.job(queue="tests.durable", name="tests.durable.sync_call_in_async", max_attempts=3)
+async def sync_call_in_async(how: str) -> None:
+    ctx = workhorse.current_job()
+    if how == "checkpoint":
+        ctx.checkpoint("stage", stage("x"))
+    else:
+        ctx.sleep("nap", 0)
+
+
+@pytest.mark.parametrize("how", ["checkpoint", "sleep"])
+def test_a_sync_checkpoint_or_sleep_in_an_async_handler_is_refused_naming_the_async_one(
+    how, db_rows
+):
+    handle = sync_call_in_async.enqueue(how=how)
+
+    report = run_jobs(names=[sync_call_in_async])
+
+    error = report.runs[0].error
+    assert isinstance(error, workhorse.InvalidCheckpointError)
+    assert f"use await ctx.a{how}(...)" in str(error)
+    assert (handle.refresh().status, handle.attempts) == ("failed", 1)  # not retried
+    assert db_rows.checkpoints(handle.id) == [] and CALLS == []
