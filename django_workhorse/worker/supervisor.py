@@ -123,7 +123,13 @@ class Supervisor:
 
 
 def child_argv(argv: Sequence[str]) -> list[str]:
-    """The command line of a child: this one without ``--processes``."""
+    """The command line of a child: this one, running one process.
+
+    ``--processes`` is dropped and ``--processes 1`` appended: argparse also
+    takes an abbreviation (``--proc 2``) that the dropping cannot know, and
+    lets the last of a repeated flag win, so a child never becomes a
+    supervisor of children of its own, however the flag was spelled.
+    """
     out: list[str] = [sys.executable]
     skip = False
     for arg in argv:
@@ -136,4 +142,4 @@ def child_argv(argv: Sequence[str]) -> list[str]:
         if arg.startswith("--processes="):
             continue
         out.append(arg)
-    return out
+    return [*out, "--processes", "1"]
