@@ -161,7 +161,7 @@ class Worker:
         name = signal.Signals(signum).name
         if count == 1:
             logger.warning(
-                "workhorse: %s received, finishing running jobs (up to %.0f s; "
+                "workhorse: %s received, finishing running jobs (up to %g s; "
                 "send it again to stop now)",
                 name,
                 self.settings.shutdown_grace,
@@ -242,7 +242,7 @@ class Worker:
         if not self._listener.delivering.is_set():
             logger.warning(
                 "workhorse: NOTIFY is not delivered on database %r (a transaction-mode "
-                "pooler?); polling every %.1f s instead",
+                "pooler?); polling every %g s instead",
                 self.options.alias,
                 self.settings.poll_interval,
             )
