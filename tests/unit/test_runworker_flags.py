@@ -231,6 +231,13 @@ def test_an_unknown_database_alias_is_refused_naming_the_aliases(run_command):
             "argument --stalled-interval: expected seconds, got 'soon'",
         ),
         (["--queues", ","], "argument --queues: name at least one queue"),
+        (
+            ["--queues", "jobtests.record:4"],
+            "argument --queues: 'jobtests.record:4': --queues takes queue names only; give "
+            "queue 'jobtests.record' 4 slot(s) with "
+            "WORKHORSE['QUEUES']['jobtests.record']['concurrency'], or every served queue "
+            "with --concurrency",
+        ),
         (["--id", ""], "argument --id: must not be empty"),
         (["--burst", "--processes", "2"], "--burst runs one process; drop --processes"),
     ],
