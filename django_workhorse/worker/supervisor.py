@@ -48,6 +48,8 @@ class Supervisor:
         self.started: list[float] = [0.0] * processes
         self.stopping = False
         self.boot_failures = 0
+        self._received: list[int] = []
+        """Signals received and not yet forwarded (the handler only notes them)."""
 
     def _spawn(self, index: int) -> None:
         child = subprocess.Popen(
@@ -59,11 +61,23 @@ class Supervisor:
         self.started[index] = time.monotonic()
         logger.info("workhorse supervisor: started worker %s (pid %s)", index, child.pid)
 
-    def _forward(self, signum: int, frame: object) -> None:
+    def _note_signal(self, signum: int, frame: object) -> None:
+        """SIGTERM/SIGINT: noted here, forwarded by the loop (``_forward``).
+
+        The handler may run while a child is being started: a child whose
+        start it interrupted would not be in ``children`` yet, and would
+        never hear of the stop.
+        """
         self.stopping = True
-        for child in self.children:
-            if child is not None and child.poll() is None:
-                child.send_signal(signum)
+        self._received.append(signum)
+
+    def _forward(self) -> None:
+        """Send each signal received since the last call to every live child, once."""
+        while self._received:
+            signum = self._received.pop(0)
+            for child in self.children:
+                if child is not None and child.poll() is None:
+                    child.send_signal(signum)
 
     def _stop_all(self) -> None:
         self.stopping = True
@@ -72,13 +86,16 @@ class Supervisor:
                 child.send_signal(signal.SIGTERM)
 
     def run(self) -> int:
-        signal.signal(signal.SIGTERM, self._forward)
-        signal.signal(signal.SIGINT, self._forward)
+        signal.signal(signal.SIGTERM, self._note_signal)
+        signal.signal(signal.SIGINT, self._note_signal)
         for index in range(self.processes):
+            if self.stopping:
+                break
             self._spawn(index)
         codes: dict[int, int] = {}
         failed_to_boot = False
         while True:
+            self._forward()
             alive = False
             for index, child in enumerate(self.children):
                 if child is None:
