@@ -749,9 +749,10 @@ class Worker:
                         canceled.append(running)
                     elif ok:
                         released += 1
-        logger.warning(
-            "workhorse: released %s running job(s) back to ready (no attempt used)", released
-        )
+        if released:
+            logger.warning(
+                "workhorse: released %s running job(s) back to ready (no attempt used)", released
+            )
         if canceled:
             # Their cancel was requested and not yet heard here: a release
             # would have undone it (workhorse_release_many_v1).
