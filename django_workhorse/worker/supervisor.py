@@ -48,6 +48,8 @@ class Supervisor:
         self.started: list[float] = [0.0] * processes
         self.stopping = False
         self.boot_failures = 0
+        self._received: list[int] = []
+        """Signals received and not yet forwarded (the handler only notes them)."""
 
     def _spawn(self, index: int) -> None:
         child = subprocess.Popen(
@@ -59,11 +61,23 @@ class Supervisor:
         self.started[index] = time.monotonic()
         logger.info("workhorse supervisor: started worker %s (pid %s)", index, child.pid)
 
-    def _forward(self, signum: int, frame: object) -> None:
+    def _note_signal(self, signum: int, frame: object) -> None:
+        """SIGTERM/SIGINT: noted here, forwarded by the loop (``_forward``).
+
+        The handler may run while a child is being started: a child whose
+        start it interrupted would not be in ``children`` yet, and would
+        never hear of the stop.
+        """
         self.stopping = True
-        for child in self.children:
-            if child is not None and child.poll() is None:
-                child.send_signal(signum)
+        self._received.append(signum)
+
+    def _forward(self) -> None:
+        """Send each signal received since the last call to every live child, once."""
+        while self._received:
+            signum = self._received.pop(0)
+            for child in self.children:
+                if child is not None and child.poll() is None:
+                    child.send_signal(signum)
 
     def _stop_all(self) -> None:
         self.stopping = True
@@ -72,13 +86,16 @@ class Supervisor:
                 child.send_signal(signal.SIGTERM)
 
     def run(self) -> int:
-        signal.signal(signal.SIGTERM, self._forward)
-        signal.signal(signal.SIGINT, self._forward)
+        signal.signal(signal.SIGTERM, self._note_signal)
+        signal.signal(signal.SIGINT, self._note_signal)
         for index in range(self.processes):
+            if self.stopping:
+                break
             self._spawn(index)
         codes: dict[int, int] = {}
         failed_to_boot = False
         while True:
+            self._forward()
             alive = False
             for index, child in enumerate(self.children):
                 if child is None:
@@ -123,7 +140,13 @@ class Supervisor:
 
 
 def child_argv(argv: Sequence[str]) -> list[str]:
-    """The command line of a child: this one without ``--processes``."""
+    """The command line of a child: this one, running one process.
+
+    ``--processes`` is dropped and ``--processes 1`` appended: argparse also
+    takes an abbreviation (``--proc 2``) that the dropping cannot know, and
+    lets the last of a repeated flag win, so a child never becomes a
+    supervisor of children of its own, however the flag was spelled.
+    """
     out: list[str] = [sys.executable]
     skip = False
     for arg in argv:
@@ -136,4 +159,4 @@ def child_argv(argv: Sequence[str]) -> list[str]:
         if arg.startswith("--processes="):
             continue
         out.append(arg)
-    return out
+    return [*out, "--processes", "1"]

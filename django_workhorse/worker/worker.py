@@ -161,7 +161,7 @@ class Worker:
         name = signal.Signals(signum).name
         if count == 1:
             logger.warning(
-                "workhorse: %s received, finishing running jobs (up to %.0f s; "
+                "workhorse: %s received, finishing running jobs (up to %g s; "
                 "send it again to stop now)",
                 name,
                 self.settings.shutdown_grace,
@@ -242,7 +242,7 @@ class Worker:
         if not self._listener.delivering.is_set():
             logger.warning(
                 "workhorse: NOTIFY is not delivered on database %r (a transaction-mode "
-                "pooler?); polling every %.1f s instead",
+                "pooler?); polling every %g s instead",
                 self.options.alias,
                 self.settings.poll_interval,
             )
@@ -749,9 +749,10 @@ class Worker:
                         canceled.append(running)
                     elif ok:
                         released += 1
-        logger.warning(
-            "workhorse: released %s running job(s) back to ready (no attempt used)", released
-        )
+        if released:
+            logger.warning(
+                "workhorse: released %s running job(s) back to ready (no attempt used)", released
+            )
         if canceled:
             # Their cancel was requested and not yet heard here: a release
             # would have undone it (workhorse_release_many_v1).

@@ -1,13 +1,22 @@
 """``runworker`` flags and settings: bad values refused with a clear message;
-``--burst`` drains what is due and exits."""
+``--burst`` drains what is due and exits. The operator commands, too, end
+with a message, not a traceback, when their database cannot be reached."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 from django.db import connection
 from jobtests.jobs import record
 
 from django_workhorse.models import JobOutcome, JobRuntime
+from tests.acceptance.conftest import TESTPROJECT
+
+UNREACHABLE = "postgres://postgres@127.0.0.1:1/workhorse"
+"""Nothing listens on port 1: the first connection is refused."""
 
 REFUSED = {
     "concurrency-0": (
@@ -113,11 +122,10 @@ def test_bad_flags_and_settings_are_refused_with_a_message_naming_them(refused_w
 
 
 def test_a_database_that_cannot_be_reached_at_start_is_a_message_not_a_traceback(start_worker):
-    # Nothing listens on port 1: the first connection is refused.
     worker = start_worker(
         "--queues",
         "jobtests.record",
-        env={"DATABASE_URL": "postgres://postgres@127.0.0.1:1/workhorse"},
+        env={"DATABASE_URL": UNREACHABLE},
         ready=False,
     )
 
@@ -158,3 +166,41 @@ def test_burst_also_runs_a_job_whose_lease_expired_while_no_worker_ran(start_wor
     assert worker.wait_exit(60) == 0, worker.stderr
     assert "recovered from an expired lease" in worker.stderr
     assert JobOutcome.objects.get(job_id=orphan.id).state == "succeeded"
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["workhorse_status"], "CommandError: cannot read the queues"),
+        (
+            ["workhorse_queue", "pause", "jobtests.record"],
+            "CommandError: cannot pause queue 'jobtests.record' on database 'default'",
+        ),
+        (["workhorse_prune"], "CommandError: prune failed on database 'default'"),
+    ],
+    ids=["status", "queue", "prune"],
+)
+def test_an_operator_command_whose_database_cannot_be_reached_says_so_without_a_traceback(
+    command, message
+):
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(TESTPROJECT.parent), os.environ.get("PYTHONPATH")])
+        ),
+        "DATABASE_URL": UNREACHABLE,
+        "DJANGO_SETTINGS_MODULE": "testproject.settings",
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", *command],
+        cwd=TESTPROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert message in done.stderr, done.stderr
+    assert "Connection refused" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

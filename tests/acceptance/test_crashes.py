@@ -107,3 +107,23 @@ def test_a_frozen_worker_past_its_lease_has_its_late_finish_refused(start_worker
         (frozen.pid, True),
         (taker.pid, True),
     ]
+
+
+def test_the_lock_duration_and_stalled_interval_flags_drive_recovery(start_worker, wait_until):
+    """Under the defaults (30 s each) nothing would be recovered within the wait."""
+    rescuer = start_worker("--queues", "jobtests.record", "--stalled-interval", "0.5")
+    job = sleep.enqueue(seconds=60)
+    victim = start_worker("--queues", "jobtests.sleep", "--lock-duration", "1")
+    wait_until(lambda: started_by(victim, [job.id]), what="the job running in the victim")
+
+    victim.send(signal.SIGKILL)
+    assert victim.wait_exit(10) == -signal.SIGKILL
+    wait_until(
+        lambda: f"#{job.id} recovered from an expired lease" in rescuer.stderr,
+        timeout=15,
+        what="the rescuer recovering the victim's job",
+    )
+
+    assert rescuer.stop() == 0
+    runtime = JobRuntime.objects.get(job_id=job.id)
+    assert (runtime.state, runtime.stall_count) == ("ready", 1)

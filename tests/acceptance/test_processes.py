@@ -6,10 +6,10 @@ import os
 import signal
 
 import pytest
-from jobtests.jobs import record
+from jobtests.jobs import record, sleep
 from jobtests.models import RunRecord
 
-from django_workhorse.models import AttemptHistory, JobOutcome
+from django_workhorse.models import AttemptHistory, JobOutcome, JobRuntime
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -95,3 +95,33 @@ def test_a_child_that_cannot_start_is_not_restarted_forever(start_worker, wait_u
     )
     assert supervisor.wait_exit(10) != 0
     assert "cannot import 'jobtests.hooks.nosuch'" in supervisor.stderr
+
+
+def test_a_second_sigterm_to_the_supervisor_stops_its_workers_at_once_and_exits_1(
+    start_worker, wait_until
+):
+    ids = [h.id for h in sleep.enqueue_many([{"seconds": 60}] * 2)]
+    supervisor = start_worker(
+        "--processes", "2", "--queues", "jobtests.sleep", "--shutdown-grace", "3600", processes=2
+    )
+    children = supervisor.children()
+    wait_until(
+        lambda: (
+            set(RunRecord.objects.filter(job_id__in=ids).values_list("pid", flat=True))
+            == set(children)
+        ),
+        what="one job running in each worker",
+    )
+
+    supervisor.send(signal.SIGTERM)
+    wait_until(
+        lambda: supervisor.stderr.count("SIGTERM received, finishing running jobs") == 2,
+        what="both workers draining",
+    )
+    supervisor.send(signal.SIGTERM)
+
+    assert supervisor.wait_exit(30) == 1, supervisor.stderr
+    assert supervisor.stderr.count("second SIGTERM, stopping now") == 2
+    assert supervisor.group() == []
+    states = JobRuntime.objects.filter(job_id__in=ids).values_list("state", flat=True)
+    assert list(states) == ["ready", "ready"]

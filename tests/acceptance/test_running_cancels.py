@@ -221,6 +221,7 @@ def test_a_cancel_unheard_at_shutdown_ends_the_job_canceled_at_its_release(
     assert worker.wait_exit(60) == 0
     assert state(job.id) == "canceled"
     assert "1 running job(s) ended canceled at shutdown" in worker.stderr
+    assert "released 0 running job(s)" not in worker.stderr
     assert_canceled_once(job.id, "not heard")
 
 

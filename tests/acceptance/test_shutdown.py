@@ -106,3 +106,42 @@ def test_a_second_sigterm_stops_at_once_while_results_cannot_be_written(start_wo
     assert code == 1, worker.stderr
     assert "second SIGTERM" in worker.stderr
     assert "still writing at a forced stop" in worker.stderr
+
+
+def test_the_shutdown_grace_flag_wins_over_the_setting_and_the_warning_says_it(
+    start_worker, wait_until
+):
+    job = sleep.enqueue(seconds=60)
+    worker = start_worker(
+        "--queues", "jobtests.sleep", "--shutdown-grace", "0.5", settings={"SHUTDOWN_GRACE": 3600}
+    )
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id=job.id, pid=worker.pid).exists(),
+        what="the job running",
+    )
+
+    worker.send(signal.SIGTERM)
+    # Under the setting's grace the worker would wait for the job's 60 s.
+    assert worker.wait_exit(30) == 0, worker.stderr
+
+    assert "SIGTERM received, finishing running jobs (up to 0.5 s;" in worker.stderr
+    assert "released 1 running job(s) back to ready" in worker.stderr
+    assert JobRuntime.objects.get(job_id=job.id).state == "ready"
+
+
+def test_sigint_stops_a_worker_gracefully_as_sigterm_does(start_worker, wait_until):
+    job = sleep.enqueue(seconds=60)
+    worker = start_worker("--queues", "jobtests.sleep", "--shutdown-grace", "0.5")
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id=job.id, pid=worker.pid).exists(),
+        what="the job running",
+    )
+
+    worker.send(signal.SIGINT)
+
+    assert worker.wait_exit(30) == 0, worker.stderr
+    assert "SIGINT received, finishing running jobs" in worker.stderr
+    assert "second SIGINT" not in worker.stderr
+    assert "released 1 running job(s) back to ready" in worker.stderr
+    runtime = JobRuntime.objects.get(job_id=job.id)
+    assert (runtime.state, runtime.attempt) == ("ready", 0)

@@ -11,6 +11,7 @@ settings is what the acceptance tests show."""
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 from django.core.management import call_command
@@ -20,6 +21,7 @@ from django.test import override_settings
 import django_workhorse as workhorse
 from django_workhorse import registry
 from django_workhorse.management.commands import runworker
+from django_workhorse.worker.supervisor import child_argv
 
 
 class RecordingWorker:
@@ -229,6 +231,13 @@ def test_an_unknown_database_alias_is_refused_naming_the_aliases(run_command):
             "argument --stalled-interval: expected seconds, got 'soon'",
         ),
         (["--queues", ","], "argument --queues: name at least one queue"),
+        (
+            ["--queues", "jobtests.record:4"],
+            "argument --queues: 'jobtests.record:4': --queues takes queue names only; give "
+            "queue 'jobtests.record' 4 slot(s) with "
+            "WORKHORSE['QUEUES']['jobtests.record']['concurrency'], or every served queue "
+            "with --concurrency",
+        ),
         (["--id", ""], "argument --id: must not be empty"),
         (["--burst", "--processes", "2"], "--burst runs one process; drop --processes"),
     ],
@@ -253,3 +262,17 @@ def test_a_hook_module_that_raises_on_import_stops_the_worker_with_a_message(
     assert str(raised.value) == (
         "cannot import 'audit_raising_hooks.on_cancel': RuntimeError: no config here"
     )
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [["--processes", "2"], ["--processes=2"], ["--proc", "2"], ["--processe=2"]],
+)
+def test_a_child_of_a_supervisor_runs_one_process_however_processes_was_spelled(spelling):
+    """argparse takes abbreviations: a child must not become a supervisor too."""
+    argv = child_argv(["manage.py", "runworker", *spelling, "--queues", "jobtests.record"])
+
+    assert argv[:3] == [sys.executable, "manage.py", "runworker"]
+    parser = runworker.Command().create_parser("manage.py", "runworker")
+    options = parser.parse_args(argv[3:])
+    assert (options.processes, options.queues) == (1, ["jobtests.record"])

@@ -97,11 +97,23 @@ SETTING_FLAGS = {
 
 
 def queue_list(value: str) -> list[str]:
+    """An argparse type: comma-separated queue names.
+
+    Other workers take ``queue:slots`` here; this one sizes slots in settings,
+    and a name in that form is refused with a message that says where.
+    """
     names = [name.strip() for name in value.split(",") if name.strip()]
     if not names:
         raise argparse.ArgumentTypeError("name at least one queue, e.g. --queues email,default")
     for name in names:
         if problem := queue_name_problem(name):
+            queue, colon, slots = name.rpartition(":")
+            if colon and slots.strip().isdigit() and not queue_name_problem(queue):
+                raise argparse.ArgumentTypeError(
+                    f"{name!r}: --queues takes queue names only; give queue {queue!r} "
+                    f"{slots.strip()} slot(s) with WORKHORSE['QUEUES'][{queue!r}]['concurrency'], "
+                    "or every served queue with --concurrency"
+                )
             raise argparse.ArgumentTypeError(problem)
     return names
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from ...admin_api import Admin
 from ...exceptions import WorkhorseError
@@ -22,9 +23,14 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, action: str, queue: str, database: str | None, **options: Any
     ) -> None:
+        alias = database_alias(database)
         try:
-            admin = Admin(using=database_alias(database))
+            admin = Admin(using=alias)
             result = admin.pause_queue(queue) if action == "pause" else admin.resume_queue(queue)
         except WorkhorseError as exc:
             raise CommandError(str(exc)) from exc
+        except DatabaseError as exc:
+            raise CommandError(
+                f"cannot {action} queue {queue!r} on database {alias!r}: {exc}"
+            ) from exc
         self.stdout.write(result.message)
