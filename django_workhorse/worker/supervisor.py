@@ -136,7 +136,9 @@ class Supervisor:
             time.sleep(0.2)
         if failed_to_boot:
             return 1
-        return max(codes.values(), default=0)
+        # A child killed by signal N (Popen says -N) counts as 128 + N, as a
+        # shell reports it: a fleet whose child was killed does not exit 0.
+        return max((code if code >= 0 else 128 - code for code in codes.values()), default=0)
 
 
 def child_argv(argv: Sequence[str]) -> list[str]:

@@ -24,6 +24,9 @@ class FakeChild:
     started: list[FakeChild] = []
     on_start: list = []
 
+    exit_code = 0
+    """What every child exits with once told to stop (-9: killed by SIGKILL)."""
+
     def __init__(self, argv, **kwargs) -> None:
         self.pid = 1000 + len(FakeChild.started)
         self.signals: list[int] = []
@@ -36,7 +39,7 @@ class FakeChild:
     def poll(self) -> int | None:
         self.polls += 1
         if self.signals and self.polls > self.exit_after:
-            return 0
+            return FakeChild.exit_code
         assert self.polls < POLLS_WITHOUT_A_SIGNAL, f"child {self.pid} never heard of the stop"
         return None
 
@@ -51,7 +54,7 @@ def fake_children(monkeypatch):
     monkeypatch.setattr(supervisor_module.subprocess, "Popen", FakeChild)
     monkeypatch.setattr(FakeChild, "started", [])
     monkeypatch.setattr(FakeChild, "on_start", [])
-    monkeypatch.setattr(supervisor_module.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(FakeChild, "exit_code", 0)
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
     yield FakeChild
     for signum, handler in handlers.items():
@@ -84,3 +87,15 @@ def test_two_signals_reach_every_running_child_once_each(fake_children):
 
     assert fleet.run() == 0
     assert [child.signals for child in fake_children.started] == [[signal.SIGTERM] * 2] * 2
+
+
+def test_a_child_killed_by_a_signal_during_the_stop_makes_the_supervisor_exit_non_zero(
+    fake_children,
+):
+    fleet = Supervisor(["runworker"], 2)
+    fake_children.exit_code = -signal.SIGKILL  # as Popen reports a child killed by SIGKILL
+    fake_children.on_start.append(
+        lambda: len(fake_children.started) == 2 and fleet._note_signal(signal.SIGTERM, None)
+    )
+
+    assert fleet.run() == 128 + signal.SIGKILL  # as a shell reports it
