@@ -126,3 +126,14 @@ def test_a_job_schedule_finer_than_the_sweep_is_warned_about(settings, monkeypat
     assert warning.id == "workhorse.W004"
     assert "job 'tests.checks.every_ten_seconds'" in warning.msg
     assert "declare it in WORKHORSE['SCHEDULES'] with 'catch_up': 'all'" in warning.hint
+
+
+@pytest.mark.parametrize("name", ["nightly\n", ".nightly"])
+def test_a_name_the_schedule_table_would_refuse_is_e001_naming_the_rule(settings, name):
+    # The table's CHECK refuses both; caught here, the worker never fails its sync.
+    messages = schedule_messages(settings, {name: {"job": RECORD, "cron": "0 3 * * *"}})
+
+    [error] = messages
+    assert error.id == "workhorse.E001"
+    assert error.msg.startswith(f"WORKHORSE['SCHEDULES'][{name!r}]")
+    assert "not starting with '.', ':' or '-'" in error.msg
