@@ -8,6 +8,7 @@ its key (see ``checks.py``); the worker refuses to start on one.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -303,17 +304,13 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
             )
         )
     span_name = raw["HANDLER_SPAN_NAME"]
-    try:
-        if not isinstance(span_name, str) or not span_name:
-            raise KeyError
-        span_name.format(name="n", queue="q")
-    except (AttributeError, TypeError, IndexError, KeyError, ValueError):
-        # "{name.x}", "{name[x]}", "{0}", "{name:d}": each is a different error.
+    if not span_name_ok(span_name):
         found.append(
             (
                 "HANDLER_SPAN_NAME",
-                f"must be a non-empty string using only {{name}} and {{queue}}, such as "
-                f"'{{name}}.run', got {span_name!r}",
+                f"must be a non-empty string using only {{name}} and {{queue}}, bare (no "
+                f"attribute, index, format spec or conversion), such as '{{name}}.run', "
+                f"got {span_name!r:.80}",
             )
         )
     if raw["QUEUE_METRICS_INTERVAL"] is not None and not installed("prometheus_client"):
@@ -325,6 +322,29 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
             )
         )
     return found
+
+
+def span_name_ok(value: Any) -> bool:
+    """Whether ``value`` is a HANDLER_SPAN_NAME: a non-empty string whose only
+    fields are ``{name}`` and ``{queue}``, bare.
+
+    Parsed, not formatted: formatting a trial name would run a format spec
+    such as ``{name:>999999999999}`` (a MemoryError in ``manage.py check``);
+    a spec or a conversion has no use in a span name and is refused."""
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        fields = [
+            (field, spec, conversion)
+            for _literal, field, spec, conversion in string.Formatter().parse(value)
+            if field is not None
+        ]
+    except ValueError:  # an unmatched "{" or "}"
+        return False
+    return all(
+        field in ("name", "queue") and not spec and not conversion
+        for field, spec, conversion in fields
+    )
 
 
 def installed(module: str) -> bool:

@@ -19,8 +19,9 @@ ALL_SLOTS_PER_SWEEP = 100
 """With ``catch_up="all"``, the most slots one sweep enqueues for a schedule;
 the next sweep goes on from there."""
 
-SCHEDULE_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$")
-"""As the table's CHECK says; also the job-name part of each slot's idempotency key."""
+SCHEDULE_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}")
+"""As the table's CHECK says; also the job-name part of each slot's idempotency key.
+Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 
 SETTINGS_KEYS = frozenset({"job", "cron", "timezone", "payload", "catch_up"})
 
@@ -62,8 +63,14 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
     found = []
     for name, entry in raw.items():
         key = f"SCHEDULES[{name!r}]"
-        if not isinstance(name, str) or not SCHEDULE_NAME_RE.match(name):
-            found.append((key, "a schedule name is 1 to 200 letters, digits, '_', '.', ':', '-'"))
+        if not isinstance(name, str) or not SCHEDULE_NAME_RE.fullmatch(name):
+            found.append(
+                (
+                    key,
+                    "a schedule name is 1 to 200 letters, digits, '_', '.', ':', '-', "
+                    "not starting with '.', ':' or '-'",
+                )
+            )
             continue
         if not isinstance(entry, Mapping):
             found.append(

@@ -8,7 +8,7 @@ sweep enqueues what is due (``worker/scheduler.py``). The database decides
 which sweep takes a slot, so a fleet enqueues one job per slot.
 
 Cron expressions are read by ``cronsim``: five fields (minute resolution) or
-six with seconds first (``*/10 * * * * *``), ``L``, ``W`` and ``#``, and
+six with seconds first (``*/10 * * * * *``), ``L``, ``LW`` and ``#``, and
 cronsim's rules at daylight-saving transitions (see docs/schedules.md).
 """
 

@@ -135,3 +135,20 @@ def test_a_schedule_payload_that_is_not_json_stops_runworker_with_a_command_erro
     assert "payload['label'] is nan, which JSON cannot hold" in worker.stderr
     assert "Traceback" not in worker.stderr
     assert schedule_state() == (None, None), "nothing was synced"
+
+
+def test_a_starting_worker_removes_the_schedules_no_longer_declared(start_worker):
+    from django_workhorse.schedules import Schedule, sync
+
+    with connection.cursor() as cursor:
+        sync(cursor, [Schedule("stale", "jobtests.jobs.record", "0 3 * * *")])
+    worker = start_worker(
+        "--burst", "--queues", "jobtests.record", settings=tick_settings(), ready=False
+    )
+    assert worker.wait_exit(60) == 0, worker.stderr
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM workhorse_schedule ORDER BY name")
+        assert [row[0] for row in cursor.fetchall()] == ["tick"]
+    assert "stale removed" in worker.stderr
+    assert "tick added" in worker.stderr

@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from django.db import connection
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -87,6 +88,12 @@ def sync_overruns() -> str:
     while workhorse.Admin().get_job(job_id).state != "failed" and time.monotonic() < deadline:
         time.sleep(0.02)
     return "too late"
+
+
+@workhorse.job(name="tests.tracing.awaits_cancel", queue=QUEUE, max_attempts=1)
+async def awaits_cancel() -> str:
+    await asyncio.sleep(30)
+    return "not canceled"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -188,6 +195,46 @@ def test_auto_parents_a_prompt_first_attempt_and_links_a_retry(exporter):
     assert first.parent.span_id == producer.span_id
     assert retry.parent is None
     assert [link.context.span_id for link in retry.links] == [producer.span_id]
+
+
+def test_auto_links_a_first_attempt_that_starts_over_a_minute_after_its_enqueue(exporter):
+    handle, producer = enqueue_in_span(ok)
+    with connection.cursor() as cursor:  # as if it had waited in a backlog
+        cursor.execute(
+            "UPDATE workhorse_job SET created_at = created_at - interval '61 seconds'"
+            " WHERE id = %s",
+            [handle.id],
+        )
+
+    run_worker(TRACE_LINKING="auto")
+
+    [span] = run_spans(exporter, "tests.tracing.ok.run")
+    assert span.attributes["workhorse.attempt"] == 1
+    assert span.parent is None
+    assert span.context.trace_id != producer.trace_id
+    assert [link.context.span_id for link in span.links] == [producer.span_id]
+
+
+def test_parent_keeps_a_retry_a_child_of_the_producer(exporter):
+    _, producer = enqueue_in_span(second_time)
+
+    run_worker(TRACE_LINKING="parent")
+
+    spans = run_spans(exporter, "tests.tracing.second_time.run")
+    assert sorted(s.attributes["workhorse.attempt"] for s in spans) == [1, 2]
+    assert [s.parent.span_id for s in spans] == [producer.span_id] * 2
+    assert {s.context.trace_id for s in spans} == {producer.trace_id}
+    assert [link for s in spans for link in s.links] == []
+
+
+def test_a_run_span_carries_the_messaging_attributes(exporter):
+    enqueue_in_span(ok)
+
+    run_worker()
+
+    [span] = run_spans(exporter, "tests.tracing.ok.run")
+    assert span.attributes["messaging.system"] == "workhorse"
+    assert span.attributes["messaging.destination.name"] == QUEUE
 
 
 def test_a_failing_job_records_the_exception_on_its_span(exporter):
@@ -309,3 +356,37 @@ def test_a_running_worker_ends_a_succeeded_runs_span_without_stopping(exporter):
         worker.request_stop()
         thread.join(30)
     assert not thread.is_alive()
+
+
+def test_an_operator_cancel_of_a_running_job_is_canceled_with_job_cancelled_on_its_span(
+    exporter,
+):
+    options = resolve_options(queues=[QUEUE], burst=False, settings=get_settings({}))
+    worker = Worker(options)
+    thread = threading.Thread(target=worker.run, name="test-worker", daemon=True)
+    thread.start()
+    try:
+        handle, _ = enqueue_in_span(awaits_cancel)
+        worker.wake()
+        poll_until(
+            lambda: handle.refresh().status == "active",
+            timeout=30,
+            interval=0.02,
+            what="the run started",
+        )
+        assert workhorse.Admin().cancel(handle.id).status == "requested"
+        [span] = poll_until(
+            lambda: run_spans(exporter, "tests.tracing.awaits_cancel.run"),
+            timeout=30,
+            interval=0.01,
+            what="the canceled run's span ended",
+        )
+    finally:
+        worker.request_stop()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert handle.refresh().status == "canceled"
+    assert span.attributes["workhorse.outcome"] == "canceled"
+    assert span.status.status_code == StatusCode.ERROR
+    [event] = [e for e in span.events if e.name == "exception"]
+    assert event.attributes["exception.type"].endswith("JobCancelled")

@@ -16,6 +16,7 @@ from django_workhorse.conf import get_settings, problems, raw_settings
         ({"HANDLER_SPAN_NAME": "{name[x]}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
         ({"HANDLER_SPAN_NAME": "{name:d}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
         ({"HANDLER_SPAN_NAME": "{0}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
+        ({"HANDLER_SPAN_NAME": "{name"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
         ({"TRACE_LINKING": "child"}, "TRACE_LINKING", "'auto', 'parent', 'link', 'off'"),
     ],
 )
@@ -49,3 +50,15 @@ def test_a_span_name_with_an_attribute_lookup_is_reported_by_the_check(settings)
     messages = [m for m in run_checks() if m.id == "workhorse.E001"]
 
     assert any("HANDLER_SPAN_NAME" in m.msg and "{name}.run" in m.msg for m in messages), messages
+
+
+@pytest.mark.parametrize("span_name", ["{name:>999999999999}", "{name:>{queue}}", "{queue!r}"])
+def test_a_span_name_with_a_format_spec_or_conversion_is_named_not_formatted(settings, span_name):
+    # A width of a trillion would be a MemoryError in manage.py check (and a
+    # huge name on every span) if the check formatted the name to try it.
+    settings.WORKHORSE = {"HANDLER_SPAN_NAME": span_name}
+
+    found = problems(raw_settings())
+
+    assert [key for key, _ in found] == ["HANDLER_SPAN_NAME"]
+    assert "only {name} and {queue}" in found[0][1]

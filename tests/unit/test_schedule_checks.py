@@ -126,3 +126,35 @@ def test_a_job_schedule_finer_than_the_sweep_is_warned_about(settings, monkeypat
     assert warning.id == "workhorse.W004"
     assert "job 'tests.checks.every_ten_seconds'" in warning.msg
     assert "declare it in WORKHORSE['SCHEDULES'] with 'catch_up': 'all'" in warning.hint
+
+
+@pytest.mark.parametrize("name", ["nightly\n", ".nightly"])
+def test_a_name_the_schedule_table_would_refuse_is_e001_naming_the_rule(settings, name):
+    # The table's CHECK refuses both; caught here, the worker never fails its sync.
+    messages = schedule_messages(settings, {name: {"job": RECORD, "cron": "0 3 * * *"}})
+
+    [error] = messages
+    assert error.id == "workhorse.E001"
+    assert error.msg.startswith(f"WORKHORSE['SCHEDULES'][{name!r}]")
+    assert "not starting with '.', ':' or '-'" in error.msg
+
+
+def test_a_settings_schedule_named_like_a_job_schedule_is_e003_naming_it(settings, monkeypatch):
+    import django_workhorse as workhorse
+    from django_workhorse import registry
+
+    monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
+
+    @workhorse.job(name="tests.checks.hourly", schedule="0 * * * *")
+    def hourly() -> None:
+        pass
+
+    messages = schedule_messages(
+        settings, {"tests.checks.hourly": {"job": RECORD, "cron": "0 3 * * *"}}
+    )
+
+    [error] = messages
+    assert error.id == "workhorse.E003"
+    assert error.msg.startswith("WORKHORSE['SCHEDULES']['tests.checks.hourly']: ")
+    assert "already declares a schedule with @job(schedule=...)" in error.msg
+    assert "give this schedule another name" in error.msg

@@ -134,6 +134,7 @@ def test_an_hour_field_starting_with_a_star_skips_the_missing_slot_at_spring_for
         ("every day", "UTC", "is not valid"),
         ("61 * * * *", "UTC", "is not valid"),
         ("", "UTC", "must be a string"),
+        ("0 0 15W * *", "UTC", "is not valid"),  # cronsim reads LW, not a day number's W
         ("0 3 * * *", "Mars/Olympus", "not an IANA time zone"),
     ],
 )
@@ -158,3 +159,28 @@ def test_bad_schedules_settings_are_reported_with_their_key(settings, schedules,
     found = problems(raw_settings())
 
     assert any(key.startswith("SCHEDULES") and fragment in message for key, message in found), found
+
+
+def test_when_both_day_fields_are_restricted_a_day_matching_either_runs():
+    # 2026-03-01 is a Sunday: "on the 15th or on Mondays".
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    end = datetime(2026, 3, 17, tzinfo=UTC)
+
+    assert [s.day for s in slots_between("0 0 15 * MON", "UTC", start, end)] == [2, 9, 15, 16]
+
+
+@pytest.mark.parametrize(
+    ("cron", "first"),
+    [
+        ("0 0 L * *", datetime(2026, 3, 31, tzinfo=UTC)),  # the month's last day
+        ("0 0 LW * *", datetime(2026, 3, 31, tzinfo=UTC)),  # its last weekday (a Tuesday)
+        ("0 0 * * 5L", datetime(2026, 3, 27, tzinfo=UTC)),  # its last Friday
+        ("0 0 * * FRI#2", datetime(2026, 3, 13, tzinfo=UTC)),  # the second Friday
+        ("0 0 1 APR *", datetime(2026, 4, 1, tzinfo=UTC)),  # month names
+    ],
+)
+def test_the_documented_cron_extensions_and_names_are_read(cron, first):
+    assert cron_problem(cron) is None
+    _, upcoming = plan(cron, "UTC", "latest", None, T0)
+
+    assert upcoming == first
