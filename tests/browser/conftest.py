@@ -45,3 +45,23 @@ def browser(monkeypatch) -> Iterator:
             yield chromium
         finally:
             chromium.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _live_server_sessions_closed(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """End the test database's sessions that ``live_server``'s request threads
+    left open, before the test database is dropped.
+
+    A request thread can end without closing its Django connection (the
+    browser closing its page while a response is written); the session then
+    outlives the thread, and dropping the test database waited five seconds
+    for it and failed ("being accessed by other users").
+    """
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
