@@ -140,7 +140,8 @@ def current_job() -> JobContext:
     if context is None:
         raise NotInJobError(
             "workhorse.current_job() was called outside a running job: it is only "
-            "available to code called by a job handler that a worker runs"
+            "available to code called by a job handler that a worker or run_jobs() "
+            "runs, not when the job definition is called directly"
         )
     return context
 

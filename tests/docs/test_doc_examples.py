@@ -166,3 +166,24 @@ def test_every_command_of_the_page_parses(page):
             assert words[:2] == ["python", "manage.py"], line
             command = load_command_class(commands[words[2]], words[2])
             command.create_parser("manage.py", words[2]).parse_args(words[3:])
+
+
+EXTRA_RE = re.compile(r"django-workhorse\[([a-z0-9_,-]+)\]")
+
+
+def test_every_extra_the_docs_name_is_one_the_package_declares():
+    import tomllib
+
+    root = DOCS.parent
+    declared = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    pages = [root / "README.md", *sorted(DOCS.glob("*.md"))]
+    named = {
+        (page.name, extra)
+        for page in pages
+        for group in EXTRA_RE.findall(page.read_text())
+        for extra in group.split(",")
+    }
+    assert named, "no page names an extra"
+    assert {(page, extra) for page, extra in named if extra not in declared} == set()

@@ -3,8 +3,11 @@ the real rows it leaves."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
+from django.utils import timezone
 from jobtests.tasks import add
 
 import django_workhorse as workhorse
@@ -12,6 +15,7 @@ from django_workhorse.exceptions import UnknownJobError
 from django_workhorse.models import Job
 from django_workhorse.testing import (
     TooManyRuns,
+    WorkhorseJobs,
     assert_enqueued,
     assert_not_enqueued,
     enqueued_jobs,
@@ -58,6 +62,11 @@ def other() -> str:
 @workhorse.job(queue="tests.helpers.dated", name="tests.helpers.returns_a_set", max_attempts=3)
 def returns_a_set() -> set:
     return {1, 2}
+
+
+@workhorse.job(queue="tests.helpers.flaky", name="tests.helpers.always_fails", max_attempts=2)
+def always_fails(n: int) -> None:
+    raise ValueError(f"failure {n}")
 
 
 def test_a_job_that_enqueues_itself_forever_stops_at_the_limit():
@@ -231,3 +240,75 @@ def test_a_failing_handlers_writes_are_undone_in_a_db_test():
     assert [str(r.error) for r in report.failed] == ["after the write"]
     assert not RunRecord.objects.filter(job_id=handle.id).exists()
     assert handle.refresh().status == "failed"
+
+
+def test_a_failing_handler_is_retried_at_once_up_to_max_attempts_then_failed():
+    handle = always_fails.enqueue(n=1)
+
+    report = run_jobs()
+
+    runs = [(r.attempt, r.ok, r.will_retry) for r in report]
+    assert runs == [(1, False, True), (2, False, False)]
+    assert [r.job_id for r in report.failed] == [handle.id, handle.id]
+    assert report.succeeded == []
+    assert handle.refresh().status == "failed"
+    assert handle.error is not None and handle.error["message"] == "failure 1"
+
+
+def test_raise_errors_raises_the_handlers_exception_after_recording_the_attempt():
+    handle = always_fails.enqueue(n=1)
+
+    with pytest.raises(ValueError, match="failure 1"):
+        run_jobs(raise_errors=True)
+
+    assert (handle.refresh().status, handle.attempts) == ("scheduled", 1)  # its retry waits
+    assert handle.error is not None and handle.error["message"] == "failure 1"
+
+
+def test_raise_errors_hands_back_the_jobs_claimed_with_the_failing_one():
+    always_fails.enqueue(n=1)
+    behind = other.options(queue="tests.helpers.flaky").enqueue()
+
+    with pytest.raises(ValueError):
+        run_jobs(raise_errors=True)
+
+    assert (behind.refresh().status, behind.attempts) == ("ready", 0)
+
+
+def test_skip_waits_runs_a_delayed_job_and_one_whose_run_at_is_ahead_at_once():
+    delayed = other.options(delay=timedelta(hours=1)).enqueue()
+    dated = other.options(run_at=timezone.now() + timedelta(days=3)).enqueue()
+
+    assert run_jobs().names() == ["tests.helpers.other", "tests.helpers.other"]
+    assert (delayed.refresh().status, dated.refresh().status) == ("succeeded", "succeeded")
+
+
+def test_without_skip_waits_only_what_is_due_now_runs():
+    delayed = other.options(delay=timedelta(hours=1)).enqueue()
+    due = other.enqueue()
+
+    assert [r.job_id for r in run_jobs(skip_waits=False)] == [due.id]
+    assert delayed.refresh().status == "scheduled"
+
+
+def test_run_jobs_never_runs_a_dependent_its_failed_prerequisite_canceled():
+    prerequisite = always_fails.enqueue(n=1)
+    dependent = other.options(depends_on=[prerequisite]).enqueue()
+
+    report = run_jobs()
+
+    assert report.names() == ["tests.helpers.always_fails"] * 2
+    assert dependent.refresh().status == "canceled"
+
+
+def test_the_fixtures_helpers_are_the_functions_bound_to_its_database():
+    first = other.enqueue()
+    second = other.enqueue()
+    jobs = WorkhorseJobs()
+
+    assert [h.id for h in jobs.enqueued(other)] == [first.id, second.id]
+    assert jobs.assert_enqueued(other).id == second.id
+    jobs.assert_not_enqueued(always_fails)
+    with pytest.raises(AssertionError, match=r"2 tests\.helpers\.other job"):
+        jobs.assert_not_enqueued(other)
+    assert jobs.run().names() == ["tests.helpers.other"] * 2

@@ -15,8 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
+TYPED_PAGES = ["getting-started.md", "migrating.md"]
+"""Pages whose examples a user would copy into typed code: together, each
+page's ```python blocks must pass ``mypy --strict``."""
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 EXPECT = re.compile(r"#\s*expect:\s*([a-z-]+)")
 REPORTED = re.compile(r"^[^:]+:(\d+): error: .*\[([a-z-]+)\]$")
 
@@ -52,3 +58,13 @@ def test_misuse_of_a_job_is_reported_on_each_marked_line_and_nowhere_else():
     }
     assert run.returncode == 1, run.stdout + run.stderr
     assert reported == expected, run.stdout
+
+
+@pytest.mark.parametrize("page", TYPED_PAGES)
+def test_the_examples_of_the_page_pass_the_checker(page, tmp_path):
+    code = BLOCK.findall((ROOT / "docs" / page).read_text())
+    assert code, f"{page} has no python example"
+    module = tmp_path / ("page_" + page.removesuffix(".md").replace("-", "_") + ".py")
+    module.write_text("\n".join(code))
+    run = mypy(module)
+    assert run.returncode == 0, run.stdout + run.stderr

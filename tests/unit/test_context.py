@@ -31,3 +31,13 @@ def test_raise_if_cancelled_raises_only_once_cancel_was_requested():
     assert context.cancel_requested
     with pytest.raises(workhorse.JobCancelled, match="job 7"):
         context.raise_if_cancelled()
+
+
+@workhorse.job(queue="tests.context", name="tests.context.reads_its_job")
+def reads_its_job() -> int:
+    return workhorse.current_job().attempt
+
+
+def test_a_job_called_directly_has_no_current_job_and_the_error_names_run_jobs():
+    with pytest.raises(workhorse.NotInJobError, match=r"run_jobs\(\).*called directly"):
+        reads_its_job()
