@@ -300,7 +300,8 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
         found.append(
             (
                 "TRACE_LINKING",
-                f"must be one of 'auto', 'parent', 'link', 'off', got {raw['TRACE_LINKING']!r:.60}",
+                "must be one of 'auto', 'parent', 'link', 'off' (or its alias 'none'), "
+                f"got {raw['TRACE_LINKING']!r:.60}",
             )
         )
     span_name = raw["HANDLER_SPAN_NAME"]
