@@ -17,7 +17,11 @@ from django_workhorse.conf import get_settings, problems, raw_settings
         ({"HANDLER_SPAN_NAME": "{name:d}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
         ({"HANDLER_SPAN_NAME": "{0}"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
         ({"HANDLER_SPAN_NAME": "{name"}, "HANDLER_SPAN_NAME", "only {name} and {queue}"),
-        ({"TRACE_LINKING": "child"}, "TRACE_LINKING", "'auto', 'parent', 'link', 'off' (or its alias 'none')"),
+        (
+            {"TRACE_LINKING": "child"},
+            "TRACE_LINKING",
+            "'auto', 'parent', 'link', 'off' (or its alias 'none')",
+        ),
     ],
 )
 def test_a_bad_observability_setting_is_named(settings, workhorse, key, fragment):
