@@ -153,7 +153,9 @@ def sync_json(schedules: list[Schedule]) -> str:
             {
                 "name": schedule.name,
                 "job_name": schedule.job_name,
-                "cron": schedule.cron,
+                # Fields as cronsim splits them: a change of spacing alone is
+                # no change of schedule (which would forget the planned slot).
+                "cron": " ".join(schedule.cron.split()),
                 "timezone": schedule.timezone,
                 "payload": dict(schedule.payload),
                 "job_options": job_options,

@@ -67,6 +67,19 @@ def test_sync_adds_updates_and_removes_schedules(cursor):
 
 
 @pytest.mark.django_db
+def test_a_cron_whose_spacing_alone_changed_is_unchanged_and_keeps_its_planned_slot(cursor):
+    sync(cursor, [Schedule("a", NOOP, " */2  * * * * * ", "UTC", {"label": "a"})])
+    sweep(cursor)
+    planned = schedule_row(cursor, "a")["next_run_at"]
+
+    assert sync(cursor, [Schedule("a", NOOP, "*/2 * * * * *", "UTC", {"label": "a"})]) == {
+        "a": "unchanged"
+    }
+    row = schedule_row(cursor, "a")
+    assert (row["cron"], row["next_run_at"]) == ("*/2 * * * * *", planned)
+
+
+@pytest.mark.django_db
 def test_a_changed_cron_forgets_the_planned_slot_but_keeps_the_pause(cursor):
     sync(cursor, [every_second("a")])
     sweep(cursor)
