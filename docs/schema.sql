@@ -210,7 +210,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 ec32c5106293503a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
---   RETURNS integer LANGUAGE plpgsql SET search_path="$user", public -- body sha256 0d7310e09a8a6a8d
+--   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 b546e019319c4671
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
@@ -238,7 +238,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path="$user", public -- body sha256 4d8519fd3cbd0590
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 4d8519fd3cbd0590
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()

@@ -145,6 +145,48 @@ def test_the_worker_role_cannot_change_the_schema_or_read_other_tables(worker_ro
         conn.execute(statement)
 
 
+def test_the_worker_role_cannot_run_its_code_as_the_owner_through_prune(worker_role):
+    """workhorse_prune_v1 runs as its owner. A temporary table of the
+    caller's, named like a table the function deletes from and with a
+    trigger of the caller's on it, must not stand in for the real one: the
+    trigger would run as the owner."""
+    with connect_as(worker_role) as conn:
+        conn.execute("CREATE TEMP TABLE ran_as (who text)")
+        conn.execute(
+            "CREATE FUNCTION pg_temp.record_user() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN INSERT INTO pg_temp.ran_as VALUES (current_user); RETURN OLD; END $$"
+        )
+        conn.execute("CREATE TEMP TABLE workhorse_job_event_default (at timestamptz)")
+        conn.execute("INSERT INTO pg_temp.workhorse_job_event_default VALUES ('2000-01-01')")
+        conn.execute(
+            "CREATE TRIGGER record_user BEFORE DELETE ON pg_temp.workhorse_job_event_default"
+            " FOR EACH ROW EXECUTE FUNCTION pg_temp.record_user()"
+        )
+
+        conn.execute("SELECT * FROM workhorse_prune_v1('2001-01-01', '2000-01-01', 10, false)")
+
+        assert conn.execute("SELECT who FROM pg_temp.ran_as").fetchall() == []
+        assert (
+            conn.execute("SELECT count(*) FROM pg_temp.workhorse_job_event_default").fetchone()[0]
+            == 1
+        )
+
+
+def test_the_functions_that_run_as_their_owner_search_pg_temp_last(cursor):
+    """Left out of a search_path, pg_temp is searched first for tables; named
+    last, a caller's temporary tables cannot stand in for the schema's."""
+    cursor.execute(
+        "SELECT proname, proconfig FROM pg_proc"
+        " WHERE prosecdef AND proname LIKE 'workhorse\\_%' ORDER BY proname"
+    )
+    found = cursor.fetchall()
+    cursor.execute("SELECT current_schema()")
+    (schema,) = cursor.fetchone()
+
+    assert [name for name, _ in found] == ["workhorse_ensure_partitions_v1", "workhorse_prune_v1"]
+    assert all(config == [f"search_path={schema}, pg_temp"] for _, config in found), found
+
+
 def test_the_grants_cover_every_workhorse_table_and_sequence(cursor):
     """A table or sequence added to the schema and forgotten in the grants
     would fail only the jobs that reach it, under that role alone."""
