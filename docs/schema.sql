@@ -2,6 +2,7 @@
 
 CREATE DOMAIN workhorse_attempt_count AS integer CONSTRAINT workhorse_runtime_attempt_range CHECK ((VALUE >= 0));
 CREATE DOMAIN workhorse_attempt_outcome AS text CONSTRAINT workhorse_attempt_outcome CHECK ((VALUE = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text, 'slept'::text])));
+CREATE DOMAIN workhorse_backoff AS jsonb CONSTRAINT workhorse_job_backoff_policy CHECK (((jsonb_typeof(VALUE) = 'object'::text) AND (COALESCE((VALUE ->> 'kind'::text), 'exponential'::text) = ANY (ARRAY['exponential'::text, 'fixed'::text])) AND (NOT (VALUE @? '$?((((((((((((@."kind".type() != "string" || @."base".type() != "number") || @."base" < 0) || @."base" > 3155760000) || @."max".type() != "number") || @."max" < 0) || @."max" > 3155760000) || @."delay".type() != "number") || @."delay" < 0) || @."delay" > 3155760000) || @."jitter".type() != "number") || @."jitter" < 0) || @."jitter" > 1)'::jsonpath))));
 CREATE DOMAIN workhorse_checkpoint_kind AS text CONSTRAINT workhorse_checkpoint_kind CHECK ((VALUE = ANY (ARRAY['checkpoint'::text, 'sleep'::text])));
 CREATE DOMAIN workhorse_checkpoint_name AS text CONSTRAINT workhorse_checkpoint_name_format CHECK (((VALUE ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$'::text) AND (length(VALUE) <= 100)));
 CREATE DOMAIN workhorse_dependency_policy AS text CONSTRAINT workhorse_job_dependency_policy CHECK ((VALUE = ANY (ARRAY['all_succeeded'::text, 'all_finished'::text, 'any_succeeded'::text])));
@@ -41,7 +42,7 @@ CREATE TABLE workhorse_job (
     max_attempts workhorse_max_attempts NOT NULL,
     priority workhorse_priority NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'priority'::text))::smallint,
     timeout workhorse_timeout,
-    backoff jsonb,
+    backoff workhorse_backoff,
     max_stalled workhorse_max_stalled NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'max_stalled'::text))::integer,
     idempotency_key workhorse_idempotency_key,
     trace_context jsonb,
