@@ -2,6 +2,7 @@
 
 CREATE DOMAIN workhorse_attempt_count AS integer CONSTRAINT workhorse_runtime_attempt_range CHECK ((VALUE >= 0));
 CREATE DOMAIN workhorse_attempt_outcome AS text CONSTRAINT workhorse_attempt_outcome CHECK ((VALUE = ANY (ARRAY['succeeded'::text, 'failed'::text, 'timed_out'::text, 'stalled'::text, 'canceled'::text, 'slept'::text])));
+CREATE DOMAIN workhorse_backoff AS jsonb CONSTRAINT workhorse_job_backoff_policy CHECK (((jsonb_typeof(VALUE) = 'object'::text) AND (COALESCE((VALUE ->> 'kind'::text), 'exponential'::text) = ANY (ARRAY['exponential'::text, 'fixed'::text])) AND (NOT (VALUE @? '$?((((((((((((@."kind".type() != "string" || @."base".type() != "number") || @."base" < 0) || @."base" > 3155760000) || @."max".type() != "number") || @."max" < 0) || @."max" > 3155760000) || @."delay".type() != "number") || @."delay" < 0) || @."delay" > 3155760000) || @."jitter".type() != "number") || @."jitter" < 0) || @."jitter" > 1)'::jsonpath))));
 CREATE DOMAIN workhorse_checkpoint_kind AS text CONSTRAINT workhorse_checkpoint_kind CHECK ((VALUE = ANY (ARRAY['checkpoint'::text, 'sleep'::text])));
 CREATE DOMAIN workhorse_checkpoint_name AS text CONSTRAINT workhorse_checkpoint_name_format CHECK (((VALUE ~ '^[A-Za-z0-9_][A-Za-z0-9_.:-]*$'::text) AND (length(VALUE) <= 100)));
 CREATE DOMAIN workhorse_dependency_policy AS text CONSTRAINT workhorse_job_dependency_policy CHECK ((VALUE = ANY (ARRAY['all_succeeded'::text, 'all_finished'::text, 'any_succeeded'::text])));
@@ -41,7 +42,7 @@ CREATE TABLE workhorse_job (
     max_attempts workhorse_max_attempts NOT NULL,
     priority workhorse_priority NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'priority'::text))::smallint,
     timeout workhorse_timeout,
-    backoff jsonb,
+    backoff workhorse_backoff,
     max_stalled workhorse_max_stalled NOT NULL DEFAULT ((workhorse_job_defaults_v1() ->> 'max_stalled'::text))::integer,
     idempotency_key workhorse_idempotency_key,
     trace_context jsonb,
@@ -210,9 +211,9 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 ec32c5106293503a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
---   RETURNS integer LANGUAGE plpgsql SET search_path="$user", public -- body sha256 0d7310e09a8a6a8d
+--   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 0d7310e09a8a6a8d
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 b546e019319c4671
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 1b84679b2ea9126b
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
@@ -238,7 +239,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 fb3cc6fe83160b0b
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path="$user", public -- body sha256 4d8519fd3cbd0590
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 4d8519fd3cbd0590
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()

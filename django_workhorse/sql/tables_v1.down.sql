@@ -9,4 +9,4 @@ DROP DOMAIN IF EXISTS workhorse_job_name, workhorse_queue_name, workhorse_payloa
     workhorse_idempotency_key, workhorse_dependency_policy, workhorse_live_state,
     workhorse_run_at, workhorse_attempt_count, workhorse_stall_count, workhorse_pending_count,
     workhorse_outcome_state, workhorse_event_kind, workhorse_attempt_outcome,
-    workhorse_checkpoint_name, workhorse_checkpoint_kind;
+    workhorse_checkpoint_name, workhorse_checkpoint_kind, workhorse_backoff;

@@ -41,6 +41,20 @@ CREATE DOMAIN workhorse_priority AS smallint
     CONSTRAINT workhorse_job_priority_range CHECK (VALUE BETWEEN -100 AND 100);
 CREATE DOMAIN workhorse_timeout AS interval
     CONSTRAINT workhorse_job_timeout_positive CHECK (VALUE > interval '0');
+-- A retry policy as backoff.py writes it (NULL: the default one): a kind
+-- workhorse_backoff_delay_v1 knows, and durations and a jitter it can
+-- compute with, in the ranges of limits.py; a key left out takes the
+-- default's value. Held at the write: a policy the delay could not read
+-- would fail every fail_many call that named its job.
+CREATE DOMAIN workhorse_backoff AS jsonb
+    CONSTRAINT workhorse_job_backoff_policy
+    CHECK (jsonb_typeof(VALUE) = 'object'
+           AND coalesce(VALUE ->> 'kind', 'exponential') IN ('exponential', 'fixed')
+           AND NOT VALUE @? '$ ? (@.kind.type() != "string"
+                                  || @.base.type() != "number" || @.base < 0 || @.base > 3155760000
+                                  || @.max.type() != "number" || @.max < 0 || @.max > 3155760000
+                                  || @.delay.type() != "number" || @.delay < 0 || @.delay > 3155760000
+                                  || @.jitter.type() != "number" || @.jitter < 0 || @.jitter > 1)');
 CREATE DOMAIN workhorse_max_stalled AS integer
     CONSTRAINT workhorse_job_max_stalled_range CHECK (VALUE BETWEEN 0 AND 1000);
 CREATE DOMAIN workhorse_idempotency_key AS text
@@ -95,7 +109,7 @@ CREATE TABLE workhorse_job (
     -- The job's retry policy; NULL for the default one (the 'backoff' of
     -- workhorse_job_defaults_v1(), which workhorse_backoff_delay_v1 reads for
     -- a NULL policy), so most jobs store no bytes for it (93 a row otherwise).
-    backoff         jsonb,
+    backoff         workhorse_backoff,
     max_stalled     workhorse_max_stalled NOT NULL
         DEFAULT (workhorse_job_defaults_v1() ->> 'max_stalled')::integer,
     idempotency_key workhorse_idempotency_key,

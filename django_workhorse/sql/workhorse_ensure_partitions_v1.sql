@@ -7,12 +7,12 @@
 -- SECURITY DEFINER: only the owner of the partitioned tables may add a
 -- partition, and workers may run under a role without that right (see
 -- docs/security.md). The function does nothing else, and its search_path is
--- the one it was installed with.
+-- fixed at installation (below).
 CREATE OR REPLACE FUNCTION workhorse_ensure_partitions_v1(
     p_from date DEFAULT (now() AT TIME ZONE 'UTC')::date - 1,
     p_days integer DEFAULT 9
 ) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
     v_day     date;
     v_table   text;
@@ -39,4 +39,15 @@ BEGIN
     END LOOP;
     RETURN v_created;
 END;
+$$;
+
+-- The schema it was installed in, then pg_temp, named last: left out of a
+-- search_path, pg_temp is searched first for tables, so a caller's temporary
+-- table (with a trigger on it) would stand in for a workhorse table and run
+-- the caller's code as the owner.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION workhorse_ensure_partitions_v1(date, integer)'
+                   ' SET search_path = %I, pg_temp', current_schema());
+END
 $$;

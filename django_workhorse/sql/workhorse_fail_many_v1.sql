@@ -123,8 +123,12 @@ BEGIN
                    AS canceled,
                -- Never before now (a negative delay from a SQL caller): a
                -- retry queues behind the jobs waiting (workhorse_requeue_runs_v1).
-               now() + make_interval(secs => greatest(coalesce(i.delay,
-                   workhorse_backoff_delay_v1(j.backoff, r.attempt)), 0)) AS next_run_at
+               -- Nor past the 100 years of limits.py (NaN included), where
+               -- the due time would leave the years a timestamp can hold;
+               -- Python holds a custom delay to the same range.
+               now() + make_interval(secs => least(greatest(coalesce(i.delay,
+                   workhorse_backoff_delay_v1(j.backoff, r.attempt)), 0), 3155760000))
+                   AS next_run_at
         FROM input i
         LEFT JOIN LATERAL (
             SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.attempt_started_at,

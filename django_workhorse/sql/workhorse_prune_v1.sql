@@ -25,14 +25,14 @@
 --
 -- SECURITY DEFINER: only the owner of the partitioned tables may drop a
 -- partition, and workers run this under a role without that right
--- (docs/security.md); its search_path is fixed at installation.
+-- (docs/security.md); its search_path is fixed at installation (below).
 CREATE OR REPLACE FUNCTION workhorse_prune_v1(
     p_history_before timestamptz,
     p_jobs_before timestamptz,
     p_limit integer DEFAULT 10000,
     p_dry_run boolean DEFAULT false
 ) RETURNS TABLE (action text, target text, rows bigint)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
     v_part    record;
     v_count   bigint;
@@ -147,4 +147,15 @@ BEGIN
         RETURN QUERY SELECT 'delete_jobs'::text, 'workhorse_job'::text, v_count;
     END IF;
 END;
+$$;
+
+-- The schema it was installed in, then pg_temp, named last: left out of a
+-- search_path, pg_temp is searched first for tables, so a caller's temporary
+-- table (with a trigger on it) would stand in for a workhorse table and run
+-- the caller's code as the owner.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION workhorse_prune_v1(timestamptz, timestamptz, integer, boolean)'
+                   ' SET search_path = %I, pg_temp', current_schema());
+END
 $$;

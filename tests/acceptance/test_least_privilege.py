@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from demo.jobs import add
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, connections
 
 from django_workhorse.models import JobOutcome
 from tests.acceptance.conftest import FAST_COMMITS, database_url
@@ -143,6 +143,111 @@ def test_a_worker_under_the_least_privilege_role_leaves_vacuum_to_autovacuum(
 def test_the_worker_role_cannot_change_the_schema_or_read_other_tables(worker_role, statement):
     with connect_as(worker_role) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute(statement)
+
+
+@pytest.fixture(scope="module")
+def as_worker_alias(django_db_setup):
+    """The alias ``as_worker`` on the test database, made for the module so
+    that it exists before pytest-django checks a test's ``databases``."""
+    connections.settings["as_worker"] = dict(connections["default"].settings_dict)
+    try:
+        yield "as_worker"
+    finally:
+        connections["as_worker"].close()
+        del connections["as_worker"]
+        del connections.settings["as_worker"]
+
+
+@pytest.fixture
+def alias_as(worker_role, as_worker_alias):
+    """``as_worker``, connecting as the worker role for this test (and as the
+    default alias's user again for the flush after it)."""
+    settings_dict = connections[as_worker_alias].settings_dict
+    settings_dict["USER"] = worker_role
+    yield as_worker_alias
+    connections[as_worker_alias].close()
+    settings_dict["USER"] = connection.settings_dict["USER"]
+
+
+# The flush after the test runs on every alias it names: with only the
+# (unmanaged) workhorse tables available it has nothing to truncate, which
+# the worker role could not do.
+@pytest.mark.django_db(
+    transaction=True, databases=["default", "as_worker"], available_apps=["django_workhorse"]
+)
+def test_the_admin_api_reads_and_acts_under_the_least_privilege_role(alias_as):
+    from django_workhorse import Admin
+
+    ready = add.options(queue="least-privilege-admin").enqueue(a=1, b=2)
+    later = add.options(queue="least-privilege-admin", delay=3600).enqueue(a=2, b=2)
+    admin = Admin(using=alias_as)
+    with connections[alias_as].cursor() as cursor:
+        cursor.execute("SELECT current_user")
+        assert cursor.fetchone()[0] != connection.settings_dict["USER"]
+
+    assert admin.get_job(ready.id).state == "ready"
+    assert [s.id for s in admin.get_jobs([ready.id, later.id])] == [ready.id, later.id]
+    assert [e.kind for e in admin.get_job_timeline(ready.id).items] == ["enqueued"]
+    assert {r.id for r in admin.list_jobs(queue="least-privilege-admin").items} == {
+        ready.id,
+        later.id,
+    }
+    assert "least-privilege-admin" in admin.queue_names()
+    assert [q.name for q in admin.queue_stats()] == ["least-privilege-admin"]
+    assert admin.list_schedules() == []
+    assert admin.workers()["holding_jobs"] == []
+    assert admin.set_queue_limits("least-privilege-admin", concurrency=2).status == "changed"
+    assert admin.pause_queue("least-privilege-admin").changed
+    assert admin.resume_queue("least-privilege-admin").changed
+    assert admin.promote(later.id).state == "ready"
+    assert admin.cancel(ready.id, reason="not needed").state == "canceled"
+    assert admin.retry(ready.id).state == "ready"
+    assert [r.state for r in admin.bulk("cancel", [ready.id, later.id])] == [
+        "canceled",
+        "canceled",
+    ]
+
+
+def test_the_worker_role_cannot_run_its_code_as_the_owner_through_prune(worker_role):
+    """workhorse_prune_v1 runs as its owner. A temporary table of the
+    caller's, named like a table the function deletes from and with a
+    trigger of the caller's on it, must not stand in for the real one: the
+    trigger would run as the owner."""
+    with connect_as(worker_role) as conn:
+        conn.execute("CREATE TEMP TABLE ran_as (who text)")
+        conn.execute(
+            "CREATE FUNCTION pg_temp.record_user() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN INSERT INTO pg_temp.ran_as VALUES (current_user); RETURN OLD; END $$"
+        )
+        conn.execute("CREATE TEMP TABLE workhorse_job_event_default (at timestamptz)")
+        conn.execute("INSERT INTO pg_temp.workhorse_job_event_default VALUES ('2000-01-01')")
+        conn.execute(
+            "CREATE TRIGGER record_user BEFORE DELETE ON pg_temp.workhorse_job_event_default"
+            " FOR EACH ROW EXECUTE FUNCTION pg_temp.record_user()"
+        )
+
+        conn.execute("SELECT * FROM workhorse_prune_v1('2001-01-01', '2000-01-01', 10, false)")
+
+        assert conn.execute("SELECT who FROM pg_temp.ran_as").fetchall() == []
+        assert (
+            conn.execute("SELECT count(*) FROM pg_temp.workhorse_job_event_default").fetchone()[0]
+            == 1
+        )
+
+
+def test_the_functions_that_run_as_their_owner_search_pg_temp_last(cursor):
+    """Left out of a search_path, pg_temp is searched first for tables; named
+    last, a caller's temporary tables cannot stand in for the schema's."""
+    cursor.execute(
+        "SELECT proname, proconfig FROM pg_proc"
+        " WHERE prosecdef AND proname LIKE 'workhorse\\_%' ORDER BY proname"
+    )
+    found = cursor.fetchall()
+    cursor.execute("SELECT current_schema()")
+    (schema,) = cursor.fetchone()
+
+    assert [name for name, _ in found] == ["workhorse_ensure_partitions_v1", "workhorse_prune_v1"]
+    assert all(config == [f"search_path={schema}, pg_temp"] for _, config in found), found
 
 
 def test_the_grants_cover_every_workhorse_table_and_sequence(cursor):

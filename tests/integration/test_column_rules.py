@@ -30,6 +30,8 @@ def refused(sql: str, params: list) -> str:
         ("queue", "no spaces", "workhorse_job_queue_format"),
         ("payload", "[1]", "workhorse_job_payload_object"),
         ("dependency_policy", "most", "workhorse_job_dependency_policy"),
+        ("backoff", '{"kind": "fixed", "delay": -1}', "workhorse_job_backoff_policy"),
+        ("backoff", '{"jitter": 2}', "workhorse_job_backoff_policy"),
     ],
 )
 def test_an_update_of_a_job_row_is_held_to_its_column_rule(column, value, rule):

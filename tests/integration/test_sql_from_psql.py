@@ -130,6 +130,17 @@ def test_enqueue_v1_accepts_its_options_by_name_with_plain_literals():
             id="payload-not-an-object",
         ),
         pytest.param(
+            "SELECT workhorse_enqueue_v1('demo.jobs.add',"
+            ' p_backoff => \'{"kind": "fixed", "delay": "soon"}\')',
+            "workhorse_job_backoff_policy",
+            id="backoff-delay-not-a-number",
+        ),
+        pytest.param(
+            "SELECT workhorse_enqueue_v1('demo.jobs.add', p_backoff => '{\"kind\": \"linear\"}')",
+            "workhorse_job_backoff_policy",
+            id="backoff-of-an-unknown-kind",
+        ),
+        pytest.param(
             "SELECT workhorse_enqueue_v1('no spaces allowed')",
             "workhorse_job_name_format",
             id="bad-job-name",

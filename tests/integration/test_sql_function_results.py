@@ -306,3 +306,22 @@ def test_a_claim_skips_a_paused_queue(cursor):
 
     assert paused == []
     assert resumed == [{"job_id": job.id}]
+
+
+@pytest.mark.parametrize("delay", ["1e20", "NaN"])
+def test_fail_many_holds_a_retry_delay_to_at_most_100_years(cursor, db_rows, delay):
+    """As Python holds a custom backoff's delay: a longer one (or NaN) from a
+    SQL caller would be a due time no timestamp can hold."""
+    job = ActiveJobFactory()
+
+    (failed,) = rows(
+        cursor,
+        "SELECT ok, will_retry, retry_in FROM workhorse_fail_many_v1(%s, ARRAY[%s]::bigint[],"
+        ' ARRAY[%s]::bigint[], ARRAY[\'{"type": "E"}\']::jsonb[], NULL, NULL,'
+        " ARRAY[%s]::float8[])",
+        [job.worker, job.id, job.fence, delay],
+    )
+
+    assert (failed["ok"], failed["will_retry"]) == (True, True)
+    assert failed["retry_in"] == pytest.approx(3155760000, abs=1)
+    assert db_rows.runtime(job.id)["state"] == "scheduled"
