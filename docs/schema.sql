@@ -201,7 +201,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 3859ef0ab201bb6c
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 8e1d9f140cf5a8b6
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 97d60870b782d78c
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
 --   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 1a4b5ceae1909752
 -- FUNCTION workhorse_enqueue_batch_v1(p_name text, p_payloads jsonb, p_queue text, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
@@ -221,7 +221,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 529b0ac7f3997330
+--   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 6fbed8823f6b90b5
 -- FUNCTION workhorse_job_defaults_v1()
 --   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
@@ -245,7 +245,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_queue_names_v1()
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 b4a32631f6afa333
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
---   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 c07faddbe94e2cc5
+--   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 b6aec72955226bea
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 b6b2fdfa8dc45d3b
 -- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])

@@ -45,6 +45,12 @@ BEGIN
     IF p_worker IS NULL OR p_worker = '' THEN
         RAISE EXCEPTION 'workhorse_claim_many_v1 needs a worker id' USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    -- 0 hands out leases that have expired already (recovery's tests use
+    -- it); the upper bound is the settings' longest duration, 100 years.
+    IF NOT p_lease_seconds BETWEEN 0 AND 3155760000 OR p_lease_seconds IS NULL THEN
+        RAISE EXCEPTION 'workhorse_claim_many_v1: p_lease_seconds must be from 0 to 3155760000, got %',
+            p_lease_seconds USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF cardinality(p_queues) IS DISTINCT FROM cardinality(p_limits) THEN
         RAISE EXCEPTION 'workhorse_claim_many_v1: % queues but % limits',
             cardinality(p_queues), cardinality(p_limits) USING ERRCODE = 'invalid_parameter_value';

@@ -22,6 +22,10 @@ BEGIN
     -- answered on each of its rows: a renewal is idempotent, and a worker may
     -- hold two runs of one job at once (a timed-out one still being written
     -- and its retry), each with its own fence.
+    IF NOT p_lease_seconds BETWEEN 0 AND 3155760000 OR p_lease_seconds IS NULL THEN
+        RAISE EXCEPTION 'workhorse_heartbeat_many_v1: p_lease_seconds must be from 0 to 3155760000, got %',
+            p_lease_seconds USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids) THEN
         RAISE EXCEPTION 'workhorse_heartbeat_many_v1: % ids, % fences',
             cardinality(p_job_ids), cardinality(p_fences) USING ERRCODE = 'invalid_parameter_value';

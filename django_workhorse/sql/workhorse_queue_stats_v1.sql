@@ -33,6 +33,12 @@ LANGUAGE plpgsql STABLE SET jit = off AS $$
 DECLARE
     v_cap bigint := p_count_limit::bigint + 1;  -- NULL: LIMIT NULL counts everything
 BEGIN
+    IF NOT p_buckets BETWEEN 1 AND 1000 OR p_buckets IS NULL
+       OR NOT p_window > interval '0' OR p_window IS NULL
+       OR p_count_limit < 1 THEN
+        RAISE EXCEPTION 'workhorse_queue_stats_v1: p_window must be more than 0, p_buckets from 1 to 1000 and p_count_limit at least 1 (or NULL); got %, %, %',
+            p_window, p_buckets, p_count_limit USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     RETURN QUERY
     WITH names AS (
         SELECT n.queue FROM workhorse_queue_names_v1() n
