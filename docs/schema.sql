@@ -211,7 +211,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 ec32c5106293503a
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
---   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 0d7310e09a8a6a8d
+--   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 76c30fb51b4d4ede
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 1b84679b2ea9126b
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
@@ -247,7 +247,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
 --   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 b6aec72955226bea
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 b6b2fdfa8dc45d3b
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 4cf177a50ece4363
 -- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])
 --   RETURNS void LANGUAGE plpgsql -- body sha256 f09d469dee60e522
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])

@@ -19,6 +19,11 @@ DECLARE
     v_parent  text;
     v_created integer := 0;
 BEGIN
+    -- A worker asks for PARTITION_DAYS_AHEAD (at most 366) + 2 days.
+    IF p_from IS NULL OR NOT p_days BETWEEN 0 AND 1000 OR p_days IS NULL THEN
+        RAISE EXCEPTION 'workhorse_ensure_partitions_v1: p_from must be a date and p_days from 0 to 1000, got %, %',
+            p_from, p_days USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     PERFORM pg_advisory_xact_lock(hashtext('workhorse_ensure_partitions'));
     FOR v_day IN SELECT generate_series(p_from, p_from + p_days - 1, interval '1 day')::date LOOP
         FOREACH v_parent IN ARRAY ARRAY['workhorse_job_event', 'workhorse_attempt_history'] LOOP

@@ -47,6 +47,10 @@ DECLARE
     v_e_att_err  jsonb[];
     v_e_data     jsonb[];
 BEGIN
+    IF p_limit IS NULL OR p_limit < 0 THEN
+        RAISE EXCEPTION 'workhorse_recover_stalled_v1: p_limit must be 0 or more, got %',
+            p_limit USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     WITH expired AS (
         SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.stall_count + 1 AS stalls,
                rt.worker_id, rt.attempt_started_at, rt.lease_expires_at,

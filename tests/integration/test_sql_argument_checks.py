@@ -77,3 +77,34 @@ def test_queue_stats_refuse_a_window_bucket_count_or_count_limit_out_of_range(
     )
 
     assert "p_buckets from 1 to 1000" in message
+
+
+@pytest.mark.parametrize("limit", [-1, None])
+def test_recovery_refuses_a_limit_below_zero_and_recovers_nothing(pg_connect, limit):
+    job = ActiveJobFactory(lease_seconds=0)
+    conn = pg_connect()
+
+    message = refused(conn, "SELECT * FROM workhorse_recover_stalled_v1(%s)", [limit])
+
+    assert "p_limit must be 0 or more" in message
+    state = conn.execute(
+        "SELECT state FROM workhorse_job_runtime WHERE job_id = %s", [job.id]
+    ).fetchone()
+    assert state == ("active",)
+
+
+@pytest.mark.parametrize(
+    ("start", "days"), [("2030-01-01", -1), ("2030-01-01", 100_000), (None, 3)]
+)
+def test_ensure_partitions_refuses_a_day_count_out_of_range_and_creates_none(
+    pg_connect, start, days
+):
+    conn = pg_connect()
+
+    message = refused(conn, "SELECT workhorse_ensure_partitions_v1(%s::date, %s)", [start, days])
+
+    assert "p_days from 0 to 1000" in message
+    created = conn.execute(
+        "SELECT count(*) FROM pg_class WHERE relname LIKE 'workhorse_job_event_p2030%%'"
+    ).fetchone()
+    assert created == (0,)
