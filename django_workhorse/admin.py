@@ -94,6 +94,13 @@ def _when(value: datetime | None, pattern: str) -> str:
         return value.strftime(pattern) + " UTC"
 
 
+def _as_text(value: Any) -> str | None:
+    """A stored error or event detail that is text rather than an object: the
+    JSON text of a value Python could not decode (the store keeps it so), or a
+    bare string a SQL caller stored. The page shows it as it is."""
+    return value if isinstance(value, str) else None
+
+
 def _chart(counts: list[int], width: int = 120, height: int = 28) -> dict[str, Any]:
     """Bars of a throughput chart, as SVG coordinates the template draws."""
     peak = max(counts, default=0) or 1
@@ -272,6 +279,8 @@ class JobAdmin(OperatorAdmin):
                 "duration": _seconds(e.duration),
                 "at": _when(e.at, "%Y-%m-%d %H:%M:%S.%f"),
                 "started": _when(e.started_at, "%H:%M:%S.%f"),
+                "error_text": _as_text(e.error),
+                "data_text": _as_text(e.data),
             }
             for e in timeline.items
         ]
@@ -301,6 +310,7 @@ class JobAdmin(OperatorAdmin):
                 for c in job.checkpoints
             ],
             result_json=json.dumps(job.result, indent=2, ensure_ascii=False),
+            error_text=_as_text(job.error),
             times={
                 "created": _when(job.created_at, "%Y-%m-%d %H:%M:%S.%f"),
                 "run_at": _when(job.run_at, "%Y-%m-%d %H:%M:%S.%f"),
