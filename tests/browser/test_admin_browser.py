@@ -1,6 +1,7 @@
 """The operator's walk through the admin in a real browser: list, filter,
-a failed job's timeline, retry, the queues page, pause; and a view-only user
-who sees no buttons and whose forged POST is refused."""
+a failed job's timeline, retry, the queues page, pause; a view-only user
+who sees no buttons and whose forged POST is refused; and dark mode and a
+narrow screen, where no page is wider than the screen."""
 
 from __future__ import annotations
 
