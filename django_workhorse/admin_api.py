@@ -146,9 +146,11 @@ class TimelineEntry:
     """Attempts only: when the attempt was claimed."""
     finished_at: datetime | None
     error: dict[str, Any] | None
-    """Attempts only: the error envelope (type, message, traceback) if it failed."""
+    """Attempts only: the error envelope (type, message, traceback) if it
+    failed; its JSON text when Python cannot decode it (as in a snapshot)."""
     data: dict[str, Any] | None
-    """Events only: the event's details."""
+    """Events only: the event's details; their JSON text when Python cannot
+    decode them."""
 
     @property
     def duration(self) -> float | None:

@@ -790,8 +790,12 @@ def job_timeline(
     )
     rows = _dict_rows(cursor)
     for row in rows:
-        row["error"] = _loads(row["error"])
-        row["data"] = _loads(row["data"])
+        for key in ("error", "data"):
+            decoded, why = _readable(row[key], key)
+            # As in a snapshot: a value Python cannot decode (a SQL caller may
+            # store one) is shown as its JSON text, and the rest of the
+            # timeline still reads.
+            row[key] = row[key] if why else decoded
     return rows
 
 

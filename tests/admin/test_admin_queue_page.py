@@ -1,17 +1,24 @@
 """The queues page as docs/admin.md describes it: the per-worker concurrency
 from settings, the global limits in words, the last slot of a schedule
-linked to its job, and acting on queues under the queues' own permission."""
+linked to its job, live counts stopping at 1,000, the oldest ready age, the
+last hour's throughput chart, and acting on queues under the queues' own
+permission."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
+from demo.jobs import add
 from django.db import connection
+from django.utils import timezone
 
 from django_workhorse import Admin
 from django_workhorse.schedules import Schedule, sync
 from django_workhorse.worker.scheduler import sweep
 from tests.admin.conftest import _staff
-from tests.factories import FailedJobFactory, ReadyJobFactory
+from tests.factories import FailedJobFactory, ReadyJobFactory, SucceededJobFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +109,38 @@ def test_a_user_without_the_view_permission_on_queues_cannot_open_the_queues_pag
 
     assert client.get(QUEUES).status_code == 403
     assert client.get(JOBS).status_code == 200
+
+
+def test_the_queues_page_shows_a_live_count_past_1000_as_1000_plus(operator_client):
+    add.options(queue="page-deep").enqueue_many([{"a": n, "b": 0} for n in range(1001)])
+
+    response = operator_client.get(QUEUES)
+
+    row = next(r for r in response.context["rows"] if r["stats"].name == "page-deep")
+    assert row["stats"].capped == {"ready"}
+    assert '<td class="wh-num">1,000+</td>' in queue_row(response.content.decode(), "page-deep")
+
+
+def test_the_queues_page_shows_how_long_the_oldest_ready_job_has_waited(operator_client):
+    add.options(
+        queue="page-oldest", run_at=timezone.now() - timedelta(hours=2, seconds=30)
+    ).enqueue(a=1, b=2)
+    ReadyJobFactory(queue="page-oldest")
+
+    body = operator_client.get(QUEUES).content.decode()
+
+    assert '<td class="wh-nowrap">2 h 0 min</td>' in queue_row(body, "page-oldest")
+
+
+def test_the_queues_page_charts_the_jobs_finished_in_the_last_hour(operator_client):
+    SucceededJobFactory(queue="page-chart")
+    SucceededJobFactory(queue="page-chart")
+
+    body = operator_client.get(QUEUES).content.decode()
+
+    chart = queue_row(body, "page-chart").split("<svg")[1].split("</svg>")[0]
+    assert "2 finished in the last hour" in chart
+    bars = re.findall(r'<rect [^>]*height="([\d.]+)"[^>]*><title>(\d+)</title>', chart)
+    assert len(bars) == 12  # 5-minute slices
+    assert bars[-1] == ("28.0", "2")  # the latest slice, at full height
+    assert {n for _, n in bars[:-1]} == {"0"}

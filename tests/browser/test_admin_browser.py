@@ -1,6 +1,7 @@
 """The operator's walk through the admin in a real browser: list, filter,
-a failed job's timeline, retry, the queues page, pause; and a view-only user
-who sees no buttons and whose forged POST is refused."""
+a failed job's timeline, retry, the queues page, pause; a view-only user
+who sees no buttons and whose forged POST is refused; and dark mode and a
+narrow screen, where no page is wider than the screen."""
 
 from __future__ import annotations
 
@@ -152,3 +153,23 @@ def test_a_view_only_user_sees_no_buttons_and_a_forged_post_is_forbidden(
     )
     assert forged.status == 403
     assert Admin().get_job(job_id).state == "failed"
+
+
+def test_no_page_is_wider_than_a_narrow_screen(browser, live_server, django_user_model, tmp_path):
+    """Bug: a long queue name widened the job list's queue filter past the
+    screen, and the checkpoints table of a job page did not scroll."""
+    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    failed_twice("a-queue-with-a-name-as-long-as-a-queue-name-may-be-53")
+    job = ActiveJobFactory()
+    with connection.cursor() as cursor:
+        result = {"receipt": "r" * 60, "lines": list(range(40))}
+        store.write_checkpoint(cursor, job.id, job.worker, job.fence, "charge", json.dumps(result))
+    base = live_server.url
+    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
+    page = log_in(context, base, "operator")
+
+    for path in ("job/", f"job/{job.id}/", "queue/"):
+        page.goto(f"{base}/admin/django_workhorse/{path}")
+        shot = screenshot(page, tmp_path / f"narrow-{path.replace('/', '-').strip('-')}.png")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"{path} is {width}px wide on a 375px screen ({shot})"
