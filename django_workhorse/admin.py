@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST
 
 from . import admin_api
 from .admin_api import STATES, Admin, QueueStats
+from .conf import get_settings
 from .exceptions import InvalidQueryError, UnknownQueueError
 from .models import Job, Queue
 
@@ -435,12 +436,9 @@ class QueueAdmin(OperatorAdmin):
                     "chart": _chart(stats.finished_per_bucket),
                 }
             )
-        from .conf import raw_settings
-
-        configured = raw_settings().get("QUEUES") or {}
+        configured = get_settings().queues  # validated, as every Admin call reads them
         for row in rows:
-            options = configured.get(row["stats"].name) if isinstance(configured, dict) else None
-            row["concurrency"] = options.get("concurrency") if isinstance(options, dict) else None
+            row["concurrency"] = (configured.get(row["stats"].name) or {}).get("concurrency")
         schedules = self.service().list_schedules()
         context = self.context(
             request, title="Queues", rows=rows, states=STATES, schedules=schedules
