@@ -205,6 +205,10 @@ class JobAdmin(OperatorAdmin):
         except InvalidQueryError as exc:
             messages.error(request, str(exc))
         queues = service.queue_names()
+        chosen = filters.get("queue")
+        if chosen and chosen not in queues and admin_api.QUEUE_NAME_RE.fullmatch(chosen):
+            # A queue with no job yet stays chosen, so the next Filter keeps it.
+            queues = sorted([*queues, chosen])
         base = request.GET.copy()
         base.pop("cursor", None)
 

@@ -51,3 +51,11 @@ def test_the_admin_index_has_a_workhorse_jobs_section_with_jobs_and_queues(opera
     assert "Workhorse jobs" in body  # the section getting-started.md names
     assert 'href="/admin/django_workhorse/job/"' in body
     assert 'href="/admin/django_workhorse/queue/"' in body
+
+
+def test_a_queue_with_no_job_yet_stays_chosen_in_the_filter(operator_client):
+    ReadyJobFactory(queue="audit-filter")
+
+    body = operator_client.get(JOBS, {"queue": "audit-empty"}).content.decode()
+
+    assert '<option value="audit-empty" selected>' in body
