@@ -275,6 +275,7 @@ class AsyncSlots:
         timeout = running.job.timeout
         error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
         mark: asyncio.TimerHandle | None = None
+        when: float | None = None
         value: Any = None
         raised: BaseException | None = None
         scope = asyncio.timeout(timeout)
@@ -293,9 +294,11 @@ class AsyncSlots:
         finally:
             if mark is not None:
                 mark.cancel()
-        if scope.expired():
+        if scope.expired() or (when is not None and self.loop.time() >= when):
             # The deadline passed: timed out, as marked, however the handler
-            # ended after its cancel (raised, swallowed it and returned, ...).
+            # ended after its cancel (raised, swallowed it and returned, ...),
+            # or without a cancel: one that blocked the loop past its deadline
+            # and returned before the loop could fire the timeout.
             self._done(Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value))
         elif raised is None:
             self._done(Finished(running, True, value))
