@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 import threading
 import time
 from collections import deque
@@ -26,6 +27,8 @@ from ..definitions import JobDefinition
 from ..states import AttemptOutcome
 from ..store import ClaimedJob
 from . import instruments
+
+logger = logging.getLogger("django_workhorse.worker")
 
 
 class JobTimeout(Exception):
@@ -250,7 +253,20 @@ class AsyncSlots:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        while True:
+            try:
+                self.loop.run_forever()
+                return  # stopped by close()
+            except BaseException:
+                # asyncio lets SystemExit and KeyboardInterrupt out of the
+                # task step or callback that raised them (a handler's child
+                # task, a call_soon), which stops the loop. Every async run
+                # would hang on a dead loop: run it again, and the tasks
+                # waiting on the one that raised see its exception.
+                logger.exception(
+                    "workhorse: an async handler's task or callback raised past the event "
+                    "loop; the loop goes on"
+                )
 
     def submit(self, runs: list[Running]) -> None:
         """Start ``runs`` as tasks: one hand-off to the loop for all of them."""
