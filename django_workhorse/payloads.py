@@ -144,15 +144,35 @@ def result_problem(value: Any) -> str | None:
     backend reports the refusal in ``task_finished`` before the worker records it)."""
     if value is None:
         return None
-    problem = _first_mismatch(value, "the return value")
+    try:
+        problem = _first_mismatch(value, "the return value")
+    except Exception as exc:  # a subclass's own methods: see _unreadable
+        problem = _unreadable(exc)
     return f"{problem}; return JSON-friendly data from handlers" if problem else None
 
 
+def _unreadable(exc: Exception) -> str:
+    """The problem of a return value whose own code raised while it was read
+    (a ``dict`` subclass whose ``items()`` raises, say): the handler's value
+    must fail its own run, not the worker thread that records it."""
+    try:
+        detail = str(exc)
+    except Exception:
+        detail = "(its message cannot be read either)"
+    return f"the return value cannot be read as JSON: {type(exc).__name__}: {detail[:1000]}"
+
+
 def encode_result(value: Any) -> str:
-    """A handler's return value as JSON text; TypeError-like error when it is not JSON."""
+    """A handler's return value as JSON text; InvalidPayloadError when it is
+    not JSON, or when reading it raised."""
     if value is None:
         return "null"
     problem = result_problem(value)
     if problem:
         raise InvalidPayloadError(problem)
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except Exception as exc:
+        raise InvalidPayloadError(
+            f"{_unreadable(exc)}; return JSON-friendly data from handlers"
+        ) from exc

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 import threading
 import time
 from collections import deque
@@ -17,13 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
+from django.db.transaction import TransactionManagementError
+from psycopg.pq import TransactionStatus
 
 from ..context import JobContext, reset_current, set_current
 from ..definitions import JobDefinition
 from ..states import AttemptOutcome
 from ..store import ClaimedJob
 from . import instruments
+
+logger = logging.getLogger("django_workhorse.worker")
 
 
 class JobTimeout(Exception):
@@ -183,13 +188,52 @@ def run_sync(running: Running, *, idle: bool = True) -> Finished:
     try:
         if idle:
             close_old_connections()
-        value = instruments.call_handler(running)
-        return Finished(running, True, value)
+        finished = Finished(running, True, instruments.call_handler(running))
     except BaseException as exc:
-        return Finished(running, False, error=exc)
+        finished = Finished(running, False, error=exc)
+    try:
+        left_open = end_open_transactions()
+        if left_open and finished.ok:
+            error = TransactionManagementError(
+                f"the handler returned with a transaction open on database {left_open[0]!r} "
+                "(autocommit turned off without a commit, or an atomic block never exited); "
+                "what it wrote there was rolled back"
+            )
+            finished = Finished(running, False, error=error)
+        return finished
     finally:
         close_old_connections()
         reset_current(token)
+
+
+def end_open_transactions() -> list[str]:
+    """Roll back what a handler left open on this thread's connections; the
+    aliases where that undid writes.
+
+    A thread runs one job after another on the same Django connections. An
+    atomic block left open (entered by hand, never exited) would put every
+    later job of the thread inside it, and once Django closed the connection
+    they all failed with "connection already closed"; autocommit left off
+    would have its writes rolled back without a word. The blocks are exited
+    as an exception would exit them, and autocommit comes back on.
+    """
+    undone = []
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block and (conn.connection is None or conn.autocommit):
+            continue
+        try:
+            info = getattr(conn.connection, "info", None)
+            status = getattr(info, "transaction_status", TransactionStatus.IDLE)
+            if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+                undone.append(conn.alias)
+            for block in reversed(list(conn.atomic_blocks)):
+                block.__exit__(TransactionManagementError, None, None)
+            if not conn.in_atomic_block and conn.connection is not None and not conn.autocommit:
+                conn.rollback()
+                conn.set_autocommit(True)
+        except Exception:
+            conn.close()  # the server rolls back what the connection held
+    return undone
 
 
 class AsyncSlots:
@@ -209,7 +253,20 @@ class AsyncSlots:
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
+        while True:
+            try:
+                self.loop.run_forever()
+                return  # stopped by close()
+            except BaseException:
+                # asyncio lets SystemExit and KeyboardInterrupt out of the
+                # task step or callback that raised them (a handler's child
+                # task, a call_soon), which stops the loop. Every async run
+                # would hang on a dead loop: run it again, and the tasks
+                # waiting on the one that raised see its exception.
+                logger.exception(
+                    "workhorse: an async handler's task or callback raised past the event "
+                    "loop; the loop goes on"
+                )
 
     def submit(self, runs: list[Running]) -> None:
         """Start ``runs`` as tasks: one hand-off to the loop for all of them."""
@@ -234,6 +291,7 @@ class AsyncSlots:
         timeout = running.job.timeout
         error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
         mark: asyncio.TimerHandle | None = None
+        when: float | None = None
         value: Any = None
         raised: BaseException | None = None
         scope = asyncio.timeout(timeout)
@@ -252,9 +310,11 @@ class AsyncSlots:
         finally:
             if mark is not None:
                 mark.cancel()
-        if scope.expired():
+        if scope.expired() or (when is not None and self.loop.time() >= when):
             # The deadline passed: timed out, as marked, however the handler
-            # ended after its cancel (raised, swallowed it and returned, ...).
+            # ended after its cancel (raised, swallowed it and returned, ...),
+            # or without a cancel: one that blocked the loop past its deadline
+            # and returned before the loop could fire the timeout.
             self._done(Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value))
         elif raised is None:
             self._done(Finished(running, True, value))

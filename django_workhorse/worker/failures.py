@@ -20,6 +20,7 @@ from .logs import job_extra
 logger = logging.getLogger("django_workhorse.worker")
 
 TRACEBACK_LIMIT = 16_000
+MESSAGE_LIMIT = 16_000
 
 
 def error_envelope(exc: BaseException, *, message: str | None = None) -> dict[str, str]:
@@ -28,9 +29,26 @@ def error_envelope(exc: BaseException, *, message: str | None = None) -> dict[st
     text = "".join(traceback.format_exception(exc))
     return {
         "type": f"{cls.__module__}.{cls.__qualname__}",
-        "message": storable(message if message is not None else str(exc)),
+        "message": storable(message if message is not None else describe(exc)),
         "traceback": storable(text[-TRACEBACK_LIMIT:]),
     }
+
+
+def describe(exc: BaseException) -> str:
+    """``str(exc)``, cut to ``MESSAGE_LIMIT`` characters, for the record and
+    the log lines of a failure.
+
+    The exception is the handler's: its ``__str__`` may raise (which, on the
+    writer's thread, would stop the worker) or return megabytes (stored in
+    every outcome row and log line).
+    """
+    try:
+        text = str(exc)
+    except BaseException as failure:  # the handler's code, run on the worker's thread
+        return f"<str() of the {type(exc).__name__} raised {type(failure).__name__}>"
+    if len(text) > MESSAGE_LIMIT:
+        text = f"{text[:MESSAGE_LIMIT]}... ({len(text) - MESSAGE_LIMIT} more characters)"
+    return text
 
 
 def storable(text: str) -> str:
@@ -112,7 +130,7 @@ def log_failure(running: Running, result: FailResult, kind: str, exc: BaseExcept
             job.max_attempts,
             kind.replace("_", " "),
             type(exc).__name__,
-            exc,
+            describe(exc),
             max(0.0, result.retry_in or 0.0),
             extra=extra,
         )
@@ -125,7 +143,7 @@ def log_failure(running: Running, result: FailResult, kind: str, exc: BaseExcept
             job.attempt,
             job.max_attempts,
             type(exc).__name__,
-            exc,
+            describe(exc),
             extra=extra,
             exc_info=(type(exc), exc, exc.__traceback__),
         )

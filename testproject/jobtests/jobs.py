@@ -255,4 +255,5 @@ def broken_retry_delay() -> None:
     raise PlannedFailure("fails every attempt")
 
 
-from . import durable_jobs  # noqa: E402, F401  (jobs with checkpoints and sleeps)
+# Jobs with checkpoints and sleeps, and handlers that misbehave.
+from . import durable_jobs, poison_jobs  # noqa: E402, F401

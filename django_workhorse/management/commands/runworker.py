@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -118,6 +120,34 @@ def queue_list(value: str) -> list[str]:
     return names
 
 
+def exit_past_handler_threads(code: int) -> None:
+    """End the process now if a handler left a non-daemon thread running.
+
+    Python waits for every non-daemon thread before a process exits, so one
+    started by a handler (and never ended) would keep a stopped worker
+    running forever, deaf to further signals. The worker has written
+    everything and released what still ran; such threads are given up, as
+    the worker's own abandoned handler threads are.
+    """
+    lingering = [
+        t.name
+        for t in threading.enumerate()
+        if t.is_alive() and not t.daemon and t is not threading.main_thread()
+    ]
+    if not lingering:
+        return
+    logging.getLogger("django_workhorse.worker").warning(
+        "workhorse: %s non-daemon thread(s) started by handlers still run (%s); "
+        "exiting without waiting for them",
+        len(lingering),
+        ", ".join(lingering[:10]),
+    )
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 class Command(BaseCommand):
     help = "Run django-workhorse workers: claim jobs from the database and run their handlers."
     requires_system_checks: list[str] = []  # the worker checks the schema itself, naming the fix
@@ -207,5 +237,6 @@ class Command(BaseCommand):
             raise CommandError(
                 f"cannot connect to database {worker_options.alias!r}: {str(exc).strip()}"
             ) from exc
+        exit_past_handler_threads(code)
         if code:
             sys.exit(code)
