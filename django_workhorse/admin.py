@@ -28,6 +28,7 @@ from . import admin_api
 from .admin_api import STATES, Admin, QueueStats
 from .conf import get_settings
 from .exceptions import InvalidQueryError, UnknownQueueError
+from .limits import QUEUE_NAME_RE
 from .models import Job, Queue
 
 PAGE_SIZE = 50
@@ -206,7 +207,7 @@ class JobAdmin(OperatorAdmin):
             messages.error(request, str(exc))
         queues = service.queue_names()
         chosen = filters.get("queue")
-        if chosen and chosen not in queues and admin_api.QUEUE_NAME_RE.fullmatch(chosen):
+        if chosen and chosen not in queues and QUEUE_NAME_RE.fullmatch(chosen):
             # A queue with no job yet stays chosen, so the next Filter keeps it.
             queues = sorted([*queues, chosen])
         base = request.GET.copy()
