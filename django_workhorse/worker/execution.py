@@ -192,7 +192,7 @@ def run_sync(running: Running, *, idle: bool = True) -> Finished:
     except BaseException as exc:
         finished = Finished(running, False, error=exc)
     try:
-        left_open = end_open_transactions()
+        left_open = end_run_on_connections()
         if left_open and finished.ok:
             error = TransactionManagementError(
                 f"the handler returned with a transaction open on database {left_open[0]!r} "
@@ -202,13 +202,14 @@ def run_sync(running: Running, *, idle: bool = True) -> Finished:
             finished = Finished(running, False, error=error)
         return finished
     finally:
-        close_old_connections()
         reset_current(token)
 
 
-def end_open_transactions() -> list[str]:
-    """Roll back what a handler left open on this thread's connections; the
-    aliases where that undid writes.
+def end_run_on_connections() -> list[str]:
+    """After a run, on this thread's Django connections: roll back what the
+    handler left open, then close those that are unusable or past
+    ``CONN_MAX_AGE`` (Django's ``close_old_connections``, in the same pass);
+    the aliases where the rollback undid writes.
 
     A thread runs one job after another on the same Django connections. An
     atomic block left open (entered by hand, never exited) would put every
@@ -217,23 +218,29 @@ def end_open_transactions() -> list[str]:
     would have its writes rolled back without a word. The blocks are exited
     as an exception would exit them, and autocommit comes back on.
     """
-    undone = []
+    undone: list[str] = []
     for conn in connections.all(initialized_only=True):
-        if not conn.in_atomic_block and (conn.connection is None or conn.autocommit):
-            continue
-        try:
-            info = getattr(conn.connection, "info", None)
-            status = getattr(info, "transaction_status", TransactionStatus.IDLE)
-            if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
-                undone.append(conn.alias)
-            for block in reversed(list(conn.atomic_blocks)):
-                block.__exit__(TransactionManagementError, None, None)
-            if not conn.in_atomic_block and conn.connection is not None and not conn.autocommit:
-                conn.rollback()
-                conn.set_autocommit(True)
-        except Exception:
-            conn.close()  # the server rolls back what the connection held
+        if conn.in_atomic_block or (conn.connection is not None and not conn.autocommit):
+            _end_open_transaction(conn, undone)
+        conn.close_if_unusable_or_obsolete()
     return undone
+
+
+def _end_open_transaction(conn: Any, undone: list[str]) -> None:
+    """Exit the atomic blocks left open on ``conn`` and turn autocommit back
+    on; its alias goes in ``undone`` when that rolled back a transaction."""
+    try:
+        info = getattr(conn.connection, "info", None)
+        status = getattr(info, "transaction_status", TransactionStatus.IDLE)
+        if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+            undone.append(conn.alias)
+        for block in reversed(list(conn.atomic_blocks)):
+            block.__exit__(TransactionManagementError, None, None)
+        if not conn.in_atomic_block and conn.connection is not None and not conn.autocommit:
+            conn.rollback()
+            conn.set_autocommit(True)
+    except Exception:
+        conn.close()  # the server rolls back what the connection held
 
 
 class AsyncSlots:
