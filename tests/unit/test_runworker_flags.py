@@ -10,8 +10,10 @@ settings is what the acceptance tests show."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import sys
+import threading
 
 import pytest
 from django.core.management import call_command
@@ -276,3 +278,21 @@ def test_a_child_of_a_supervisor_runs_one_process_however_processes_was_spelled(
     parser = runworker.Command().create_parser("manage.py", "runworker")
     options = parser.parse_args(argv[3:])
     assert (options.processes, options.queues) == (1, ["jobtests.record"])
+
+
+def test_a_thread_of_the_calling_process_does_not_end_it_after_an_in_process_run(run_command):
+    release = threading.Event()
+    caller_thread = threading.Thread(target=release.wait, name="caller-thread")
+    caller_thread.start()  # non-daemon, started before the command ran
+    try:
+        run_command("--queues", "jobtests.record")  # returns: the process was not ended
+    finally:
+        release.set()
+        caller_thread.join()
+
+
+def test_an_idle_executor_thread_started_during_the_run_does_not_end_the_process():
+    before = set(threading.enumerate())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(lambda: None).result()  # its worker thread now idles, non-daemon
+        runworker.exit_past_handler_threads(0, before)  # returns: the process was not ended

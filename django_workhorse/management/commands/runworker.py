@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import thread as futures_thread
 from typing import Any
 
 import psycopg
@@ -120,19 +121,27 @@ def queue_list(value: str) -> list[str]:
     return names
 
 
-def exit_past_handler_threads(code: int) -> None:
+def exit_past_handler_threads(code: int, before: set[threading.Thread]) -> None:
     """End the process now if a handler left a non-daemon thread running.
 
     Python waits for every non-daemon thread before a process exits, so one
     started by a handler (and never ended) would keep a stopped worker
     running forever, deaf to further signals. The worker has written
     everything and released what still ran; such threads are given up, as
-    the worker's own abandoned handler threads are.
+    the worker's own abandoned handler threads are. Only threads started
+    while the worker ran count (not those of a process that called the
+    command, ``before``), and not the workers of ``concurrent.futures``
+    executors (asgiref's ``sync_to_async`` among them): idle ones end at
+    exit when their executor is shut down.
     """
     lingering = [
         t.name
         for t in threading.enumerate()
-        if t.is_alive() and not t.daemon and t is not threading.main_thread()
+        if t not in before
+        and t.is_alive()
+        and not t.daemon
+        and t is not threading.main_thread()
+        and getattr(t, "_target", None) is not futures_thread._worker
     ]
     if not lingering:
         return
@@ -228,6 +237,7 @@ class Command(BaseCommand):
             sys.exit(code)
         worker = Worker(worker_options)
         worker.install_signal_handlers()
+        threads_before = set(threading.enumerate())
         try:
             code = worker.run()
         except SchemaVersionError as exc:
@@ -237,6 +247,6 @@ class Command(BaseCommand):
             raise CommandError(
                 f"cannot connect to database {worker_options.alias!r}: {str(exc).strip()}"
             ) from exc
-        exit_past_handler_threads(code)
+        exit_past_handler_threads(code, threads_before)
         if code:
             sys.exit(code)
