@@ -108,17 +108,23 @@ def test_a_second_sigterm_stops_at_once_while_results_cannot_be_written(start_wo
     assert "still writing at a forced stop" in worker.stderr
 
 
-def test_the_shutdown_grace_flag_wins_over_the_setting_and_the_warning_says_it(
-    start_worker, wait_until
-):
+def running_a_minute_long_job(start_worker, wait_until, **settings):
+    """A worker with a grace of 0.5 s (the flag) running a 60-second job."""
     job = sleep.enqueue(seconds=60)
     worker = start_worker(
-        "--queues", "jobtests.sleep", "--shutdown-grace", "0.5", settings={"SHUTDOWN_GRACE": 3600}
+        "--queues", "jobtests.sleep", "--shutdown-grace", "0.5", settings=settings or None
     )
     wait_until(
         lambda: RunRecord.objects.filter(job_id=job.id, pid=worker.pid).exists(),
         what="the job running",
     )
+    return job, worker
+
+
+def test_the_shutdown_grace_flag_wins_over_the_setting_and_the_warning_says_it(
+    start_worker, wait_until
+):
+    job, worker = running_a_minute_long_job(start_worker, wait_until, SHUTDOWN_GRACE=3600)
 
     worker.send(signal.SIGTERM)
     # Under the setting's grace the worker would wait for the job's 60 s.
@@ -130,12 +136,7 @@ def test_the_shutdown_grace_flag_wins_over_the_setting_and_the_warning_says_it(
 
 
 def test_sigint_stops_a_worker_gracefully_as_sigterm_does(start_worker, wait_until):
-    job = sleep.enqueue(seconds=60)
-    worker = start_worker("--queues", "jobtests.sleep", "--shutdown-grace", "0.5")
-    wait_until(
-        lambda: RunRecord.objects.filter(job_id=job.id, pid=worker.pid).exists(),
-        what="the job running",
-    )
+    job, worker = running_a_minute_long_job(start_worker, wait_until)
 
     worker.send(signal.SIGINT)
 
