@@ -176,6 +176,14 @@ def _replay(
             f"ctx.{kind}({name!r}): job {ctx.name!r} #{ctx.job_id} recorded {name!r} as a "
             f"{row.kind} in an earlier run; a checkpoint and a sleep cannot share a name"
         )
+    if row is not None and row.unreadable is not None:
+        # Its JSON text is not the value fn returned: handing it on as the
+        # result would let the handler go on with the wrong data. Refused,
+        # and never retried: every run would read the same row.
+        raise InvalidCheckpointError(
+            f"ctx.{what}({name!r}) of job {ctx.name!r} #{ctx.job_id}: the stored result of "
+            f"{row.unreadable}; it was written outside Python, and this job cannot replay it"
+        )
     return row
 
 

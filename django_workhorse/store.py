@@ -388,6 +388,9 @@ class CheckpointRow:
     sleep ``{"wake_at": ...}``."""
     written_at: datetime
     attempt: int
+    unreadable: str | None = None
+    """Why Python could not decode the stored result (only SQL callers can
+    store such JSON), or None; ``result`` is then the JSON text."""
 
 
 def get_checkpoints(cursor: Cursor, job_id: int) -> list[CheckpointRow]:
@@ -396,7 +399,7 @@ def get_checkpoints(cursor: Cursor, job_id: int) -> list[CheckpointRow]:
     rows = []
     for name, kind, raw, written_at, attempt in cursor.fetchall():
         decoded, why = _readable(raw, f"checkpoint {name!r}")
-        rows.append(CheckpointRow(name, kind, raw if why else decoded, written_at, attempt))
+        rows.append(CheckpointRow(name, kind, raw if why else decoded, written_at, attempt, why))
     return rows
 
 
