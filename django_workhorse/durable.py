@@ -26,7 +26,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from asgiref.sync import sync_to_async
@@ -288,7 +288,9 @@ def _wake(ctx: JobContext, what: str, name: str, when: object) -> SleepRequested
         if problem:
             problem = problem.replace("run_at", "the wake time")
             raise InvalidCheckpointError(f"ctx.{what}({name!r}, ...): {problem}")
-        return SleepRequested(name, when, None)
+        # In UTC: PostgreSQL's input of a timestamptz array refuses an offset
+        # with a fraction of a second, which Python's zones allow.
+        return SleepRequested(name, when.astimezone(UTC), None)
     try:
         seconds = seconds_of(when)
     except ValueError as exc:
