@@ -12,6 +12,7 @@ from jobtests.models import RunRecord
 
 from django_workhorse import Admin
 from django_workhorse.models import AttemptHistory, JobOutcome
+from tests.helpers import cut_connections
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -173,3 +174,26 @@ def test_a_replayed_stage_or_sleep_after_a_cancel_raises_job_cancelled(
     )
     assert JobOutcome.objects.get(job_id=job.id).state == "canceled"
     assert worker.stop() == 0
+
+
+def test_a_checkpoint_connection_cut_while_idle_costs_no_attempt(start_worker, wait_until):
+    # As after a PostgreSQL restart in a quiet hour: the handler thread's
+    # checkpoint connection died while no job used it.
+    worker = start_worker("--queues", "jobtests.staged", "--concurrency", "1")
+    first = staged.enqueue()
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=first.id).exists(), what="the first job done"
+    )
+    assert cut_connections("workhorse-checkpoint") == 1
+
+    second = staged.enqueue()
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=second.id).exists(), what="the second job done"
+    )
+    assert worker.stop() == 0
+
+    outcome = JobOutcome.objects.get(job_id=second.id)
+    assert (outcome.state, outcome.attempts) == ("succeeded", 1)
+    assert list(
+        AttemptHistory.objects.filter(job_id=second.id).values_list("outcome", flat=True)
+    ) == ["succeeded"]
