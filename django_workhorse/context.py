@@ -125,10 +125,11 @@ class JobContext:
         from .admin_api import Admin
 
         admin = Admin(using=self.using)
-        own = admin.get_job(self.job_id)
-        if own is None:
+        # get_jobs, not get_job: the job's own checkpoints are not needed here.
+        own = admin.get_jobs([self.job_id])
+        if not own:
             return []
-        return admin.get_jobs([link.id for link in own.prerequisites])
+        return admin.get_jobs([link.id for link in own[0].prerequisites])
 
     async def aprerequisites(self) -> list[JobSnapshot]:
         """``prerequisites`` for async handlers: the same two queries, run

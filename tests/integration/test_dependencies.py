@@ -296,6 +296,15 @@ def test_a_handler_reads_its_prerequisites_results_through_its_context():
     ]
 
 
+def test_a_handler_reads_its_prerequisites_in_two_queries(django_assert_num_queries):
+    prerequisites = [SucceededJobFactory(), SucceededJobFactory(), SucceededJobFactory()]
+    handle = add.options(depends_on=[p.handle for p in prerequisites]).enqueue(a=1, b=2)
+    context = JobContext(handle.id, handle.name, handle.queue, 1, 3)
+
+    with django_assert_num_queries(2):
+        assert len(context.prerequisites()) == 3
+
+
 @workhorse.job(queue="deps-async", name="tests.dependencies.async_reader")
 async def async_reader() -> list:
     return [p.result for p in await current_job().aprerequisites()]
