@@ -681,15 +681,22 @@ def claim_many_observed(
     return [_claimed(r, (_trace_context(r[10]), r[11])) for r in rows], [r[12] for r in rows]
 
 
-def _trace_context(raw: str | None) -> dict[str, Any] | None:
-    """A stored trace context, or None when there is none or it cannot be read
-    (a run is never refused for its tracing data)."""
+def _trace_context(raw: str | None) -> dict[str, str] | None:
+    """A stored trace context as a propagation carrier (text keys to text
+    values), or None when there is none or it cannot be read (a run is never
+    refused for its tracing data). A writer outside Python can store any
+    JSON there: what is not text is left out, as OpenTelemetry's propagators
+    would fail on it."""
     if not raw:
         return None
     try:
-        return cast("dict[str, Any] | None", _loads(raw))
+        stored = _loads(raw)
     except (ValueError, RecursionError):
         return None
+    if not isinstance(stored, dict):
+        return None
+    carrier = {k: v for k, v in stored.items() if isinstance(v, str)}
+    return carrier or None
 
 
 @dataclass(frozen=True, slots=True)
