@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from asgiref.sync import sync_to_async
+
 from . import durable
 from .exceptions import JobCancelled, NotInJobError
 
@@ -123,10 +125,17 @@ class JobContext:
         from .admin_api import Admin
 
         admin = Admin(using=self.using)
-        own = admin.get_job(self.job_id)
-        if own is None:
+        # get_jobs, not get_job: the job's own checkpoints are not needed here.
+        own = admin.get_jobs([self.job_id])
+        if not own:
             return []
-        return admin.get_jobs([link.id for link in own.prerequisites])
+        return admin.get_jobs([link.id for link in own[0].prerequisites])
+
+    async def aprerequisites(self) -> list[JobSnapshot]:
+        """``prerequisites`` for async handlers: the same two queries, run
+        through ``sync_to_async`` as Django's async ORM calls are (a sync
+        database call on the event loop is refused by Django)."""
+        return await sync_to_async(self.prerequisites)()
 
 
 _current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(

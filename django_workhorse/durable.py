@@ -26,7 +26,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from asgiref.sync import sync_to_async
@@ -176,6 +176,14 @@ def _replay(
             f"ctx.{kind}({name!r}): job {ctx.name!r} #{ctx.job_id} recorded {name!r} as a "
             f"{row.kind} in an earlier run; a checkpoint and a sleep cannot share a name"
         )
+    if row is not None and row.unreadable is not None:
+        # Its JSON text is not the value fn returned: handing it on as the
+        # result would let the handler go on with the wrong data. Refused,
+        # and never retried: every run would read the same row.
+        raise InvalidCheckpointError(
+            f"ctx.{what}({name!r}) of job {ctx.name!r} #{ctx.job_id}: the stored result of "
+            f"{row.unreadable}; it was written outside Python, and this job cannot replay it"
+        )
     return row
 
 
@@ -280,7 +288,9 @@ def _wake(ctx: JobContext, what: str, name: str, when: object) -> SleepRequested
         if problem:
             problem = problem.replace("run_at", "the wake time")
             raise InvalidCheckpointError(f"ctx.{what}({name!r}, ...): {problem}")
-        return SleepRequested(name, when, None)
+        # In UTC: PostgreSQL's input of a timestamptz array refuses an offset
+        # with a fraction of a second, which Python's zones allow.
+        return SleepRequested(name, when.astimezone(UTC), None)
     try:
         seconds = seconds_of(when)
     except ValueError as exc:

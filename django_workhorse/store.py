@@ -388,6 +388,9 @@ class CheckpointRow:
     sleep ``{"wake_at": ...}``."""
     written_at: datetime
     attempt: int
+    unreadable: str | None = None
+    """Why Python could not decode the stored result (only SQL callers can
+    store such JSON), or None; ``result`` is then the JSON text."""
 
 
 def get_checkpoints(cursor: Cursor, job_id: int) -> list[CheckpointRow]:
@@ -396,7 +399,7 @@ def get_checkpoints(cursor: Cursor, job_id: int) -> list[CheckpointRow]:
     rows = []
     for name, kind, raw, written_at, attempt in cursor.fetchall():
         decoded, why = _readable(raw, f"checkpoint {name!r}")
-        rows.append(CheckpointRow(name, kind, raw if why else decoded, written_at, attempt))
+        rows.append(CheckpointRow(name, kind, raw if why else decoded, written_at, attempt, why))
     return rows
 
 
@@ -678,15 +681,22 @@ def claim_many_observed(
     return [_claimed(r, (_trace_context(r[10]), r[11])) for r in rows], [r[12] for r in rows]
 
 
-def _trace_context(raw: str | None) -> dict[str, Any] | None:
-    """A stored trace context, or None when there is none or it cannot be read
-    (a run is never refused for its tracing data)."""
+def _trace_context(raw: str | None) -> dict[str, str] | None:
+    """A stored trace context as a propagation carrier (text keys to text
+    values), or None when there is none or it cannot be read (a run is never
+    refused for its tracing data). A writer outside Python can store any
+    JSON there: what is not text is left out, as OpenTelemetry's propagators
+    would fail on it."""
     if not raw:
         return None
     try:
-        return cast("dict[str, Any] | None", _loads(raw))
+        stored = _loads(raw)
     except (ValueError, RecursionError):
         return None
+    if not isinstance(stored, dict):
+        return None
+    carrier = {k: v for k, v in stored.items() if isinstance(v, str)}
+    return carrier or None
 
 
 @dataclass(frozen=True, slots=True)

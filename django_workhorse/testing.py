@@ -268,11 +268,20 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     error: Exception | None = None
     value: Any = None
     encoded = ""
-    refused = False  # the return value is not JSON: a worker fails it without retry
+    refused = False  # a payload or return value a worker fails without retry
     try:
+        if job.unreadable is not None:  # as a worker: fails alone, never retried
+            refused = True
+            raise InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
         if definition is None:
             raise UnknownJobError(f"no job named {job.name!r} is registered")
-        definition.check_payload(job.payload)
+        try:
+            definition.check_payload(job.payload)
+        except InvalidPayloadError as exc:
+            refused = True  # as a worker: the same payload would not fit next time
+            raise InvalidPayloadError(
+                f"{exc}; the payload no longer fits the handler, fix the handler or the job"
+            ) from None
         value = _call(definition, job.payload, alias)
         try:
             encoded = encode_result(value)

@@ -6,6 +6,7 @@ can count how often a stage really ran. Imported by ``jobs.py``.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -86,6 +87,28 @@ def misuse(how: str) -> None:
         thread.start()
         thread.join()
         raise errors[0]
+
+
+@workhorse.job(queue="jobtests.asyncstaged", max_attempts=3)
+async def async_staged(hold: float = 0, rerun_hold: float | None = None) -> dict:
+    """``staged`` for an async handler: two acheckpoints, then one more stage."""
+    ctx = workhorse.current_job()
+
+    async def one() -> int:
+        return (await sync_to_async(_run_record)("one")).pid
+
+    async def two() -> dict:
+        ran_before = await sync_to_async(_ran_before)("two")
+        seconds = rerun_hold if rerun_hold is not None and ran_before else hold
+        run = await sync_to_async(_run_record)("two", finished=False)
+        await asyncio.sleep(seconds)
+        await sync_to_async(finish_run)(run)
+        return {"pid": run.pid}
+
+    first = await ctx.acheckpoint("one", one)
+    second = await ctx.acheckpoint("two", two)
+    await sync_to_async(_run_record)("three")
+    return {"one": first, "two": second}
 
 
 @workhorse.job(queue="jobtests.asyncnap")

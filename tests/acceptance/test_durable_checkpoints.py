@@ -7,11 +7,12 @@ from __future__ import annotations
 import signal
 
 import pytest
-from jobtests.durable_jobs import misuse, replays_after_cancel, slow_stage, staged
+from jobtests.durable_jobs import async_staged, misuse, replays_after_cancel, slow_stage, staged
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
 from django_workhorse.models import AttemptHistory, JobOutcome
+from tests.helpers import cut_connections
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -95,6 +96,41 @@ def test_a_frozen_worker_cannot_record_a_stage_after_another_took_its_job(start_
     assert history == [("stalled", frozen.worker_id), ("succeeded", taker.worker_id)]
 
 
+def test_a_frozen_worker_cannot_record_an_async_stage_after_another_took_its_job(
+    start_worker, wait_until
+):
+    handle = async_staged.enqueue(hold=3, rerun_hold=0)
+    flags = ("--queues", "jobtests.asyncstaged")
+    frozen = start_worker(*flags, "--id", "frozen", settings=SHORT_LEASES)
+    wait_until(lambda: runs(handle.id, "two"), what="stage two running in the first worker")
+
+    frozen.send(signal.SIGSTOP)
+    taker = start_worker(*flags, "--id", "taker", settings=SHORT_LEASES)
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=handle.id).exists(),
+        timeout=30,
+        what="the job finished by the second worker",
+    )
+    frozen.send(signal.SIGCONT)
+    # Its heartbeat or its refused checkpoint tells it first, as timing has it.
+    wait_until(lambda: "lease lost" in frozen.stderr, timeout=15, what="the first worker told")
+    wait_until(
+        lambda: RunRecord.objects.filter(
+            job_id=handle.id, label="two", pid=frozen.pid, finished_at__isnull=False
+        ).exists(),
+        timeout=15,
+        what="the first worker's stage two function returned",
+    )
+    assert frozen.stop() == 0
+    assert taker.stop() == 0
+
+    assert runs(handle.id, "two") == [frozen.pid, taker.pid]
+    assert runs(handle.id, "three") == [taker.pid]
+    assert checkpoints(handle.id) == {"one": frozen.pid, "two": {"pid": taker.pid}}
+    outcome = JobOutcome.objects.get(job_id=handle.id)
+    assert (outcome.state, outcome.result["two"]) == ("succeeded", {"pid": taker.pid})
+
+
 @pytest.mark.parametrize(
     ("how", "error", "message"),
     [
@@ -173,3 +209,26 @@ def test_a_replayed_stage_or_sleep_after_a_cancel_raises_job_cancelled(
     )
     assert JobOutcome.objects.get(job_id=job.id).state == "canceled"
     assert worker.stop() == 0
+
+
+def test_a_checkpoint_connection_cut_while_idle_costs_no_attempt(start_worker, wait_until):
+    # As after a PostgreSQL restart in a quiet hour: the handler thread's
+    # checkpoint connection died while no job used it.
+    worker = start_worker("--queues", "jobtests.staged", "--concurrency", "1")
+    first = staged.enqueue()
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=first.id).exists(), what="the first job done"
+    )
+    assert cut_connections("workhorse-checkpoint") == 1
+
+    second = staged.enqueue()
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=second.id).exists(), what="the second job done"
+    )
+    assert worker.stop() == 0
+
+    outcome = JobOutcome.objects.get(job_id=second.id)
+    assert (outcome.state, outcome.attempts) == ("succeeded", 1)
+    assert list(
+        AttemptHistory.objects.filter(job_id=second.id).values_list("outcome", flat=True)
+    ) == ["succeeded"]

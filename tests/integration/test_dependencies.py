@@ -12,6 +12,7 @@ from demo.jobs import add
 from django.db import connection, transaction
 from django.db.utils import IntegrityError
 
+import django_workhorse as workhorse
 from django_workhorse import (
     Admin,
     InvalidJobOptionError,
@@ -293,6 +294,29 @@ def test_a_handler_reads_its_prerequisites_results_through_its_context():
         (first.id, "succeeded", {"sum": 3}),
         (second.id, "succeeded", {"sum": 7}),
     ]
+
+
+def test_a_handler_reads_its_prerequisites_in_two_queries(django_assert_num_queries):
+    prerequisites = [SucceededJobFactory(), SucceededJobFactory(), SucceededJobFactory()]
+    handle = add.options(depends_on=[p.handle for p in prerequisites]).enqueue(a=1, b=2)
+    context = JobContext(handle.id, handle.name, handle.queue, 1, 3)
+
+    with django_assert_num_queries(2):
+        assert len(context.prerequisites()) == 3
+
+
+@workhorse.job(queue="deps-async", name="tests.dependencies.async_reader")
+async def async_reader() -> list:
+    return [p.result for p in await current_job().aprerequisites()]
+
+
+def test_an_async_handler_reads_its_prerequisites_results_with_aprerequisites():
+    first = SucceededJobFactory(result={"sum": 3})
+    handle = async_reader.options(depends_on=[first.handle]).enqueue()
+
+    run_jobs(names=[async_reader], raise_errors=True)
+
+    assert handle.refresh().result == [{"sum": 3}]
 
 
 def test_a_job_without_prerequisites_has_none_in_its_context():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -411,3 +411,21 @@ def test_a_sync_checkpoint_or_sleep_in_an_async_handler_is_refused_naming_the_as
     assert f"use await ctx.a{how}(...)" in str(error)
     assert (handle.refresh().status, handle.attempts) == ("failed", 1)  # not retried
     assert db_rows.checkpoints(handle.id) == [] and CALLS == []
+
+
+def test_a_wake_time_in_a_zone_whose_offset_has_microseconds_is_taken():
+    # Python allows any offset; PostgreSQL's text input of an array of
+    # timestamptz refuses one with a fraction of a second.
+    odd_zone = timezone(timedelta(hours=1, microseconds=1))
+
+    @workhorse.job(queue="tests.durable.odd_zone", name="tests.durable.odd_zone")
+    def odd() -> str:
+        workhorse.current_job().sleep("nap", datetime(2000, 1, 1, tzinfo=odd_zone))
+        return "awake"
+
+    handle = odd.enqueue()
+
+    report = run_jobs(names=[odd], skip_waits=False)
+
+    assert [(r.slept, r.ok) for r in report] == [(True, False), (False, True)]
+    assert handle.refresh().result == "awake"

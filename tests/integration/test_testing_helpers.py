@@ -119,6 +119,45 @@ def test_a_return_value_that_is_not_json_fails_the_job_without_retry_as_a_worker
     assert (handle.refresh().status, handle.attempts) == ("failed", 1)
 
 
+@workhorse.job(queue="tests.helpers.defaulted", name="tests.helpers.defaulted", max_attempts=3)
+def defaulted(n: int = 0) -> int:
+    return n
+
+
+def enqueue_sql(payload_json: str) -> int:
+    """A job of ``defaulted`` written as psql would, with any jsonb payload."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT job_id FROM workhorse_enqueue_v1('tests.helpers.defaulted',"
+            " 'tests.helpers.defaulted', %s::jsonb)",
+            [payload_json],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_a_payload_python_cannot_read_fails_without_retry_as_a_worker_does():
+    job_id = enqueue_sql('{"n": ' + "9" * 5000 + "}")
+
+    report = run_jobs(names=[defaulted])
+
+    assert [(r.ok, r.will_retry) for r in report] == [(False, False)]
+    assert isinstance(report.runs[0].error, workhorse.InvalidPayloadError)
+    assert f"the stored payload of job #{job_id} cannot be read" in str(report.runs[0].error)
+    job = workhorse.Admin().get_job(job_id)
+    assert (job.state, job.current_attempt) == ("failed", 1)
+
+
+def test_a_payload_that_no_longer_fits_the_handler_fails_without_retry_as_a_worker_does():
+    job_id = enqueue_sql('{"m": 1}')
+
+    report = run_jobs(names=[defaulted])
+
+    assert [(r.ok, r.will_retry) for r in report] == [(False, False)]
+    assert isinstance(report.runs[0].error, workhorse.InvalidPayloadError)
+    job = workhorse.Admin().get_job(job_id)
+    assert (job.state, job.current_attempt) == ("failed", 1)
+
+
 def test_assert_enqueued_compares_each_argument_for_equality():
     handle = other.options(queue="tests.helpers.other").enqueue()
     result = add.enqueue(1, 2)

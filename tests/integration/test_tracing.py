@@ -390,3 +390,24 @@ def test_an_operator_cancel_of_a_running_job_is_canceled_with_job_cancelled_on_i
     assert span.status.status_code == StatusCode.ERROR
     [event] = [e for e in span.events if e.name == "exception"]
     assert event.attributes["exception.type"].endswith("JobCancelled")
+
+
+@pytest.mark.parametrize(
+    "stored", ['["traceparent"]', '"00-abc"', '{"traceparent": 5}', '{"traceparent": ["x"]}']
+)
+def test_a_stored_trace_context_that_is_no_carrier_never_fails_the_run(stored, exporter):
+    # Only a writer outside Python (psql, a trigger) can store one.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT job_id FROM workhorse_enqueue_v1('tests.tracing.ok', %s, '{}'::jsonb,"
+            " p_trace_context => %s::jsonb)",
+            [QUEUE, stored],
+        )
+        (job_id,) = cursor.fetchone()
+
+    run_worker(TRACE_LINKING="parent")
+
+    snapshot = workhorse.Admin().get_job(job_id)
+    assert (snapshot.state, snapshot.current_attempt) == ("succeeded", 1)
+    [span] = run_spans(exporter, "tests.tracing.ok.run")
+    assert span.parent is None

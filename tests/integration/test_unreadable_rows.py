@@ -10,10 +10,19 @@ import pytest
 
 import django_workhorse as workhorse
 from django_workhorse import store
+from django_workhorse.testing import run_jobs
 
 pytestmark = pytest.mark.django_db
 
 HUGE = "9" * 5000
+
+REPLAYED: list[object] = []
+
+
+@workhorse.job(queue="tests.unreadable.stage", name="tests.unreadable.stage", max_attempts=3)
+def staged() -> str:
+    REPLAYED.append(workhorse.current_job().checkpoint("stage", lambda: {"n": 1}))
+    return "done"
 
 
 def enqueue_sql(cursor, payload_json: str) -> int:
@@ -45,3 +54,23 @@ def test_a_snapshot_shows_a_payload_it_cannot_decode_as_its_json_text(cursor):
     job = workhorse.Admin().get_job(poison)
 
     assert job.payload == '{"n": ' + HUGE + "}"
+
+
+def test_a_stage_python_cannot_read_fails_its_job_without_retry_instead_of_replaying(cursor):
+    handle = staged.enqueue()
+    (claim,) = store.claim_many(cursor, "sql-worker", ["tests.unreadable.stage"], [1], 30)
+    cursor.execute(
+        "SELECT ok FROM workhorse_checkpoint_v1(%s, 'sql-worker', %s, 'stage', %s::jsonb)",
+        [claim.job_id, claim.fence, '{"n": ' + HUGE + "}"],
+    )
+    assert cursor.fetchone() == (True,)
+    assert store.release_many(cursor, "sql-worker", [claim.job_id], [claim.fence])[0][1]
+
+    report = run_jobs(names=[staged])
+
+    assert REPLAYED == []
+    assert isinstance(report.runs[0].error, workhorse.InvalidCheckpointError)
+    assert "the stored result of checkpoint 'stage' cannot be read by Python's JSON decoder" in (
+        str(report.runs[0].error)
+    )
+    assert (handle.refresh().status, handle.attempts) == ("failed", 1)
