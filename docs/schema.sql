@@ -269,7 +269,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
---   RETURNS integer LANGUAGE plpgsql -- body sha256 8ad3a7c96169b9ea
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 a5a937c367990688
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 466ed45057adf17e
 -- FUNCTION workhorse_succeed_and_claim_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[], p_queues text[], p_limits integer[], p_lease_seconds double precision)

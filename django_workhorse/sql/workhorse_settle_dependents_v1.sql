@@ -252,7 +252,7 @@ BEGIN
                    'message', CASE c.policy
                        WHEN 'any_succeeded' THEN format(
                            'none of its prerequisites succeeded (dependency_policy '
-                           'any_succeeded); the last to end was job #%s (%s)',
+                           'any_succeeded); one of them, job #%s, ended %s',
                            c.cause_id, c.cause_state)
                        ELSE format(
                            'prerequisite job #%s %s (dependency_policy all_succeeded)',

@@ -186,8 +186,8 @@ def test_any_succeeded_cancels_the_dependent_once_all_ended_without_success():
     job = Admin().get_job(dependent.id)
     assert job.state == "canceled"
     assert job.error["message"] == (
-        f"none of its prerequisites succeeded (dependency_policy any_succeeded); the last to "
-        f"end was job #{second.id} (failed)"
+        f"none of its prerequisites succeeded (dependency_policy any_succeeded); one of them, "
+        f"job #{second.id}, ended failed"
     )
 
 
