@@ -254,6 +254,18 @@ def test_a_sleeping_job_can_be_canceled_and_keeps_its_checkpoints():
     assert [c.name for c in snapshot.checkpoints] == ["before", "nap"]
 
 
+def test_a_sleeping_job_canceled_then_retried_skips_the_rest_of_its_sleep():
+    handle = naps.enqueue(seconds=3600)
+    run_jobs(names=[naps], skip_waits=False)
+    assert workhorse.Admin().cancel(handle.id).changed
+
+    assert workhorse.Admin().retry(handle.id).changed
+    run_jobs(names=[naps], skip_waits=False)
+
+    assert handle.refresh().result == "awake"
+    assert CALLS == ["before", "after"]
+
+
 def test_a_checkpoint_after_a_recorded_cancel_request_raises_job_cancelled(cursor):
     @workhorse.job(queue="tests.durable.cancel", name="tests.durable.cancel", max_attempts=3)
     def cancelled() -> None:
