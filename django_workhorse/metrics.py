@@ -184,3 +184,21 @@ def set_depth(rows: Iterable[tuple[str, str, Any]]) -> None:
     for queue, state in m.depth_labels - seen:
         m.depth.labels(queue, state).set(0)
     m.depth_labels |= seen
+
+
+def drop_depth() -> None:
+    """This worker no longer samples queue depth (its sampler lost the lock
+    with its connection): its endpoint stops serving the gauge, so that the
+    values it last sampled do not linger beside the new sampler's. A child of
+    a ``--processes`` supervisor cannot take labels out of its multi-process
+    file: it sets them to 0, newer than the stale values, and the sampler
+    that took over writes newer ones still."""
+    m = _metrics
+    if m is None:
+        return
+    if is_child():
+        for queue, state in m.depth_labels:
+            m.depth.labels(queue, state).set(0)
+    else:
+        m.depth.clear()
+    m.depth_labels = set()
