@@ -20,7 +20,9 @@ files and the supervisor serves one merged view (``serve_merged``).
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from typing import Any
@@ -93,8 +95,10 @@ def serve(port: int, addr: str = "") -> None:
 def serve_merged(port: int, addr: str = "") -> str:
     """In a ``--processes`` supervisor, before its children start: make them
     write multi-process files to a new directory and serve the merged view
-    on ``port``. Returns the directory."""
+    on ``port``. Returns the directory, which is removed when this process
+    exits (its children have exited by then)."""
     directory = tempfile.mkdtemp(prefix="workhorse-metrics-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
     os.environ[CHILD_ENV] = "1"
     from prometheus_client import CollectorRegistry, start_http_server

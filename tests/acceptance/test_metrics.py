@@ -163,3 +163,34 @@ def test_a_cancelled_running_job_is_counted_as_canceled(start_worker, wait_until
         what="the canceled counter",
     )
     assert worker.stop() == 0
+
+
+def test_the_merged_views_files_are_removed_when_the_supervisor_stops(
+    start_worker, wait_until, tmp_path
+):
+    port = free_port()
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    supervisor = start_worker(
+        "--processes",
+        "2",
+        "--metrics-port",
+        str(port),
+        "--queues",
+        "jobtests.record",
+        env={"TMPDIR": str(temp)},
+        ready=False,
+    )
+    supervisor.wait_ready(count=2, timeout=90)
+    handle = record.enqueue(label="counted")
+    wait_until(
+        lambda: finished(scrape(port), "jobtests.jobs.record", "jobtests.record", "succeeded") == 1,
+        timeout=30,
+        what="the counter",
+    )
+    assert [p.name for p in temp.iterdir() if p.name.startswith("workhorse-metrics-")]
+
+    assert supervisor.stop() == 0
+
+    assert JobOutcome.objects.filter(job_id=handle.id, state="succeeded").exists()
+    assert list(temp.iterdir()) == []
