@@ -60,7 +60,10 @@ class _Metrics:
             "workhorse_queue_depth",
             "Live jobs by queue and state, sampled every QUEUE_METRICS_INTERVAL.",
             ["queue", "state"],
-            multiprocess_mode="mostrecent",
+            # live: a --processes supervisor forgets a dead child's samples
+            # (child_exited), which a successor that finds a queue empty
+            # would never overwrite.
+            multiprocess_mode="livemostrecent",
         )
         self.depth_labels: set[tuple[str, str]] = set()
         # Labelled children by label values: .labels() takes a lock and
@@ -71,6 +74,9 @@ class _Metrics:
 
 
 _metrics: _Metrics | None = None
+
+_merged_directory: str | None = None
+"""The multi-process files' directory, in a supervisor serving the merged view."""
 
 
 def enable() -> None:
@@ -97,8 +103,10 @@ def serve_merged(port: int, addr: str = "") -> str:
     write multi-process files to a new directory and serve the merged view
     on ``port``. Returns the directory, which is removed when this process
     exits (its children have exited by then)."""
+    global _merged_directory
     directory = tempfile.mkdtemp(prefix="workhorse-metrics-")
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    _merged_directory = directory
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
     os.environ[CHILD_ENV] = "1"
     from prometheus_client import CollectorRegistry, start_http_server
@@ -108,6 +116,17 @@ def serve_merged(port: int, addr: str = "") -> str:
     MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     start_http_server(port, addr=addr or "0.0.0.0", registry=registry)
     return directory
+
+
+def child_exited(pid: int) -> None:
+    """In a supervisor serving the merged view: child ``pid`` has exited. Its
+    depth samples leave the view (its counts and run times stay in the
+    totals), so that what a dead sampler last saw is not served forever."""
+    if _merged_directory is None:
+        return
+    from prometheus_client.multiprocess import mark_process_dead
+
+    mark_process_dead(pid, _merged_directory)  # type: ignore[no-untyped-call]
 
 
 def start_endpoint(port: int, *, merged: bool) -> None:
