@@ -64,9 +64,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str, ensure_ascii=False)
 
 
-def use_json(worker_id: str) -> None:
-    """Put a JsonFormatter on every handler of the root and django_workhorse loggers."""
-    formatter = JsonFormatter(worker_id)
+def line_handlers() -> list[logging.Handler]:
+    """The handlers that write the worker process's log lines: every handler
+    of the root and django_workhorse loggers, and every stream handler
+    (console or file) of any other logger, such as the console handler
+    Django's default logging gives the ``django`` logger (it writes with
+    ``DEBUG`` on, the Tasks API's lines among them). Handlers of other kinds
+    (mail, syslog) elsewhere are left alone."""
+    found: dict[int, logging.Handler] = {}
     for name in (None, "django_workhorse"):
         for handler in logging.getLogger(name).handlers:
-            handler.setFormatter(formatter)
+            found[id(handler)] = handler
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        if isinstance(logger, logging.Logger):
+            for handler in logger.handlers:
+                if isinstance(handler, logging.StreamHandler):
+                    found[id(handler)] = handler
+    return list(found.values())
+
+
+def use_json(worker_id: str) -> None:
+    """Put a JsonFormatter on every handler that writes the worker's log lines
+    (``line_handlers``)."""
+    formatter = JsonFormatter(worker_id)
+    for handler in line_handlers():
+        handler.setFormatter(formatter)

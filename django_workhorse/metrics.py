@@ -20,7 +20,9 @@ files and the supervisor serves one merged view (``serve_merged``).
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from typing import Any
@@ -58,7 +60,10 @@ class _Metrics:
             "workhorse_queue_depth",
             "Live jobs by queue and state, sampled every QUEUE_METRICS_INTERVAL.",
             ["queue", "state"],
-            multiprocess_mode="mostrecent",
+            # live: a --processes supervisor forgets a dead child's samples
+            # (child_exited), which a successor that finds a queue empty
+            # would never overwrite.
+            multiprocess_mode="livemostrecent",
         )
         self.depth_labels: set[tuple[str, str]] = set()
         # Labelled children by label values: .labels() takes a lock and
@@ -69,6 +74,9 @@ class _Metrics:
 
 
 _metrics: _Metrics | None = None
+
+_merged_directory: str | None = None
+"""The multi-process files' directory, in a supervisor serving the merged view."""
 
 
 def enable() -> None:
@@ -93,8 +101,12 @@ def serve(port: int, addr: str = "") -> None:
 def serve_merged(port: int, addr: str = "") -> str:
     """In a ``--processes`` supervisor, before its children start: make them
     write multi-process files to a new directory and serve the merged view
-    on ``port``. Returns the directory."""
+    on ``port``. Returns the directory, which is removed when this process
+    exits (its children have exited by then)."""
+    global _merged_directory
     directory = tempfile.mkdtemp(prefix="workhorse-metrics-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    _merged_directory = directory
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
     os.environ[CHILD_ENV] = "1"
     from prometheus_client import CollectorRegistry, start_http_server
@@ -104,6 +116,17 @@ def serve_merged(port: int, addr: str = "") -> str:
     MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
     start_http_server(port, addr=addr or "0.0.0.0", registry=registry)
     return directory
+
+
+def child_exited(pid: int) -> None:
+    """In a supervisor serving the merged view: child ``pid`` has exited. Its
+    depth samples leave the view (its counts and run times stay in the
+    totals), so that what a dead sampler last saw is not served forever."""
+    if _merged_directory is None:
+        return
+    from prometheus_client.multiprocess import mark_process_dead
+
+    mark_process_dead(pid, _merged_directory)  # type: ignore[no-untyped-call]
 
 
 def start_endpoint(port: int, *, merged: bool) -> None:
@@ -184,3 +207,21 @@ def set_depth(rows: Iterable[tuple[str, str, Any]]) -> None:
     for queue, state in m.depth_labels - seen:
         m.depth.labels(queue, state).set(0)
     m.depth_labels |= seen
+
+
+def drop_depth() -> None:
+    """This worker no longer samples queue depth (its sampler lost the lock
+    with its connection): its endpoint stops serving the gauge, so that the
+    values it last sampled do not linger beside the new sampler's. A child of
+    a ``--processes`` supervisor cannot take labels out of its multi-process
+    file: it sets them to 0, newer than the stale values, and the sampler
+    that took over writes newer ones still."""
+    m = _metrics
+    if m is None:
+        return
+    if is_child():
+        for queue, state in m.depth_labels:
+            m.depth.labels(queue, state).set(0)
+    else:
+        m.depth.clear()
+    m.depth_labels = set()

@@ -142,9 +142,9 @@ def run_jobs(
     names) and ``queues`` narrow what runs; a job of a served queue but
     another name is handed back to ready, its attempt and place in line
     unchanged (its timeline shows the claim and the release). With
-    ``skip_waits`` (the default), delayed jobs, ``run_at`` in the future and
-    retry backoff are brought forward instead of waited for;
-    ``skip_waits=False`` runs only what is due now. Failed runs are recorded
+    ``skip_waits`` (the default), delayed jobs, ``run_at`` in the future,
+    retry backoff and a queue's rate-limit window are brought forward instead
+    of waited for; ``skip_waits=False`` runs only what is due now. Failed runs are recorded
     as a worker records them (retried within ``max_attempts``);
     ``raise_errors=True`` raises the first handler exception after recording
     it. ``TooManyRuns`` after ``limit`` runs with work still due.

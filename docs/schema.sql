@@ -233,7 +233,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
---   RETURNS integer LANGUAGE plpgsql -- body sha256 358fcb527637d751
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 7bd90779f1bc82d4
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
 --   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 e314ccb5cd766055
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)

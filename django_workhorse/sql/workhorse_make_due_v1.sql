@@ -3,6 +3,11 @@
 -- them out. Used by django_workhorse.testing to skip waits in a test; each
 -- moved job gets a 'made_due' event with the run_at it had. Returns how many
 -- jobs moved.
+--
+-- The rate window of each of p_queues that has a rate limit starts afresh
+-- too: its record of recent claims is emptied, or a rate-limited queue would
+-- hand out only its rate's worth of jobs and then wait for the window to
+-- pass (inside a test's transaction now() never moves, so it never passes).
 CREATE OR REPLACE FUNCTION workhorse_make_due_v1(p_queues text[])
 RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -21,6 +26,10 @@ BEGIN
         SELECT m.job_id, 'made_due', m.attempt, jsonb_build_object('run_at', m.was) FROM moved m
     )
     SELECT count(*) INTO v_count FROM moved;
+
+    UPDATE workhorse_queue wq
+    SET rate_starts = '{}', rate_counts = '{}'
+    WHERE wq.name = ANY (p_queues) AND cardinality(wq.rate_starts) > 0;
     RETURN v_count;
 END
 $$;

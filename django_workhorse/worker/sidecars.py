@@ -41,7 +41,11 @@ class DepthSampler(PeriodicThread):
             metrics.set_depth(store.queue_depth(cursor))
 
     def closed(self) -> None:
-        self.holder = False  # the lock goes with the connection
+        if self.holder:
+            # The lock went with the connection: another worker may take it
+            # before this one reconnects, and a fleet's gauge is the holder's.
+            self.holder = False
+            metrics.drop_depth()
 
 
 class Sidecars:

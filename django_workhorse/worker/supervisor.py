@@ -24,6 +24,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from .. import metrics
+
 logger = logging.getLogger("django_workhorse.worker")
 
 RESTART_DELAY = 1.0
@@ -104,6 +106,7 @@ class Supervisor:
                 if code is None:
                     alive = True
                     continue
+                metrics.child_exited(child.pid)
                 if self.stopping:
                     codes[index] = code
                     self.children[index] = None

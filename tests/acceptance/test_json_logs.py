@@ -7,6 +7,7 @@ import json
 
 import pytest
 from jobtests.jobs import doomed, log_warning
+from jobtests.tasks import add
 
 from django_workhorse.models import Job, JobOutcome
 
@@ -88,3 +89,19 @@ def test_the_sweepers_enqueued_line_carries_the_jobs_annotations(start_worker, w
         assert f"enqueued job #{line['job_id']} " in line["message"]
         assert (line["job_name"], line["queue"]) == ("jobtests.jobs.record", "jobtests.record")
         assert "attempt" not in line, "the job has not run yet"
+
+
+def test_every_line_is_json_when_djangos_own_console_handler_logs_a_task(start_worker, wait_until):
+    # The test project runs with DEBUG on, as in development: Django's default
+    # logging then gives the "django" logger a console handler of its own,
+    # which the task signals' lines reach before the root's.
+    result = add.enqueue(1, 2)
+    worker = start_worker("--queues", "jobtests.tasks", settings={"LOG_FORMAT": "json"})
+    wait_until(lambda: JobOutcome.objects.filter(job_id=int(result.id), state="succeeded").exists())
+    assert worker.stop() == 0
+
+    lines = [json.loads(line) for line in worker.stderr.splitlines() if line.strip()]
+    task_lines = [line for line in lines if line["logger"] == "django.tasks"]
+    assert task_lines
+    for line in task_lines:
+        assert (line["job_id"], line["job_name"]) == (int(result.id), "jobtests.tasks.add")

@@ -3,6 +3,8 @@ under ``--processes``, and the queue-depth gauge when QUEUE_METRICS_INTERVAL is 
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import urllib.request
 from datetime import timedelta
@@ -163,3 +165,66 @@ def test_a_cancelled_running_job_is_counted_as_canceled(start_worker, wait_until
         what="the canceled counter",
     )
     assert worker.stop() == 0
+
+
+def test_the_merged_views_files_are_removed_when_the_supervisor_stops(
+    start_worker, wait_until, tmp_path
+):
+    port = free_port()
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    supervisor = start_worker(
+        "--processes",
+        "2",
+        "--metrics-port",
+        str(port),
+        "--queues",
+        "jobtests.record",
+        env={"TMPDIR": str(temp)},
+        ready=False,
+    )
+    supervisor.wait_ready(count=2, timeout=90)
+    handle = record.enqueue(label="counted")
+    wait_until(
+        lambda: finished(scrape(port), "jobtests.jobs.record", "jobtests.record", "succeeded") == 1,
+        timeout=30,
+        what="the counter",
+    )
+    assert [p.name for p in temp.iterdir() if p.name.startswith("workhorse-metrics-")]
+
+    assert supervisor.stop() == 0
+
+    assert JobOutcome.objects.filter(job_id=handle.id, state="succeeded").exists()
+    assert list(temp.iterdir()) == []
+
+
+def test_the_merged_depth_gauge_forgets_what_a_dead_child_sampled(start_worker, wait_until):
+    port = free_port()
+    supervisor = start_worker(
+        "--processes",
+        "2",
+        "--metrics-port",
+        str(port),
+        "--queues",
+        "jobtests.record",
+        settings={"QUEUE_METRICS_INTERVAL": 0.3},
+        ready=False,
+    )
+    supervisor.wait_ready(count=2, timeout=90)
+    later = record.options(delay=timedelta(hours=1)).enqueue_many([{"label": "later"}] * 3)
+    scheduled = ("workhorse_queue_depth", (("queue", "jobtests.record"), ("state", "scheduled")))
+    wait_until(lambda: scrape(port).get(scheduled) == 3, timeout=30, what="the depth gauge")
+
+    # Both children die (whichever sampled), and the jobs they counted go
+    # before their successors start.
+    for pid in supervisor.children():
+        os.kill(pid, signal.SIGKILL)
+    for handle in later:
+        Admin().cancel(handle.id)
+    supervisor.wait_ready(count=4, timeout=90)
+    other = ("workhorse_queue_depth", (("queue", "jobtests.doomed"), ("state", "scheduled")))
+    doomed.options(delay=timedelta(hours=1)).enqueue()
+    wait_until(lambda: scrape(port).get(other) == 1, timeout=30, what="a sample by a successor")
+
+    assert scrape(port).get(scheduled) in (None, 0)
+    assert supervisor.stop() == 0

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from jobtests.jobs import record
 from prometheus_client import REGISTRY
 
-from django_workhorse import metrics
+from django_workhorse import metrics, store
 from django_workhorse.worker.sidecars import DepthSampler
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -45,3 +46,29 @@ def test_a_queue_that_empties_drops_to_zero():
     metrics.set_depth([])
 
     assert depth("q1", "ready") == 0
+
+
+def test_a_sampler_that_lost_the_lock_to_another_worker_no_longer_serves_the_gauge(wait_until):
+    metrics.enable()
+    record.options(delay=timedelta(hours=1)).enqueue_many([{"label": "x"}] * 2)
+    sampler = DepthSampler("default", 0.3)
+    sampler.start()
+    try:
+        wait_until(lambda: depth("jobtests.record", "scheduled") == 2, timeout=10)
+        with connection.cursor() as cursor:
+            # Its connection drops (a network blip, a restarted pooler) and
+            # another worker takes the lock before this one reconnects.
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND application_name = %s",
+                [sampler.name],
+            )
+            wait_until(lambda: store.try_depth_sampler_lock(cursor), timeout=10)
+            try:
+                # the gauge leaves the endpoint of the worker that no longer samples
+                wait_until(lambda: depth("jobtests.record", "scheduled") is None, timeout=10)
+                assert not sampler.holder
+            finally:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [store.QUEUE_DEPTH_LOCK])
+    finally:
+        sampler.stop()

@@ -330,6 +330,22 @@ def test_without_skip_waits_only_what_is_due_now_runs():
     assert delayed.refresh().status == "scheduled"
 
 
+def test_skip_waits_runs_every_job_of_a_rate_limited_queue():
+    workhorse.Admin().set_queue_limits("tests.helpers.other", rate=1, period=timedelta(minutes=1))
+    handles = [other.enqueue() for _ in range(3)]
+
+    assert run_jobs().names() == ["tests.helpers.other"] * 3
+    assert [h.refresh().status for h in handles] == ["succeeded"] * 3
+
+
+def test_without_skip_waits_a_rate_limited_queue_runs_what_its_rate_allows():
+    workhorse.Admin().set_queue_limits("tests.helpers.other", rate=1, period=timedelta(minutes=1))
+    first, second = other.enqueue(), other.enqueue()
+
+    assert [r.job_id for r in run_jobs(skip_waits=False)] == [first.id]
+    assert second.refresh().status == "ready"
+
+
 def test_run_jobs_never_runs_a_dependent_its_failed_prerequisite_canceled():
     prerequisite = always_fails.enqueue(n=1)
     dependent = other.options(depends_on=[prerequisite]).enqueue()
