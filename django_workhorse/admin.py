@@ -69,9 +69,15 @@ def _job_id(raw: str) -> int:
 
 
 def _seconds(value: float | None) -> str:
-    """A short human duration: 0.35 s, 4 min 2 s, 3 h 5 min, 2 d 4 h."""
+    """A short human duration: 350 µs, 4.0 ms, 0.35 s, 4 min 2 s, 3 h 5 min, 2 d 4 h.
+    Under 0.1 s in milliseconds or microseconds: a no-op job's attempt would
+    read "0.00 s"."""
     if value is None:
         return ""
+    if 0 <= value < 0.001:
+        return f"{value * 1_000_000:.0f} µs"
+    if 0 <= value < 0.1:
+        return f"{value * 1000:.1f} ms"
     if value < 60:
         return f"{value:.2f} s" if value < 10 else f"{value:.0f} s"
     minutes, secs = divmod(int(value), 60)

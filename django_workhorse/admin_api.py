@@ -25,6 +25,7 @@ from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleEr
 from .limits import (
     JOB_NAME_RE,
     MAX_DURATION_SECONDS,
+    MIN_INTERVAL_SECONDS,
     QUEUE_NAME_RE,
     seconds_of,
     text_problem,
@@ -617,10 +618,10 @@ class Admin:
             window = seconds_of(window_seconds)
         except ValueError as exc:
             raise InvalidQueryError(f"window_seconds: {exc}") from None
-        if not 0 < window <= MAX_DURATION_SECONDS:
+        if not MIN_INTERVAL_SECONDS <= window <= MAX_DURATION_SECONDS:
             raise InvalidQueryError(
-                f"window_seconds must be more than 0 and at most {MAX_DURATION_SECONDS} "
-                f"(100 years), got {window_seconds!r:.40}"
+                f"window_seconds must be more than 0 (at least 1 microsecond) and at most "
+                f"{MAX_DURATION_SECONDS} (100 years), got {window_seconds!r:.40}"
             )
         if (
             not isinstance(buckets, int)

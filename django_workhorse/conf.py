@@ -23,6 +23,7 @@ from .limits import (
     MAX_ATTEMPTS_MAX,
     MAX_DURATION_SECONDS,
     MAX_STALLED_MAX,
+    MIN_INTERVAL_SECONDS,
     queue_name_problem,
     seconds_of,
     text_problem,
@@ -140,8 +141,13 @@ def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
         except ValueError as exc:
             found.append(f"'period' {exc}")
         else:
-            if not 0 < seconds <= 366 * 86400:
-                found.append(f"'period' must be more than 0 and at most 366 days, got {period!r}")
+            # PostgreSQL keeps an interval to the microsecond: a shorter
+            # period would be stored as 0.
+            if not MIN_INTERVAL_SECONDS <= seconds <= 366 * 86400:
+                found.append(
+                    f"'period' must be more than 0 (at least 1 microsecond) and at most 366 days, "
+                    f"got {period!r}"
+                )
     return found
 
 

@@ -43,6 +43,10 @@ CONCURRENCY_MAX = 10_000
 PROCESSES_MAX = 1000
 """Worker processes of one ``runworker --processes``."""
 
+MIN_INTERVAL_SECONDS = 0.000001
+"""1 microsecond: PostgreSQL keeps an ``interval`` to the microsecond, so a
+shorter duration (a rate period, a stats window) would be stored as 0."""
+
 MAX_DURATION_SECONDS = 3_155_760_000
 """100 years: the longest ``delay`` and ``timeout``. The database refuses
 longer ones too; far beyond this PostgreSQL's ``interval`` overflows, and a

@@ -58,10 +58,7 @@ class PruneReport:
         would = "would " if self.dry_run else ""
         if self.busy:
             return ["another prune is running; nothing done"]
-        out = [
-            f"history before {self.history_before:%Y-%m-%d %H:%M:%S %Z}, "
-            f"finished jobs before {self.jobs_before:%Y-%m-%d %H:%M:%S %Z}"
-        ]
+        out = [f"history {_window(self.history_before)}, finished jobs {_window(self.jobs_before)}"]
         out += [f"{would}drop partition {name}" for name in self.dropped_partitions]
         out += [
             f"partition {name} is in use (a long transaction reads it); left for the next run"
@@ -71,6 +68,13 @@ class PruneReport:
             out.append(f"{would}delete {self.deleted_history_rows} row(s) of default partitions")
         out.append(f"{would}delete {self.deleted_jobs} finished job(s)")
         return out
+
+
+def _window(cutoff: datetime) -> str:
+    """A cut-off in words: "before <time>", or "kept forever" for a window of None."""
+    if cutoff == KEEP_FOREVER:
+        return "kept forever"
+    return f"before {cutoff:%Y-%m-%d %H:%M:%S %Z}"
 
 
 def _cutoff(now: datetime, seconds: float | None) -> datetime:

@@ -265,7 +265,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_schedule_sync_v1(p_schedules jsonb)
 --   RETURNS TABLE(name text, action text) LANGUAGE plpgsql -- body sha256 83908a35edc3e83d
 -- FUNCTION workhorse_set_queue_limits_v1(p_queue text, p_concurrency integer, p_rate integer, p_period_seconds double precision)
---   RETURNS TABLE(status text, concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 7609c965fd6a2e00
+--   RETURNS TABLE(status text, concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 0a5a404f21601dcb
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])

@@ -35,8 +35,10 @@ BEGIN
         RAISE EXCEPTION 'workhorse_set_queue_limits_v1: rate must be from 1 to 10000 claims per period, got %', p_rate
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_period_seconds IS NOT NULL AND NOT (p_period_seconds > 0 AND p_period_seconds <= 31622400) THEN
-        RAISE EXCEPTION 'workhorse_set_queue_limits_v1: period must be more than 0 and at most 366 days in seconds, got %', p_period_seconds
+    -- An interval keeps microseconds: a shorter period would become 0.
+    IF p_period_seconds IS NOT NULL
+       AND NOT (p_period_seconds >= 0.000001 AND p_period_seconds <= 31622400) THEN
+        RAISE EXCEPTION 'workhorse_set_queue_limits_v1: period must be more than 0 (at least 1 microsecond) and at most 366 days in seconds, got %', p_period_seconds
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_period := make_interval(secs => p_period_seconds);

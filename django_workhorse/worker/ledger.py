@@ -43,6 +43,9 @@ field                    written by (under ``_lock``)               read by
   next known run_at
 ``_error``               writer (fail)                              loop
   what stopped writer
+``_early_cancels``       heartbeat and listener (cancel), loop and  loop and handler threads
+  cancels heard before   handler threads (start)                    (start)
+  their run started
 ``Running.lease_lost``   heartbeat (lost), loop (start: superseded) heartbeat (leases)
 ``Running.timed_out``    loop (expire)                              handler threads (finish)
 ``Running.canceled``     heartbeat and listener (cancel)            slot threads, asyncio
@@ -83,6 +86,12 @@ from ..exceptions import JobCancelled
 from ..states import AttemptOutcome
 from .execution import Finished, JobTimeout, Running
 
+EARLY_CANCELS_KEPT = 1000
+"""Cancels of runs not going here that the ledger remembers, newest last.
+Every worker hears every cancel of the fleet; one of them may be for a run
+this worker claimed and has not started yet (the claim loop starts a
+claim's jobs one after the other), which ``start`` then cancels at once."""
+
 
 class Ledger:
     """The runs of one worker and the slots of its queues (see the module)."""
@@ -113,14 +122,18 @@ class Ledger:
         self._error: BaseException | None = None
         self._held: list[Finished] = []
         self._hold = False
+        self._early_cancels: dict[tuple[int, int, str], None] = {}
 
     # -- the loop: start, expire, release ----------------------------------
 
-    def start(self, running: Running) -> Running | None:
+    def start(self, running: Running) -> tuple[Running | None, bool]:
         """Take ``running`` into a slot. Returns the earlier run of the same
         job still going here, if any: it is superseded (only a claim lost in
-        a database crash hands a job out again while its run goes on)."""
+        a database crash hands a job out again while its run goes on); and
+        whether a cancel of this run was heard before it started (between
+        its claim and now), which the caller then applies (``cancel``)."""
         job = running.job
+        key = (job.job_id, job.fence, running.owner)
         with self._lock:
             earlier = self._running.get(job.job_id)
             if earlier is not None:
@@ -128,7 +141,8 @@ class Ledger:
             self._running[job.job_id] = running
             self._holding.add(running)
             self._busy[job.queue] += 1
-        return earlier
+            canceled_first = self._early_cancels.pop(key, False) is None
+        return earlier, canceled_first
 
     def expire(self, now: float) -> list[Running]:
         """End the sync runs whose deadline passed: each leaves ``running``
@@ -337,9 +351,16 @@ class Ledger:
         for its handler, which keeps its slot until it returns (as a
         timed-out sync run does). Returns that run, or None when there is
         nothing to cancel here (finished already, another run, a lost lease).
+        A cancel of a run not going here is remembered (the last
+        ``EARLY_CANCELS_KEPT``): if its run was claimed here and is about to
+        start, ``start`` says so.
         """
         with self._lock:
             running = self._running.get(job_id)
+            if running is None and fence is not None and owner is not None:
+                self._early_cancels[(job_id, fence, owner)] = None
+                if len(self._early_cancels) > EARLY_CANCELS_KEPT:
+                    del self._early_cancels[next(iter(self._early_cancels))]
             if running is None or running.lease_lost:
                 return None
             if fence is not None and running.job.fence != fence:

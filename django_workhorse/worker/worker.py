@@ -541,7 +541,7 @@ class Worker:
         )
         deadline = now + job.timeout if job.timeout else None
         running = Running(job, definition, context, now, owner, deadline)
-        earlier = self.ledger.start(running)
+        earlier, canceled_first = self.ledger.start(running)
         if earlier is not None:
             logger.warning(
                 "job %s #%s was claimed again while an earlier run of it is still going "
@@ -553,6 +553,10 @@ class Worker:
             )
         if job.cancel_requested:
             context._request_cancel()
+        if canceled_first:
+            # Its cancel was heard between the claim and now: apply it now,
+            # not at the next heartbeat.
+            self._on_cancel(job.job_id, job.fence, owner, "a notification, before it started")
         error: Exception
         if job.unreadable is not None:  # a poison job fails alone, never retried
             error = InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")

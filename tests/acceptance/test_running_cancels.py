@@ -168,6 +168,7 @@ def test_a_cancel_told_by_notification_ends_the_running_job_canceled(
     assert_says_who_and_when(job.id, asked)
     first_beat = before_start + timedelta(seconds=BY_NOTIFICATION["LOCK_RENEW_INTERVAL"])
     assert before_start < asked <= ended < first_beat
+    assert ended - asked < timedelta(seconds=1)
     assert_slots_right(kind, wait_until)
     assert worker.stop() == 0
     assert "cancel requested (told by a notification)" in worker.stderr
@@ -187,6 +188,7 @@ def test_a_cancel_told_by_the_heartbeat_ends_the_running_job_canceled(
     assert_canceled_once(job.id, "not heard")
     asked, ended = cancel_then_end(job.id)
     assert asked <= ended
+    assert ended - asked < timedelta(seconds=BY_HEARTBEAT["LOCK_RENEW_INTERVAL"] + 1)
     assert_says_who_and_when(job.id, asked)
     assert_slots_right(kind, wait_until)
     assert worker.stop() == 0

@@ -5,6 +5,7 @@ canceled jobs, and CSRF on every action."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
 
 from django_workhorse import Admin
@@ -63,6 +64,30 @@ def test_the_job_page_shows_a_succeeded_jobs_result(operator_client):
 
     result = body.split("<h2>Result</h2>")[1].split("</pre>")[0]
     assert "&quot;sum&quot;: 42" in result and "all &lt;done&gt;" in result
+
+
+@pytest.mark.parametrize(
+    ("ran", "shown"),
+    [
+        ("4 milliseconds", "ran 4.0 ms"),
+        ("350 microseconds", "ran 350 µs"),
+        ("2.5 seconds", "ran 2.50 s"),
+    ],
+)
+def test_the_timeline_shows_how_long_a_short_attempt_ran(operator_client, ran, shown):
+    """Bug: every attempt under 5 ms, a no-op job's, read "ran 0.00 s"."""
+    job = SucceededJobFactory()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE workhorse_attempt_history SET finished_at = started_at + %s::interval"
+            " WHERE job_id = %s",
+            [ran, job.id],
+        )
+
+    body = operator_client.get(f"{JOBS}{job.id}/").content.decode()
+
+    timeline = body.split('id="wh-timeline"')[1]
+    assert shown in timeline
 
 
 def blocked_job() -> int:

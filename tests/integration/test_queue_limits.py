@@ -4,6 +4,7 @@ held back by a limit stays ready and loses nothing."""
 
 from datetime import timedelta
 
+import psycopg
 import pytest
 from demo.jobs import add
 from django.test import override_settings
@@ -59,6 +60,9 @@ def test_a_malformed_queue_name_is_refused_as_pause_queue_refuses_it(name):
         ({"rate": 10}, "'rate' and 'period' go together"),
         ({"rate": 0, "period": 1}, "'rate' must be a whole number from 1 to 10000"),
         ({"rate": 5, "period": -1}, "'period' must be more than 0"),
+        # Shorter than the database's microsecond: it was stored as 0 and
+        # refused by a CHECK constraint, an IntegrityError from deep inside.
+        ({"rate": 5, "period": 1e-9}, r"'period' must be more than 0 \(at least 1 microsecond\)"),
     ],
 )
 @override_settings(WORKHORSE=SETTINGS)
@@ -110,7 +114,21 @@ def test_settings_name_the_limit_keys_that_are_wrong():
         "a": {"global_concurrency": 0},
         "b": {"rate": 10},
         "c": {"speed": 1},
+        "c2": {"rate": 10, "period": 1e-9},
         "d": {"concurrency": 2, "global_concurrency": 4, "rate": 100, "period": 60},
     }
     found = problems({**DEFAULTS, "QUEUES": queues})
-    assert [key for key, _ in found] == ["QUEUES['a']", "QUEUES['b']", "QUEUES['c']"]
+    assert [key for key, _ in found] == [
+        "QUEUES['a']",
+        "QUEUES['b']",
+        "QUEUES['c']",
+        "QUEUES['c2']",
+    ]
+
+
+def test_a_rate_period_shorter_than_a_microsecond_is_refused_from_psql(pg_connect):
+    """PostgreSQL keeps intervals to the microsecond: a shorter period became
+    0 and broke a CHECK constraint instead of the function's own message."""
+    conn = pg_connect()
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match=r"at least 1 microsecond"):
+        conn.execute("SELECT * FROM workhorse_set_queue_limits_v1(%s, NULL, 5, 1e-9)", [QUEUE])

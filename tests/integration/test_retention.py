@@ -224,6 +224,17 @@ def test_the_command_prints_what_a_dry_run_would_do(history, db_rows):
     assert db_rows.counts() == counts
 
 
+def test_the_command_says_a_window_of_none_keeps_forever(db_rows, settings):
+    """It printed "history before 0001-01-02 00:00:00 UTC", the stand-in cut-off."""
+    settings.WORKHORSE = {"RETENTION": {"HISTORY": None, "FINISHED_JOBS": None}}
+    out = StringIO()
+
+    call_command("workhorse_prune", "--dry-run", stdout=out)
+
+    first = out.getvalue().splitlines()[0]
+    assert first == "history kept forever, finished jobs kept forever"
+
+
 def test_workers_prune_periodically(db_rows, settings):
     job = SucceededJobFactory(queue="periodic")
     age(job.id, 10)
