@@ -35,10 +35,19 @@ PAGE_SIZE = 50
 TIMELINE_PAGE = 100
 JOB_ACTIONS = {
     "retry": "failed canceled",
+    "retry_ignoring_dependencies": "failed canceled",
     "cancel": "blocked scheduled ready active",
     "promote": "scheduled",
 }
-"""Which states each job button is offered in."""
+"""Which states each job button is offered in (the retry that ignores
+dependencies only for a job that has prerequisites)."""
+
+JOB_ACTION_LABELS = {
+    "retry": "Retry",
+    "retry_ignoring_dependencies": "Retry ignoring prerequisites",
+    "cancel": "Cancel",
+    "promote": "Promote",
+}
 
 _LEVEL = {
     "changed": messages.SUCCESS,
@@ -296,7 +305,12 @@ class JobAdmin(OperatorAdmin):
             }
             for e in timeline.items
         ]
-        actions = [name for name, states in JOB_ACTIONS.items() if job.state in states.split()]
+        actions = [
+            name
+            for name, states in JOB_ACTIONS.items()
+            if job.state in states.split()
+            and (name != "retry_ignoring_dependencies" or job.prerequisites)
+        ]
         context = self.context(
             request,
             title=f"Job #{job.id}: {job.name}",
@@ -309,6 +323,7 @@ class JobAdmin(OperatorAdmin):
             timeline_next=f"?timeline={timeline.next_cursor}" if timeline.next_cursor else None,
             timeline_first="?" if cursor else None,
             job_actions=actions,
+            job_buttons=[(name, JOB_ACTION_LABELS[name]) for name in actions],
             object_id=job.id,
             payload_json=json.dumps(job.payload, indent=2, ensure_ascii=False),
             checkpoints=[
@@ -344,12 +359,18 @@ class JobAdmin(OperatorAdmin):
         service = self.service()
         if action == "retry":
             result = service.retry(job_id)
+        elif action == "retry_ignoring_dependencies":
+            result = service.retry(job_id, ignore_dependencies=True)
         elif action == "promote":
             result = service.promote(job_id)
         elif action == "cancel":
             result = service.cancel(job_id, by=_username(request))
         else:
-            messages.error(request, f"unknown action {action!r:.40}: use retry, promote or cancel")
+            messages.error(
+                request,
+                f"unknown action {action!r:.40}: use retry, retry_ignoring_dependencies, "
+                "promote or cancel",
+            )
             return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
         _report(request, result)
         if result.status == "unknown":

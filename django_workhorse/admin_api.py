@@ -711,8 +711,9 @@ class Admin:
             message = (
                 f"job #{job_id} stays {state}: its dependency policy can no longer be met, "
                 f"as its prerequisite job #{prerequisite} ended {prerequisite_state}; retry job "
-                f"#{prerequisite} first (the dependent then waits for it), or retry with "
-                "ignore_dependencies=True to run it regardless"
+                f"#{prerequisite} first (the dependent then waits for it), or retry it "
+                "ignoring its dependencies to run it regardless (ignore_dependencies=True; "
+                "in the admin, the job page's 'Retry ignoring prerequisites' button)"
             )
         elif status == "unchanged":
             message = f"job #{job_id} is {state}: only failed or canceled jobs can be retried"

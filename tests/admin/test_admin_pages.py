@@ -227,6 +227,36 @@ def test_retry_from_the_job_page_reports_success_and_the_new_state(operator_clie
     assert response.context["job"].state == "ready"
 
 
+def test_a_dependent_whose_policy_cannot_be_met_is_retried_ignoring_its_prerequisites(
+    operator_client,
+):
+    dependent = BlockedJobFactory(depends_on=[FailedJobFactory().id])  # canceled at once
+    page = operator_client.get(f"{JOBS}{dependent.id}/")
+    assert page.context["job"].state == "canceled"
+    assert page.context["job_buttons"] == [
+        ("retry", "Retry"),
+        ("retry_ignoring_dependencies", "Retry ignoring prerequisites"),
+    ]
+
+    refused = operator_client.post(f"{JOBS}{dependent.id}/act/", {"action": "retry"}, follow=True)
+    assert any("'Retry ignoring prerequisites'" in t for t in texts(refused))
+    assert refused.context["job"].state == "canceled"
+
+    response = operator_client.post(
+        f"{JOBS}{dependent.id}/act/", {"action": "retry_ignoring_dependencies"}, follow=True
+    )
+    assert any("ready to run again" in t for t in texts(response))
+    assert response.context["job"].state == "ready"
+
+
+def test_a_job_without_prerequisites_is_not_offered_the_retry_that_ignores_them(
+    operator_client,
+):
+    job = FailedJobFactory()
+    page = operator_client.get(f"{JOBS}{job.id}/")
+    assert [name for name, _ in page.context["job_buttons"]] == ["retry"]
+
+
 def test_cancel_of_a_running_job_from_the_admin_asks_its_worker(operator_client):
     job = ActiveJobFactory()
     response = operator_client.post(f"{JOBS}{job.id}/act/", {"action": "cancel"}, follow=True)
