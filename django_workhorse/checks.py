@@ -63,13 +63,20 @@ def hook_problems() -> list[tuple[str, str]]:
 def check_schema(
     app_configs: object = None, databases: Sequence[str] | None = None, **kwargs: object
 ) -> list[Error | Warning]:
-    """Runs with ``check --database`` and before ``migrate``-less commands that ask."""
+    """Runs with ``check --database`` and before ``migrate``-less commands that ask.
+
+    Checks every store among ``databases``: ``WORKHORSE['DATABASE']`` and the
+    alias of each job bound elsewhere with ``@job(using=...)``."""
     if not databases:
         return []
-    alias = raw_settings().get("DATABASE", "default")
-    if alias not in databases or alias not in connections:
-        return []
-    return schema_messages(alias)
+    stores = {raw_settings().get("DATABASE", "default")}
+    stores.update(d._using for d in registry.all_jobs().values() if d._using is not None)
+    return [
+        message
+        for alias in sorted(stores)
+        if alias in databases and alias in connections
+        for message in schema_messages(alias)
+    ]
 
 
 def schema_messages(alias: str) -> list[Error | Warning]:

@@ -371,7 +371,8 @@ class BoundJob(_Enqueuer[P, R]):
         self._options = validate_options(options)
 
     def options(self, **overrides: Unpack[JobOptions]) -> BoundJob[P, R]:
-        """More per-enqueue options over these (the later value of a key wins)."""
+        """More per-enqueue options over these (the later value of a key wins; a
+        later ``delay`` replaces an earlier ``run_at`` and the other way round)."""
         return self.definition._bind(self._options, overrides)
 
 
@@ -568,6 +569,12 @@ class JobDefinition(_Enqueuer[P, R]):
                 f"known: {', '.join(sorted(allowed))}"
             )
         changes = dict(overrides)
+        # delay and run_at both say when the job is due: one named by a later
+        # .options() replaces the other named earlier (both in one call are
+        # still refused by validate_options).
+        for key, other in (("delay", "run_at"), ("run_at", "delay")):
+            if changes.get(key) is not None and other not in changes:
+                changes[other] = None
         for key in ("delay", "timeout"):
             if changes.get(key) is not None:
                 changes[key] = _seconds(key, changes[key], positive=key == "timeout")

@@ -17,17 +17,22 @@ class Relay:
 
     def __init__(self, host: str, upstream_port: int) -> None:
         self._upstream = (host, upstream_port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._lock = threading.Lock()
+        self.port = 0
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Relay again on the same port (after ``close()``): the server is back."""
+        self._listener = socket.create_server(("127.0.0.1", self.port))
         self.port = self._listener.getsockname()[1]
         self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
         self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
 
-    def _accept(self) -> None:
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             try:

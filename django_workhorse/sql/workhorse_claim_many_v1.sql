@@ -2,8 +2,8 @@
 -- best first (higher priority, then earlier run_at, then enqueue order).
 -- Queue limits (concurrency, rate; see workhorse_set_queue_limits_v1) lower
 -- p_limits[i] further, for every worker alike. Due scheduled jobs of those
--- queues are promoted to ready in the same call, up to p_limits[i] whatever
--- room the limits leave (a promotion starts nothing), so no separate sweep is
+-- queues are promoted to ready in the same call (up to 1,000 a queue),
+-- whatever room the limits leave (a promotion starts nothing), so no separate sweep is
 -- needed for a job to become claimable and a full queue does not keep due
 -- jobs scheduled (workhorse_next_run_at_v1 would report them due, and its
 -- idle workers claim again at once). Paused queues
@@ -34,7 +34,7 @@ LANGUAGE plpgsql SET enable_seqscan = off SET plan_cache_mode = force_generic_pl
 DECLARE
     v_queues text[];
     v_limits integer[];
-    v_wanted integer[];
+    v_promote integer[];
     v_ids    bigint[];
     v_q      record;
     v_i      integer;
@@ -63,7 +63,6 @@ BEGIN
     IF v_queues IS NULL THEN
         RETURN;
     END IF;
-    v_wanted := v_limits;
 
     -- Queue limits (the per-member queue-policy transition). A queue without
     -- limits pays this one probe of the small workhorse_queue table and
@@ -128,9 +127,21 @@ BEGIN
         WHERE EXISTS (SELECT 1 FROM workhorse_job_runtime rt
                       WHERE rt.state = 'scheduled' AND rt.queue = u.q AND rt.run_at <= now())
     ) THEN
+    -- Every due job of the queue is promoted, not only as many as the claim
+    -- takes: the pick below then chooses among all of them by priority. With
+    -- the claim's size as the bound, a claim of one promoted the due job with
+    -- the earliest run_at and handed it out, ahead of a due job of higher
+    -- priority that came due a moment later. At most 1,000 per queue and
+    -- claim, earliest first, so that one claim's work stays bounded when a
+    -- large batch comes due at once (a burst of more than 1,000 is ordered by
+    -- priority 1,000 jobs at a time).
+    -- The bound travels as a column of the unnest, as the claim's size did:
+    -- a constant LIMIT let the planner prefer a bitmap scan of every due row
+    -- and a sort to the scheduled index's order.
+    v_promote := array_fill(1000, ARRAY[cardinality(v_queues)]);
     WITH due AS (
         SELECT s.job_id
-        FROM unnest(v_queues, v_wanted) AS u(q, l)
+        FROM unnest(v_queues, v_promote) AS u(q, l)
         CROSS JOIN LATERAL (
             SELECT rt.job_id FROM workhorse_job_runtime rt
             WHERE rt.state = 'scheduled' AND rt.queue = u.q AND rt.run_at <= now()

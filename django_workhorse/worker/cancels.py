@@ -52,7 +52,7 @@ def call_cancel_hook(hook: Callable[[JobCanceled], object] | None, canceled: Job
         return
     try:
         hook(canceled)
-    except Exception:
+    except BaseException:  # user code: a sys.exit() in a hook must not stop the worker
         logger.exception(
             "workhorse: on_job_canceled hook raised for job %s; processing goes on",
             canceled.job_id,

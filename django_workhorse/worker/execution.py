@@ -31,8 +31,12 @@ from . import instruments
 logger = logging.getLogger("django_workhorse.worker")
 
 
-class JobTimeout(Exception):
-    """The attempt ran longer than the job's ``timeout``."""
+class JobTimeout(TimeoutError):
+    """The attempt ran longer than the job's ``timeout``.
+
+    A ``TimeoutError``, so that a job declaring ``retry_on=(TimeoutError,)``
+    has its timed-out attempts retried (a job's own timeout is otherwise not
+    an exception it could name in ``retry_on``)."""
 
 
 @dataclass(eq=False)

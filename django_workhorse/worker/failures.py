@@ -111,7 +111,7 @@ def classify(item: Finished) -> Failure:
     if definition is not None and retryable:
         try:
             delay = definition.retry_delay(running.job.attempt)
-        except Exception as hook_exc:
+        except BaseException as hook_exc:  # user code: SystemExit and the like too
             logger.error("workhorse: backoff callable of %s failed: %s", definition.name, hook_exc)
     return Failure(item, item.kind, retryable, delay)
 
@@ -196,7 +196,7 @@ def call_hook(
                 timed_out=failure.kind == AttemptOutcome.TIMED_OUT,
             )
         )
-    except Exception:
+    except BaseException:  # user code: a sys.exit() in a hook must not stop the worker
         logger.exception(
             "workhorse: on_job_failure hook raised for job %s; processing goes on",
             job.job_id,
@@ -252,7 +252,7 @@ def call_stall_hook(hook: Callable[[JobFailure], object] | None, item: Recovered
         return
     try:
         hook(stall_failure(item))
-    except Exception:
+    except BaseException:  # user code, as in call_hook
         logger.exception(
             "workhorse: on_job_failure hook raised for job %s; processing goes on",
             item.job_id,

@@ -11,12 +11,12 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import psycopg
 
 from .. import store
-from .connection import connect
+from .connection import connect, retry_delays
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -74,6 +74,7 @@ class Heartbeat(threading.Thread):
         next_renew = now + self.renew_interval
         next_recover = now  # sweep once at start: a restarted fleet recovers at once
         next_partitions = now + PARTITION_SWEEP_INTERVAL
+        delays: Iterator[float] | None = None  # set while the database fails
         while not self.stop_event.is_set():
             now = time.monotonic()
             try:
@@ -88,11 +89,20 @@ class Heartbeat(threading.Thread):
                     next_partitions = now + PARTITION_SWEEP_INTERVAL
                     with self.cursor() as cursor:
                         store.ensure_partitions(cursor, self.partition_days_ahead)
+                delays = None
             except psycopg.Error as exc:
-                logger.warning("workhorse heartbeat: database error, reconnecting: %s", exc)
+                # One warning per outage; the tries after it at DEBUG.
+                log = logger.warning if delays is None else logger.debug
+                log("workhorse heartbeat: database error, reconnecting: %s", exc)
                 self._close()
-                self.stop_event.wait(1.0)
-                continue
+                if delays is None:
+                    delays = retry_delays()
+                # A renewal that failed is tried again on a new connection
+                # soon, not at the next turn: with the default renew interval
+                # (half the lease) that turn comes as the lease runs out, and
+                # any worker's stall sweep would take the job from its
+                # running handler.
+                next_renew = min(next_renew, time.monotonic() + next(delays))
             wait = min(next_renew, next_recover, next_partitions) - time.monotonic()
             self.kick.wait(max(0.0, wait))
         self._close()

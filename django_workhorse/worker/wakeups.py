@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
-from .connection import connect
+from .connection import connect, retry_delays
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -77,17 +77,18 @@ class Listener(threading.Thread):
 
     def run(self) -> None:
         probe = f"workhorse-selftest:{id(self)}:{time.monotonic_ns()}"[:63]
+        conn: psycopg.Connection | None
         try:
-            conn = self._listen()
+            conn = self._conn = self._listen()
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(probe)))
             conn.execute("SELECT pg_notify(%s, 'probe')", [probe])
         except psycopg.Error as exc:
             logger.warning("workhorse: cannot LISTEN (%s); polling instead", exc)
             self.self_test_done.set()
-            return
-        self._conn = conn
+            # Wake-ups resume once a connection can be made again.
+            conn = self._reconnect()
         deadline = time.monotonic() + SELF_TEST_TIMEOUT
-        while not self.stop_event.is_set():
+        while conn is not None and not self.stop_event.is_set():
             try:
                 # At most 0.5 s, the start-up self-test too: each round ends
                 # by looking at the stop flag (a stop during the self-test
@@ -114,14 +115,33 @@ class Listener(threading.Thread):
                 if self.stop_event.is_set():
                     break
                 logger.warning("workhorse listener: connection lost (%s); reconnecting", exc)
-                self.stop_event.wait(1.0)
-                try:
-                    conn = self._conn = self._listen()
-                    self.on_ready()  # something may have arrived while we were away
-                except psycopg.Error:
-                    continue
-        with contextlib.suppress(psycopg.Error):
-            conn.close()
+                conn = self._reconnect()
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+
+    def _reconnect(self) -> psycopg.Connection | None:
+        """A new LISTEN connection, tried with a delay doubling from 0.5 s to
+        10 s while the database stays away (the tries at DEBUG: one warning
+        per outage); None once the listener is stopped."""
+        self._close()
+        for delay in retry_delays():
+            if self.stop_event.wait(delay):
+                return None
+            try:
+                conn = self._conn = self._listen()
+            except psycopg.Error as exc:
+                logger.debug("workhorse listener: cannot reconnect yet (%s)", exc)
+                continue
+            self.on_ready()  # something may have arrived while we were away
+            return conn
+        return None  # retry_delays never ends
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+            self._conn = None
 
     def _control(self, payload: str) -> None:
         """One control message; one that cannot be read is logged and skipped."""

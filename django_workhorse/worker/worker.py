@@ -80,7 +80,8 @@ class Worker:
     except these, each used by one thread: ``_stop_deadline`` (the claim
     loop), ``_signals`` (the main thread's signal handler), and ``_sync``,
     ``_async``, ``_listener``, ``_heartbeat`` (set by ``run`` before the
-    threads they start exist). ``_session`` is used under ``_claim_lock``
+    threads they start exist; ``_async`` may instead be set by the first
+    async claim, under ``_claim_lock``). ``_session`` is used under ``_claim_lock``
     only: by the claim loop, and with one slot by the handler thread that
     claims its next job (``_carry_on``). Cross-thread signals are
     ``threading.Event``s.
@@ -409,9 +410,18 @@ class Worker:
         for name, runs in threads.items():
             self._sync[name].submit(runs)
         if tasks:
-            assert self._async is not None, "async slots start with the first async job"
-            self._async.submit(tasks)
+            self._async_slots().submit(tasks)
         return len(jobs)
+
+    def _async_slots(self) -> AsyncSlots:
+        """The event loop of async handlers. ``run`` starts it when a served
+        queue has an async job registered; otherwise the first async job
+        claimed starts it (one enqueued with ``.options(queue=...)`` into a
+        queue of sync jobs, or registered after the start). Called under the
+        claim lock, so only one is ever made."""
+        if self._async is None:
+            self._async = AsyncSlots(self._done, "workhorse")
+        return self._async
 
     def _succeed_and_claim(
         self, held: list[Finished], free: dict[str, int]
@@ -514,8 +524,7 @@ class Worker:
         if nxt.deadline is not None:
             self._wake.set()  # the loop's wait ends at the deadlines of the runs going
         if nxt.definition is not None and nxt.definition.is_async:
-            assert self._async is not None, "async slots start with the first async job"
-            self._async.submit([nxt])
+            self._async_slots().submit([nxt])
             return None
         return nxt
 

@@ -39,6 +39,12 @@ def record_then_raise(failure: JobFailure) -> None:
     raise BrokenHookError(f"hook broken on purpose (job {failure.job_id})")
 
 
+def record_then_exit(failure: JobFailure) -> None:
+    """A hook that ends with ``sys.exit()``, as a script's code might."""
+    _store("record_then_exit", failure)
+    raise SystemExit(3)
+
+
 def record_canceled(canceled: JobCanceled) -> None:
     """``ON_JOB_CANCELED``: stored as a ``FailureCall`` of hook 'record_canceled',
     its reason as the message."""

@@ -105,6 +105,24 @@ def too_slow(seconds: float = 5) -> float:
     return seconds
 
 
+@workhorse.job(
+    queue="jobtests.timeout",
+    timeout=1,
+    max_attempts=2,
+    backoff=workhorse.fixed(0.1),
+    retry_on=(TimeoutError,),
+)
+def slow_once(seconds: float = 5) -> int:
+    """Sleeps past its one-second timeout on its first run only; retried
+    only for a TimeoutError (``retry_on``)."""
+    ctx = workhorse.current_job()
+    if not RunRecord.objects.filter(job_id=ctx.job_id).exists():
+        run = start_run()
+        time.sleep(seconds)
+        finish_run(run)
+    return ctx.attempt
+
+
 @workhorse.job(queue="jobtests.async")
 async def async_echo(value: str) -> dict:
     """An async handler: awaits, writes through the async ORM, returns."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from jobtests.jobs import async_echo
+from jobtests.jobs import async_echo, record
 from jobtests.models import RunRecord
 
 from django_workhorse.models import AttemptHistory, JobOutcome
@@ -50,3 +50,20 @@ def test_a_backlog_of_async_jobs_runs_each_job_exactly_once(start_worker, wait_u
     ]
     runs = RunRecord.objects.filter(job_id__in=ids)
     assert sorted(runs.values_list("job_id", flat=True)) == sorted(ids)
+
+
+def test_an_async_job_enqueued_into_a_queue_of_sync_jobs_runs_there(start_worker):
+    # The worker serves a queue whose registered jobs are all sync; an async
+    # job arrives there through .options(queue=...), after a sync one (taken
+    # by the handler's thread with one slot) and before another.
+    first = record.enqueue(label="sync first")
+    moved = [async_echo.options(queue="jobtests.record").enqueue(value=str(i)) for i in range(2)]
+    worker = start_worker("--queues", "jobtests.record", "--burst", ready=False)
+
+    assert worker.wait_exit(60) == 0, worker.stderr
+    outcomes = JobOutcome.objects.filter(job_id__in=[first.id, *(h.id for h in moved)])
+    assert sorted(outcomes.values_list("job_id", "state")) == [
+        (first.id, "succeeded"),
+        *((h.id, "succeeded") for h in moved),
+    ]
+    assert JobOutcome.objects.get(job_id=moved[1].id).result == {"echo": "1", "attempt": 1}

@@ -16,7 +16,7 @@ from django.db.models import Count
 from jobtests.jobs import sleep
 from jobtests.models import RunRecord
 
-from django_workhorse.models import JobOutcome
+from django_workhorse.models import JobOutcome, JobRuntime
 from tests.helpers import cut_connections
 
 pytestmark = pytest.mark.django_db(
@@ -81,3 +81,46 @@ def test_claims_pause_while_the_writer_cannot_record_results(start_worker, wait_
     wait_until(lambda: finished(ids) == JOBS, timeout=60, what=f"all {JOBS} jobs terminal")
     assert worker.stop() == 0
     assert RunRecord.objects.filter(job_id__in=ids).count() == JOBS
+
+
+def lease_margin(job_id: int) -> float | None:
+    """Seconds left on the job's lease by the database clock (None once it
+    is no longer active)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT extract(epoch FROM lease_expires_at - clock_timestamp())::float"
+            " FROM workhorse_job_runtime WHERE job_id = %s AND state = 'active'",
+            [job_id],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def lease_expiry(job_id: int):
+    return (
+        JobRuntime.objects.filter(job_id=job_id, state="active")
+        .values_list("lease_expires_at", flat=True)
+        .first()
+    )
+
+
+def test_a_cut_heartbeat_connection_is_replaced_before_the_leases_run_out(start_worker, wait_until):
+    job = sleep.enqueue(seconds=15)
+    # A lease of 4 s renewed every 2 s: one renewal that fails must be made
+    # up well before the lease runs out, not at the next turn 2 s later.
+    worker = start_worker(
+        "--queues", "jobtests.sleep", settings={"LOCK_DURATION": 4, "SHUTDOWN_GRACE": 1}
+    )
+    first = wait_until(lambda: lease_expiry(job.id), what="the job running")
+    wait_until(lambda: lease_expiry(job.id) != first, what="a renewal")
+    assert cut_connections("workhorse-heartbeat") == 1
+
+    margins = []
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:
+        margins.append(lease_margin(job.id))
+        time.sleep(0.05)
+    worker.stop()
+    assert None not in margins, "the job stopped running"
+    assert min(margins) > 1.0, f"the lease came within {min(margins):.2f} s of expiring"
+    assert "workhorse heartbeat: database error" in worker.stderr

@@ -76,3 +76,22 @@ def test_a_raising_on_job_failure_hook_does_not_disturb_processing(start_worker,
     assert JobOutcome.objects.get(job_id=later.id).state == "succeeded"
     assert f"on_job_failure hook raised for job {failing.id}" in worker.stderr
     assert "BrokenHookError" in worker.stderr
+
+
+def test_an_on_job_failure_hook_calling_sys_exit_does_not_stop_the_worker(start_worker, wait_until):
+    failing = doomed.enqueue()
+    worker = start_worker(
+        "--queues",
+        "jobtests.doomed,jobtests.record",
+        settings={"ON_JOB_FAILURE": "jobtests.hooks.record_then_exit"},
+    )
+    wait_until(
+        lambda: FailureCall.objects.filter(job_id=failing.id).count() == 2,
+        what="the hook called for both attempts",
+    )
+    later = record.enqueue(label="after the exiting hook")
+    wait_until(lambda: JobOutcome.objects.filter(job_id=later.id).exists(), what="a later job done")
+    assert worker.alive()
+    assert worker.stop() == 0
+    assert JobOutcome.objects.get(job_id=failing.id).state == "failed"
+    assert f"on_job_failure hook raised for job {failing.id}" in worker.stderr

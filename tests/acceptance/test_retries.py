@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 from django.db import connection
-from jobtests.jobs import async_blocks_loop, doomed, flaky, sleep, too_slow
+from jobtests.jobs import async_blocks_loop, doomed, flaky, sleep, slow_once, too_slow
 from jobtests.models import FailureCall, RunRecord
 
 from django_workhorse.models import AttemptHistory, JobEvent, JobOutcome
@@ -174,3 +174,14 @@ def test_a_burst_worker_waits_for_a_slot_held_by_a_timed_out_thread(start_worker
     assert outcome_of(stuck.id).state == "failed"
     assert AttemptHistory.objects.get(job_id=stuck.id).outcome == "timed_out"
     assert outcome_of(queued.id).state == "succeeded"
+
+
+def test_a_timed_out_attempt_is_retried_when_retry_on_names_timeout_error(start_worker, wait_until):
+    handle = slow_once.enqueue(seconds=4)
+    worker = start_worker("--queues", "jobtests.timeout", settings={"SHUTDOWN_GRACE": 1})
+    outcome = wait_until(lambda: outcome_of(handle.id), what="the job terminal")
+    assert worker.stop() == 0
+
+    assert (outcome.state, outcome.attempts, outcome.result) == ("succeeded", 2, 2)
+    history = AttemptHistory.objects.filter(job_id=handle.id).order_by("attempt")
+    assert [(h.attempt, h.outcome) for h in history] == [(1, "timed_out"), (2, "succeeded")]

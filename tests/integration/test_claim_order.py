@@ -77,3 +77,15 @@ def test_next_run_at_tells_an_idle_worker_when_to_look_again(cursor, db_rows):
     add.options(queue="soon", delay=120).enqueue(a=1, b=2)
     assert store.next_run_at(cursor, ["soon"]) == db_rows.runtime(job.id)["run_at"]
     assert store.next_run_at(cursor, ["other"]) is None
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_due_scheduled_jobs_are_claimed_by_priority_not_by_run_at(cursor, db_rows):
+    # Every job is due by the claim; the low-priority ones came due first.
+    low = [add.options(queue="due", delay=0.2).enqueue(a=i, b=0) for i in range(3)]
+    high = add.options(queue="due", delay=0.3, priority=50).enqueue(a=9, b=9)
+    wait = (db_rows.runtime(high.id)["run_at"] - db_rows.now()).total_seconds()
+    time.sleep(max(0.0, wait) + 0.02)
+
+    assert claim_ids(cursor, "due", 1) == [high.id]
+    assert claim_ids(cursor, "due", 3) == [job.id for job in low]

@@ -83,9 +83,9 @@ def test_the_claim_reads_ready_jobs_best_first_from_the_ready_index(cursor, busy
 
 def test_the_promotion_finds_due_scheduled_jobs_in_the_scheduled_index(cursor, busy_queues):
     due = cte("workhorse_claim_many_v1.sql", "due")
-    statement = due.replace("v_queues", "%s::text[]").replace("v_wanted", "%s::integer[]")
+    statement = due.replace("v_queues", "%s::text[]").replace("v_promote", "%s::integer[]")
 
-    nodes = plan_nodes(cursor, statement, [QUEUES, [10, 10, 10]])
+    nodes = plan_nodes(cursor, statement, [QUEUES, [1000, 1000, 1000]])
 
     assert runtime_scans(nodes) == [("Index Scan", "workhorse_runtime_scheduled")]
     assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")]

@@ -12,10 +12,11 @@ from django.core.management.base import SystemCheckError
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
-from django_workhorse import store
-from django_workhorse.checks import schema_messages
+from django_workhorse import registry, store
+from django_workhorse.checks import check_schema, schema_messages
+from django_workhorse.definitions import JobDefinition
 from django_workhorse.sql_files import RunSQLFile
-from tests.helpers import WORKHORSE_TABLES
+from tests.helpers import WORKHORSE_TABLES, side_alias
 
 SQL_FILES = sorted(
     entry.name
@@ -155,6 +156,35 @@ def test_manage_py_check_database_reports_the_schema_mismatch(cursor):
             call_command("check", databases=["default"], stdout=StringIO(), stderr=StringIO())
     finally:
         cursor.execute("UPDATE workhorse_schema SET version = %s", [store.SCHEMA_VERSION])
+
+
+def bound_elsewhere() -> None:
+    """A job of a project with a second store."""
+
+
+@pytest.fixture(scope="module", name="side")
+def module_side_alias():
+    """``tests.helpers.side_alias`` for the module, so that it exists before
+    pytest-django checks the test's ``databases``."""
+    with side_alias() as alias:
+        yield alias
+
+
+@pytest.mark.django_db(
+    transaction=True, databases=["default", "side"], available_apps=["django_workhorse"]
+)
+def test_the_schema_check_covers_a_database_a_job_is_bound_to(side, monkeypatch):
+    monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
+    alias = side
+    with connection.cursor() as cursor:
+        registry.register(JobDefinition(bound_elsewhere, name="tests.elsewhere", using=alias))
+        cursor.execute("UPDATE workhorse_schema SET version = 99")
+        try:
+            messages = check_schema(databases=[alias])
+        finally:
+            cursor.execute("UPDATE workhorse_schema SET version = %s", [store.SCHEMA_VERSION])
+    assert [message.id for message in messages] == ["workhorse.E002"]
+    assert messages[0].msg.startswith("database 'side': ")
 
 
 @pytest.mark.django_db

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from django_workhorse import registry
+from django_workhorse.definitions import JobDefinition
 from django_workhorse.worker import wakeups
 from tests.helpers import poll_until
 from tests.worker import jobs
@@ -80,3 +82,33 @@ def test_a_worker_whose_notify_arrives_says_nothing_of_polling(start_worker, cap
         worker.stop()
 
     assert not any(NOT_DELIVERED in r.getMessage() for r in caplog.records)
+
+
+def registered_late() -> None:
+    """A handler registered while a worker runs (a module imported late)."""
+
+
+def test_a_handler_registered_while_the_worker_idles_wakes_it(
+    notifications_lost, start_worker, caplog, monkeypatch
+):
+    monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
+    with caplog.at_level(logging.WARNING, logger="django_workhorse.worker"):
+        worker = start_worker({"inproc.gated": 1}, POLL_INTERVAL=60)
+        poll_until(
+            lambda: any(NOT_DELIVERED in r.getMessage() for r in caplog.records),
+            timeout=10,
+            interval=0.05,
+            what="the worker to say it polls",
+        )
+    handle = jobs.gated.enqueue(value=7)  # heard by nobody: the worker polls every 60 s
+    time.sleep(0.5)
+    assert handle.refresh().status == "ready"
+
+    registry.register(JobDefinition(registered_late, name="inproc.late", queue="inproc.late"))
+    poll_until(
+        lambda: handle.refresh().status == "succeeded",
+        timeout=10,
+        interval=0.05,
+        what="the worker woken by the registration to run the job",
+    )
+    worker.stop()
