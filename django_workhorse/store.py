@@ -428,6 +428,17 @@ def next_run_at(cursor: Cursor, queues: Sequence[str]) -> datetime | None:
     return cast("datetime | None", cursor.fetchone()[0])
 
 
+def next_run_at_and_clock(
+    cursor: Cursor, queues: Sequence[str]
+) -> tuple[datetime | None, datetime]:
+    """``next_run_at`` and the database's clock as it answered
+    (``clock_timestamp()``), so that a worker can time its wait for that
+    run_at on the database's clock rather than its own."""
+    cursor.execute("SELECT workhorse_next_run_at_v1(%s::text[]), clock_timestamp()", [list(queues)])
+    next_at, clock = cursor.fetchone()
+    return next_at, clock
+
+
 def ensure_partitions(cursor: Cursor, days_ahead: int) -> int:
     """Create the history partitions from yesterday to ``days_ahead`` days on."""
     cursor.execute(

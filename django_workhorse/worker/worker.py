@@ -114,6 +114,10 @@ class Worker:
         self.ledger = Ledger(options.concurrency, hand_over=self._writer.put)
         self._session = ClaimSession(self.worker_id, self._connect)
         self._claim_lock = threading.Lock()
+        # How far the database's clock is ahead of this process's (seconds,
+        # negative when behind), as of the last look-up of the next run_at;
+        # read and written by the claim loop only.
+        self._db_clock_ahead = 0.0
         # One slot in all: its handler thread claims the next job (_carry_on).
         self._one_slot = sum(options.concurrency.values()) == 1
         self._run_connections = RunConnections(options.alias)
@@ -357,13 +361,21 @@ class Worker:
                     # Only the queues with a free slot: a due job of a queue
                     # whose slots are full cannot start here before one frees
                     # (which wakes the loop), and waking for it would loop.
-                    next_at = store.next_run_at(cursor, self.ledger.queues_with_free_slots())
+                    next_at, clock = store.next_run_at_and_clock(
+                        cursor, self.ledger.queues_with_free_slots()
+                    )
+                # Due times are on the database's clock (lookups and NOTIFYs
+                # alike); the wait for one is timed on this process's clock,
+                # less how far the database's is ahead, so a worker whose
+                # clock is off neither picks scheduled jobs up late nor polls.
+                self._db_clock_ahead = clock.timestamp() - time.time()
                 self.ledger.set_due(next_at.timestamp() if next_at else None)
             due = self.ledger.due
             if due is not None:
                 # A due time already past (rows locked by another worker's
                 # claim) is retried shortly, never in a busy loop.
-                timeout = min(timeout, max(0.01, due - time.time() + 0.001))
+                wait = due - self._db_clock_ahead - time.time() + 0.001
+                timeout = min(timeout, max(0.01, wait))
         deadlines = self.ledger.sync_deadlines()
         if deadlines:
             timeout = min(timeout, max(0.0, min(deadlines) - time.monotonic()))
