@@ -39,6 +39,7 @@ CONFINED = {
     "Worker": {
         "_session": "the claim loop (after run() opened it)",
         "_stop_deadline": "the claim loop",
+        "_db_clock_ahead": "the claim loop (_idle_timeout)",
         "_signals": "the main thread's signal handler",
         "_sync": "run(), before the slot threads exist",
         "_async": "run(), before the asyncio thread exists",
