@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .defaults import JOB_DEFAULTS
 from .limits import (
+    CADENCE_MIN_SECONDS,
     CONCURRENCY_MAX,
     MAX_ATTEMPTS_MAX,
     MAX_DURATION_SECONDS,
@@ -67,6 +68,12 @@ _DURATIONS = (
     "SHUTDOWN_GRACE",
 )
 _OPTIONAL_DURATIONS = ("LOCK_RENEW_INTERVAL", "QUEUE_METRICS_INTERVAL", "VACUUM_INTERVAL")
+_CADENCE_FLOORS = {
+    key: (2 if key == "LOCK_DURATION" else 1) * CADENCE_MIN_SECONDS
+    for key in _DURATIONS
+    if key != "SHUTDOWN_GRACE"
+}
+"""The shortest value of each duration that paces a worker's loops."""
 _OFF_WITH_NONE = ("QUEUE_METRICS_INTERVAL", "VACUUM_INTERVAL")
 """Optional durations whose None turns the work off: a bad value's message says so."""
 
@@ -151,6 +158,14 @@ def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
     return found
 
 
+def cadence_problem(floor: float) -> str:
+    """What is wrong with a lease or loop period shorter than ``floor``."""
+    return (
+        f"must be at least {floor:g} seconds (shorter, a worker would query the database "
+        "without pause)"
+    )
+
+
 def raw_settings() -> dict[str, Any]:
     """``settings.WORKHORSE`` merged over the defaults (unvalidated)."""
     configured = getattr(django_settings, "WORKHORSE", None)
@@ -200,6 +215,8 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             continue
         if seconds <= 0:
             found.append((key, f"must be a positive duration{off}, got {value!r}"))
+        elif seconds < _CADENCE_FLOORS.get(key, 0):
+            found.append((key, f"{cadence_problem(_CADENCE_FLOORS[key])}{off}, got {value!r}"))
         elif seconds > MAX_DURATION_SECONDS:
             found.append(
                 (key, f"must be at most {MAX_DURATION_SECONDS} seconds{off}, got {value!r}")
@@ -527,6 +544,14 @@ def retention_problems(value: Any) -> list[tuple[str, str]]:
         if seconds <= 0:
             found.append(
                 (f"RETENTION[{key!r}]", f"must be a positive duration, got {merged[key]!r}")
+            )
+        elif key == "INTERVAL" and seconds < CADENCE_MIN_SECONDS:
+            found.append(
+                (
+                    "RETENTION['INTERVAL']",
+                    f"{cadence_problem(CADENCE_MIN_SECONDS)}, or None to leave retention to "
+                    f"workhorse_prune; got {merged[key]!r}",
+                )
             )
         elif seconds >= RETENTION_MAX_SECONDS:
             # A cut-off that far back would leave the years Python can represent.

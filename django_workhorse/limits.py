@@ -47,6 +47,12 @@ MIN_INTERVAL_SECONDS = 0.000001
 """1 microsecond: PostgreSQL keeps an ``interval`` to the microsecond, so a
 shorter duration (a rate period, a stats window) would be stored as 0."""
 
+CADENCE_MIN_SECONDS = 0.01
+"""The shortest lease and the shortest period of a worker's loops (heartbeat,
+stall sweep, poll, schedule sweep, depth sampling, vacuum, retention):
+shorter, a worker would query the database without pause. Its default
+heartbeat is half the lease, so the lease's floor is twice this."""
+
 MAX_DURATION_SECONDS = 3_155_760_000
 """100 years: the longest ``delay`` and ``timeout``. The database refuses
 longer ones too; far beyond this PostgreSQL's ``interval`` overflows, and a

@@ -229,6 +229,12 @@ def test_an_unknown_database_alias_is_refused_naming_the_aliases(run_command):
         (["--metrics-port", "70000"], "argument --metrics-port: a TCP port is at most 65535"),
         (["--shutdown-grace", "0"], "argument --shutdown-grace: must be more than 0 seconds"),
         (
+            ["--poll-interval", "1e-9"],
+            "argument --poll-interval: must be at least 0.01 seconds (shorter, a worker would "
+            "query the database without pause), got 1e-9",
+        ),
+        (["--lock-duration", "0.01"], "argument --lock-duration: must be at least 0.02 seconds"),
+        (
             ["--stalled-interval", "soon"],
             "argument --stalled-interval: expected seconds, got 'soon'",
         ),

@@ -46,6 +46,14 @@ BAD_VALUES = [
     pytest.param({"VACUUM_INTERVAL": 0}, "VACUUM_INTERVAL", id="vacuum-interval-zero"),
     pytest.param({"VACUUM_INTERVAL": "30s"}, "VACUUM_INTERVAL", id="vacuum-interval-string"),
     pytest.param({"VACUUM_INTERVAL": False}, "VACUUM_INTERVAL", id="vacuum-interval-false"),
+    pytest.param({"POLL_INTERVAL": 1e-9}, "POLL_INTERVAL", id="poll-interval-a-nanosecond"),
+    pytest.param({"LOCK_DURATION": 0.015}, "LOCK_DURATION", id="lock-duration-15-ms"),
+    pytest.param(
+        {"STALLED_INTERVAL": timedelta(microseconds=1)}, "STALLED_INTERVAL", id="stalled-1-us"
+    ),
+    pytest.param(
+        {"QUEUE_METRICS_INTERVAL": 0.001}, "QUEUE_METRICS_INTERVAL", id="depth-sampling-1-ms"
+    ),
 ]
 
 
@@ -145,3 +153,36 @@ def test_a_bad_vacuum_interval_says_that_none_turns_the_vacuum_off(value):
         ]
     assert error.msg.startswith("WORKHORSE['VACUUM_INTERVAL'] ")
     assert "or None to turn it off" in error.msg
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "LOCK_RENEW_INTERVAL",
+        "STALLED_INTERVAL",
+        "POLL_INTERVAL",
+        "SCHEDULE_SWEEP_INTERVAL",
+        "QUEUE_METRICS_INTERVAL",
+        "VACUUM_INTERVAL",
+    ],
+)
+def test_a_loop_period_under_ten_milliseconds_is_refused_saying_why(key):
+    found = dict(problems({**DEFAULTS, key: 0.005}))
+    assert found[key] == (
+        "must be at least 0.01 seconds (shorter, a worker would query the database without "
+        "pause)"
+        + (
+            ", or None to turn it off"
+            if key in ("QUEUE_METRICS_INTERVAL", "VACUUM_INTERVAL")
+            else ""
+        )
+        + ", got 0.005"
+    )
+    assert problems({**DEFAULTS, key: 0.01}) == []
+
+
+def test_a_lease_is_at_least_twice_the_shortest_heartbeat():
+    assert dict(problems({**DEFAULTS, "LOCK_DURATION": 0.019}))["LOCK_DURATION"].startswith(
+        "must be at least 0.02 seconds"
+    )
+    assert problems({**DEFAULTS, "LOCK_DURATION": 0.02}) == []

@@ -39,6 +39,12 @@ NESTED = [
         "WORKHORSE['RETENTION']['HISTORY'] must be a positive duration",
         id="retention-history",
     ),
+    pytest.param(
+        {"RETENTION": {"INTERVAL": 1e-9}},
+        "WORKHORSE['RETENTION']['INTERVAL'] must be at least 0.01 seconds (shorter, a worker "
+        "would query the database without pause), or None to leave retention to workhorse_prune",
+        id="retention-interval-a-nanosecond",
+    ),
 ]
 
 

@@ -21,9 +21,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import logformat, metrics
-from ...conf import get_settings
+from ...conf import cadence_problem, get_settings
 from ...exceptions import SchemaVersionError
 from ...limits import (
+    CADENCE_MIN_SECONDS,
     CONCURRENCY_MAX,
     MAX_DURATION_SECONDS,
     PROCESSES_MAX,
@@ -80,6 +81,19 @@ def positive_seconds(value: str) -> float:
     return number
 
 
+def cadence_seconds(floor: float) -> Callable[[str], float]:
+    """An argparse type: ``positive_seconds`` of at least ``floor`` (a lease
+    or the period of a worker's loop)."""
+
+    def parse(value: str) -> float:
+        number = positive_seconds(value)
+        if number < floor:
+            raise argparse.ArgumentTypeError(f"{cadence_problem(floor)}, got {value}")
+        return number
+
+    return parse
+
+
 def storable_text(value: str) -> str:
     """An argparse type: text PostgreSQL can store (an undecodable byte in
     the command line arrives as a lone surrogate)."""
@@ -90,10 +104,10 @@ def storable_text(value: str) -> str:
 
 
 SETTING_FLAGS = {
-    "lock_duration": ("LOCK_DURATION", positive_seconds),
-    "lock_renew_interval": ("LOCK_RENEW_INTERVAL", positive_seconds),
-    "stalled_interval": ("STALLED_INTERVAL", positive_seconds),
-    "poll_interval": ("POLL_INTERVAL", positive_seconds),
+    "lock_duration": ("LOCK_DURATION", cadence_seconds(2 * CADENCE_MIN_SECONDS)),
+    "lock_renew_interval": ("LOCK_RENEW_INTERVAL", cadence_seconds(CADENCE_MIN_SECONDS)),
+    "stalled_interval": ("STALLED_INTERVAL", cadence_seconds(CADENCE_MIN_SECONDS)),
+    "poll_interval": ("POLL_INTERVAL", cadence_seconds(CADENCE_MIN_SECONDS)),
     "shutdown_grace": ("SHUTDOWN_GRACE", positive_seconds),
 }
 """Flags that override a WORKHORSE setting for this run: dest -> (key, type)."""
