@@ -452,9 +452,9 @@ class Admin:
         known before any job was enqueued on it; a typo is not known at all."""
         from .exceptions import UnknownQueueError
         from .models import JobQuery, Queue
-        from .worker.options import known_queues
+        from .registry import known_queues
 
-        known = known_queues(self.using, get_settings())
+        known = known_queues(self.using, get_settings().queues)
         if name in known:
             return
         if Queue.objects.using(self.using).filter(name=name).exists():

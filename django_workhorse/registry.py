@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import JobAlreadyRegistered, UnknownJobError
@@ -109,3 +109,13 @@ def on_register(listener: Callable[[JobDefinition[..., Any]], object]) -> None:
 def remove_listener(listener: Callable[[JobDefinition[..., Any]], object]) -> None:
     if listener in _listeners:
         _listeners.remove(listener)
+
+
+def known_queues(alias: str, configured: Iterable[str]) -> list[str]:
+    """The queues of the jobs registered for database ``alias``, with the
+    ``configured`` ones (those ``WORKHORSE["QUEUES"]`` names), sorted: what a
+    worker of that database serves by default, and what the admin knows
+    before any job was enqueued."""
+    names = {d.queue for d in list(_jobs.values()) if d.using == alias}
+    names.update(configured)
+    return sorted(names)

@@ -42,13 +42,6 @@ def make_worker_id(base: str | None = None) -> str:
     return f"{base or socket.gethostname()}:{os.getpid()}:{token_hex(3)}"
 
 
-def known_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
-    """Queues with a registered job bound to ``alias``, plus those named in QUEUES."""
-    names = {d.queue for d in registry.all_jobs().values() if d.using == alias}
-    names.update(settings.queues)
-    return sorted(names)
-
-
 def resolve_options(
     *,
     alias: str | None = None,
@@ -73,7 +66,7 @@ def resolve_options(
             f"database {alias!r} is not an alias of settings.DATABASES "
             f"({', '.join(connections.databases)})"
         )
-    available = known_queues(alias, settings)
+    available = registry.known_queues(alias, settings.queues)
     if queues:
         for name in queues:
             if problem := queue_name_problem(name):

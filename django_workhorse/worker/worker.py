@@ -57,7 +57,6 @@ from .logs import install_record_factory, job_extra
 from .options import (  # noqa: F401  (re-exported: runworker and tests import them here)
     WorkerOptions,
     check_store,
-    known_queues,
     make_worker_id,
     resolve_options,
 )
