@@ -25,6 +25,7 @@ from .limits import (
     MAX_DURATION_SECONDS,
     MAX_STALLED_MAX,
     MIN_INTERVAL_SECONDS,
+    WORKER_ID_PREFIX_MAX,
     queue_name_problem,
     seconds_of,
     text_problem,
@@ -156,6 +157,14 @@ def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
                     f"got {period!r}"
                 )
     return found
+
+
+def worker_id_problem(prefix: str) -> str:
+    """What is wrong with a worker id prefix longer than WORKER_ID_PREFIX_MAX."""
+    return (
+        f"must be at most {WORKER_ID_PREFIX_MAX} characters (a worker id travels in "
+        f"notifications, which PostgreSQL limits to 8,000 bytes), got {len(prefix)}"
+    )
 
 
 def cadence_problem(floor: float) -> str:
@@ -306,6 +315,9 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             found.append((key, f"must be a non-empty string or None, got {value!r}"))
         elif value is not None and (problem := text_problem(value, "the value")):
             found.append((key, problem))
+    worker_id = raw["WORKER_ID"]
+    if isinstance(worker_id, str) and len(worker_id) > WORKER_ID_PREFIX_MAX:
+        found.append(("WORKER_ID", worker_id_problem(worker_id)))
     found.extend(observability_problems(raw))
     found.extend(retention_problems(raw["RETENTION"]))
     return found

@@ -47,6 +47,11 @@ MIN_INTERVAL_SECONDS = 0.000001
 """1 microsecond: PostgreSQL keeps an ``interval`` to the microsecond, so a
 shorter duration (a rate period, a stats window) would be stored as 0."""
 
+WORKER_ID_PREFIX_MAX = 200
+"""The longest prefix of worker ids (``WORKER_ID``, ``runworker --id``): a
+worker id travels in the cancel notification of each of its running jobs,
+whose payload PostgreSQL limits to 8,000 bytes."""
+
 CADENCE_MIN_SECONDS = 0.01
 """The shortest lease and the shortest period of a worker's loops (heartbeat,
 stall sweep, poll, schedule sweep, depth sampling, vacuum, retention):

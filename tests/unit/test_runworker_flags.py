@@ -247,6 +247,11 @@ def test_an_unknown_database_alias_is_refused_naming_the_aliases(run_command):
             "with --concurrency",
         ),
         (["--id", ""], "argument --id: must not be empty"),
+        (
+            ["--id", "w" * 201],
+            "argument --id: must be at most 200 characters (a worker id travels in "
+            "notifications, which PostgreSQL limits to 8,000 bytes), got 201",
+        ),
         (["--burst", "--processes", "2"], "--burst runs one process; drop --processes"),
     ],
 )

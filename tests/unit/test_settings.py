@@ -47,6 +47,7 @@ BAD_VALUES = [
     pytest.param({"VACUUM_INTERVAL": "30s"}, "VACUUM_INTERVAL", id="vacuum-interval-string"),
     pytest.param({"VACUUM_INTERVAL": False}, "VACUUM_INTERVAL", id="vacuum-interval-false"),
     pytest.param({"POLL_INTERVAL": 1e-9}, "POLL_INTERVAL", id="poll-interval-a-nanosecond"),
+    pytest.param({"WORKER_ID": "w" * 201}, "WORKER_ID", id="worker-id-prefix-too-long"),
     pytest.param({"LOCK_DURATION": 0.015}, "LOCK_DURATION", id="lock-duration-15-ms"),
     pytest.param(
         {"STALLED_INTERVAL": timedelta(microseconds=1)}, "STALLED_INTERVAL", id="stalled-1-us"

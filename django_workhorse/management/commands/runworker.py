@@ -21,13 +21,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import logformat, metrics
-from ...conf import cadence_problem, get_settings
+from ...conf import cadence_problem, get_settings, worker_id_problem
 from ...exceptions import SchemaVersionError
 from ...limits import (
     CADENCE_MIN_SECONDS,
     CONCURRENCY_MAX,
     MAX_DURATION_SECONDS,
     PROCESSES_MAX,
+    WORKER_ID_PREFIX_MAX,
     queue_name_problem,
     text_problem,
 )
@@ -94,12 +95,15 @@ def cadence_seconds(floor: float) -> Callable[[str], float]:
     return parse
 
 
-def storable_text(value: str) -> str:
-    """An argparse type: text PostgreSQL can store (an undecodable byte in
-    the command line arrives as a lone surrogate)."""
+def worker_id_prefix(value: str) -> str:
+    """An argparse type: a worker id prefix, text PostgreSQL can store (an
+    undecodable byte in the command line arrives as a lone surrogate) and
+    at most WORKER_ID_PREFIX_MAX characters."""
     problem = text_problem(value, f"{value!r}")
     if problem or not value:
         raise argparse.ArgumentTypeError(problem or "must not be empty")
+    if len(value) > WORKER_ID_PREFIX_MAX:
+        raise argparse.ArgumentTypeError(worker_id_problem(value))
     return value
 
 
@@ -191,7 +195,7 @@ class Command(BaseCommand):
             "--database", help="the database alias to serve (default: WORKHORSE['DATABASE'])"
         )
         parser.add_argument(
-            "--id", dest="worker_id", type=storable_text, help="prefix of this worker's id"
+            "--id", dest="worker_id", type=worker_id_prefix, help="prefix of this worker's id"
         )
         parser.add_argument(
             "--processes",
