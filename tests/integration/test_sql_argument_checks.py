@@ -108,3 +108,45 @@ def test_ensure_partitions_refuses_a_day_count_out_of_range_and_creates_none(
         "SELECT count(*) FROM pg_class WHERE relname LIKE 'workhorse_job_event_p2030%%'"
     ).fetchone()
     assert created == (0,)
+
+
+def test_a_job_object_with_a_key_that_is_not_a_job_field_is_refused_naming_it(pg_connect):
+    conn = pg_connect()
+    jobs = [
+        {"name": "demo.jobs.noop", "queue": "argcheck", "payload": {}},
+        {"name": "demo.jobs.noop", "queue": "argcheck", "payload": {}, "max_attempt": 3},
+    ]
+
+    message = refused(
+        conn, "SELECT * FROM workhorse_enqueue_many_v1(%s::jsonb)", [psycopg.types.json.Jsonb(jobs)]
+    )
+
+    assert 'job 2 of the batch has the key "max_attempt", which is not a job field' in message
+    assert conn.execute(
+        "SELECT count(*) FROM workhorse_job WHERE queue = 'argcheck'"
+    ).fetchone() == (0,)
+
+
+def test_a_job_object_with_every_job_field_is_taken(pg_connect):
+    conn = pg_connect()
+    job = {
+        "name": "demo.jobs.noop",
+        "queue": "argcheck",
+        "payload": {},
+        "max_attempts": 2,
+        "priority": 1,
+        "timeout": 60,
+        "backoff": None,
+        "max_stalled": 1,
+        "idempotency_key": "every-field",
+        "trace_context": None,
+        "delay": 5,
+        "depends_on": [],
+        "dependency_policy": "all_succeeded",
+    }
+
+    (row,) = conn.execute(
+        "SELECT * FROM workhorse_enqueue_many_v1(%s::jsonb)", [psycopg.types.json.Jsonb([job])]
+    ).fetchall()
+
+    assert row[1] is True
