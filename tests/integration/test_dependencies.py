@@ -472,3 +472,21 @@ def test_a_released_job_queues_behind_the_jobs_that_were_ready_before_its_releas
         order += [c.job_id for c in store.claim_many(cursor, "w", ["deps-line"], [1], 30)]
 
     assert order == [waiting.id, dependent.id]
+
+
+def test_a_dependency_policy_without_prerequisites_has_no_effect_on_the_enqueue():
+    handle = add.options(dependency_policy="all_finished").enqueue(a=1, b=2)
+
+    job = Admin().get_job(handle.id)
+    assert (job.state, job.dependency_policy, job.prerequisites) == ("ready", None, ())
+
+
+def test_a_dependency_policy_set_first_applies_once_prerequisites_are_added():
+    first = ActiveJobFactory()
+    bound = add.options(dependency_policy="all_finished")
+
+    handle = bound.options(depends_on=[first.id]).enqueue(a=1, b=2)
+    fail(first)
+
+    job = Admin().get_job(handle.id)
+    assert (job.state, job.dependency_policy) == ("ready", "all_finished")
