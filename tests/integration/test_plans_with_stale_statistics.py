@@ -133,6 +133,7 @@ def every_call(conn: psycopg.Connection, plans: list[str], round_: int) -> dict[
         fences[:2],
         ["null"] * 2,
     )
+    call("enqueue_many, an ended prerequisite", enqueue, jobs_json(1, q, depends_on=ids[:1]))
     call(
         "fail_many, a retry and an end",
         store.fail_many,
