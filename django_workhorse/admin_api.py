@@ -485,8 +485,8 @@ class Admin:
             except (TypeError, ValueError) as exc:
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor)) from exc
             # Ranks and ids as workhorse_job_timeline_v1 makes them: a derived
-            # row has rank -1 or 2 and may have id 0.
-            if cursor_job != job_id or after[1] not in (-1, 0, 1, 2) or not _is_id(after[2]):
+            # row has rank -1, 2 or 3 and may have id 0.
+            if cursor_job != job_id or after[1] not in (-1, 0, 1, 2, 3) or not _is_id(after[2]):
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
         with connections[self.using].cursor() as db:
             rows = store.job_timeline(db, job_id, after, limit + 1)

@@ -225,7 +225,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_job_defaults_v1()
 --   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
---   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 350cdde83415cc7b
+--   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 1bf7c97addd813c6
 -- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
 --   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 edd4a0e2a75f945c
 -- FUNCTION workhorse_list_schedules_v1()
@@ -237,7 +237,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
 --   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 e314ccb5cd766055
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
---   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 fb3cc6fe83160b0b
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 c28b991d4be2d602
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
 --   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 4d8519fd3cbd0590
 -- FUNCTION workhorse_queue_depth_v1()
@@ -255,7 +255,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_requeue_runs_v1(p_job_ids bigint[], p_attempts integer[], p_workers text[], p_started_ats timestamp with time zone[], p_run_ats timestamp with time zone[], p_give_back boolean, p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_kinds text[], p_event_data jsonb[])
 --   RETURNS void LANGUAGE plpgsql -- body sha256 f5d17dc33fb19a5c
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text, p_ignore_dependencies boolean)
---   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 39d743d8be32990f
+--   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 97311a00972cd3fa
 -- FUNCTION workhorse_schedule_due_v1()
 --   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone, job_name text, queue text) LANGUAGE sql -- body sha256 bf80c85e7e5d72f8
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)
@@ -269,7 +269,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)
 --   RETURNS TABLE(status text, paused boolean) LANGUAGE plpgsql -- body sha256 cf8d1c2cbd011c76
 -- FUNCTION workhorse_settle_dependents_v1(p_job_ids bigint[], p_dependents bigint[])
---   RETURNS integer LANGUAGE plpgsql -- body sha256 a5a937c367990688
+--   RETURNS integer LANGUAGE plpgsql -- body sha256 e66620dff7a85a05
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 466ed45057adf17e
 -- FUNCTION workhorse_succeed_and_claim_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[], p_queues text[], p_limits integer[], p_lease_seconds double precision)

@@ -15,7 +15,10 @@ DECLARE
     v_state   text;
 BEGIN
     UPDATE workhorse_job_runtime rt SET state = 'ready', run_at = now()
-    WHERE rt.job_id = p_job_id AND rt.state = 'scheduled'
+    -- Not `rt.state = 'scheduled'`: that matches the partial index of
+    -- scheduled jobs, which a plan made on empty tables reads whole
+    -- (docs/sql.md, "Plans that do not depend on statistics").
+    WHERE rt.job_id = p_job_id AND (rt.state = 'scheduled') IS TRUE
     RETURNING rt.queue, rt.attempt INTO v_queue, v_attempt;
     IF FOUND THEN
         INSERT INTO workhorse_job_event (job_id, kind, attempt, data)

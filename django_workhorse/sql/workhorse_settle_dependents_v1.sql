@@ -102,6 +102,12 @@ BEGIN
             GROUP BY x.job_id
         ) h;
 
+        -- A state test beside a probe by key is written `(state = ...) IS TRUE`
+        -- wherever it appears here: that form does not match the predicate of
+        -- a partial index (docs/sql.md, "Plans that do not depend on
+        -- statistics"). As `state = 'blocked'` it let a plan made on empty
+        -- tables read all of workhorse_runtime_blocked for every dependent.
+        --
         -- The first round locks every blocked job the whole cascade can
         -- reach, in one job_id-ordered statement, before it settles any.
         -- Locking one generation at a time let a later generation ask for
@@ -134,7 +140,7 @@ BEGIN
                         ) x
                         CROSS JOIN LATERAL (
                             SELECT 1 FROM workhorse_job_runtime b
-                            WHERE b.job_id = x.job_id AND b.state = 'blocked' OFFSET 0
+                            WHERE b.job_id = x.job_id AND (b.state = 'blocked') IS TRUE OFFSET 0
                         ) b
                         CROSS JOIN LATERAL (
                             SELECT coalesce(jb.dependency_policy, 'all_succeeded') AS policy
@@ -145,7 +151,7 @@ BEGIN
                                OR x.job_id IN (SELECT n.id FROM unnest(v_only) AS n(id)))
                     )
                     SELECT DISTINCT r.job_id FROM reach r WHERE NOT r.root))
-                  AND rt.state = 'blocked'
+                  AND (rt.state = 'blocked') IS TRUE
                 ORDER BY rt.job_id
                 FOR UPDATE);
         END IF;
@@ -155,7 +161,7 @@ BEGIN
         -- could meet is detected and its transaction retried.
         PERFORM 1 FROM workhorse_job_runtime rt
         WHERE rt.job_id = ANY (ARRAY(SELECT unnest(v_deps) EXCEPT SELECT unnest(v_held)))
-          AND rt.state = 'blocked'
+          AND (rt.state = 'blocked') IS TRUE
         ORDER BY rt.job_id
         FOR UPDATE;
 
@@ -188,7 +194,7 @@ BEGIN
             CROSS JOIN LATERAL (
                 SELECT rt.queue, rt.run_at, rt.attempt, rt.stall_count, rt.pending_dependencies
                 FROM workhorse_job_runtime rt
-                WHERE rt.job_id = h.job_id AND rt.state = 'blocked' OFFSET 0
+                WHERE rt.job_id = h.job_id AND (rt.state = 'blocked') IS TRUE OFFSET 0
             ) r
             CROSS JOIN LATERAL (
                 SELECT coalesce(jb.dependency_policy, 'all_succeeded') AS policy
