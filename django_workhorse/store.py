@@ -355,6 +355,17 @@ def release_many(
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
+def lock_runs(cursor: Cursor, worker_id: str, job_ids: Sequence[int], fences: Sequence[int]) -> int:
+    """Lock, in job_id order, the runtime rows of the runs ``worker_id`` holds
+    under ``fences``, for a transaction that writes them with several calls
+    (``workhorse_lock_runs_v1``); how many it locked."""
+    cursor.execute(
+        "SELECT workhorse_lock_runs_v1(%s, %s::bigint[], %s::bigint[])",
+        [worker_id, _ints(job_ids), _ints(fences)],
+    )
+    return cast("int", cursor.fetchone()[0])
+
+
 def sleep_many(
     cursor: Cursor,
     worker_id: str,

@@ -213,7 +213,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 76c30fb51b4d4ede
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
---   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 1b84679b2ea9126b
+--   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 9fd9d2e427969aae
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
@@ -232,6 +232,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint) LANGUAGE sql -- body sha256 60b0bef49d80b9c3
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
+-- FUNCTION workhorse_lock_runs_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
+--   RETURNS integer LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 dfd87df470199c41
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 7bd90779f1bc82d4
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])

@@ -31,6 +31,7 @@ class Migration(migrations.Migration):
         RunSQLFile("workhorse_heartbeat_many_v1.sql", drops_function="workhorse_heartbeat_many_v1"),
         RunSQLFile("workhorse_succeed_many_v1.sql", drops_function="workhorse_succeed_many_v1"),
         RunSQLFile("workhorse_fail_many_v1.sql", drops_function="workhorse_fail_many_v1"),
+        RunSQLFile("workhorse_lock_runs_v1.sql", drops_function="workhorse_lock_runs_v1"),
         RunSQLFile(
             "workhorse_succeed_and_claim_v1.sql", drops_function="workhorse_succeed_and_claim_v1"
         ),

@@ -8,8 +8,11 @@
 --     'cancel_requested' event);
 --   * nor is a job whose cancel was requested (cancel_requested): a failed
 --     or timed-out run that would have been retried ends it 'canceled' too
---     (its attempt closes as what it was), so a cancel that raced a failure
---     is not undone by the retry;
+--     (its attempt closes as what it was, with its error), so a cancel that
+--     raced a failure is not undone by the retry; the outcome's error is a
+--     cancellation envelope (type django_workhorse.exceptions.JobCancelled,
+--     a message naming the run's error, and the request's reason, by and
+--     at), as on every other path that ends a job canceled;
 --   * retry, when p_retryable[i] and attempts remain (attempt < max_attempts):
 --     the job waits p_delays[i] seconds, or the job's backoff policy when that
 --     is NULL, as 'scheduled' (or 'ready' when the delay is zero);
@@ -147,7 +150,20 @@ BEGIN
                o.max_attempts, o.kind, o.will_retry, o.canceled, o.next_run_at,
                q.data->>'reason' AS reason, o.error AS attempt_error,
                CASE WHEN o.canceled
-                    THEN o.error || jsonb_strip_nulls(jsonb_build_object(
+                    -- A run that failed or timed out first ends the job with
+                    -- the cancel's envelope, like every canceled end; its
+                    -- own error stays on its attempt (attempt_error).
+                    THEN CASE WHEN o.kind = 'canceled' THEN o.error
+                              ELSE jsonb_build_object(
+                                  'type', 'django_workhorse.exceptions.JobCancelled',
+                                  'message', format(
+                                      'canceled by an operator; its run %s before its worker '
+                                      'heard of the cancel (%s: %s)',
+                                      CASE o.kind WHEN 'timed_out' THEN 'timed out'
+                                                  ELSE 'failed' END,
+                                      coalesce(o.error ->> 'type', 'error'),
+                                      coalesce(o.error ->> 'message', '')))
+                         END || jsonb_strip_nulls(jsonb_build_object(
                              'reason', q.data->'reason', 'by', q.data->'by', 'at', q.at,
                              'state_before', 'active'))
                     ELSE o.error END AS error

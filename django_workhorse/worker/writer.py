@@ -302,6 +302,15 @@ class Writer(threading.Thread):
         several = (bool(successes) + bool(failures) + bool(sleeps)) > 1
         assert self._conn is not None, "_cursor() connects"
         with cursor, self._conn.transaction() if several else contextlib.nullcontext():
+            if several:
+                # Each call locks its own runs in job_id order, but one after
+                # the other they would not: the whole batch first, in one
+                # pass, so that a heartbeat or an idle worker's look-up (both
+                # in job_id order) cannot close a deadlock with this batch.
+                runs = [f.running for f in sleeps + successes] + [f.item.running for f in failures]
+                store.lock_runs(
+                    cursor, owner, [r.job.job_id for r in runs], [r.job.fence for r in runs]
+                )
             if sleeps:
                 requests = [cast(SleepRequested, f.error) for f in sleeps]
                 slept = store.sleep_many(

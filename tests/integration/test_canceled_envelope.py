@@ -37,6 +37,29 @@ def acked_by_the_worker(cursor) -> int:
     return job.id
 
 
+def failed_before_the_worker_heard(cursor) -> int:
+    """The run failed with attempts left after the cancel was asked, before
+    its worker heard of it: not retried, the job ends canceled."""
+    job = ActiveJobFactory(max_attempts=5)
+    Admin().cancel(job.id, reason="stop", by="ops")
+    failure = json.dumps({"type": "ValueError", "message": "bad", "traceback": "..."})
+    (result,) = store.fail_many(
+        cursor, job.worker, [job.id], [job.fence], [failure], ["failed"], [True], [None]
+    )
+    assert (result.ok, result.will_retry, result.canceled) == (True, False, True)
+    return job.id
+
+
+def timed_out_before_the_worker_heard(cursor) -> int:
+    job = ActiveJobFactory(max_attempts=5)
+    Admin().cancel(job.id, reason="stop", by="ops")
+    timeout = json.dumps({"type": "TimeoutError", "message": "ran past its timeout"})
+    store.fail_many(
+        cursor, job.worker, [job.id], [job.fence], [timeout], ["timed_out"], [True], [None]
+    )
+    return job.id
+
+
 def released_at_shutdown(cursor) -> int:
     job = ActiveJobFactory()
     Admin().cancel(job.id, reason="stop", by="ops")
@@ -78,6 +101,8 @@ def canceled_while_waiting(cursor) -> int:
     "end",
     [
         acked_by_the_worker,
+        failed_before_the_worker_heard,
+        timed_out_before_the_worker_heard,
         released_at_shutdown,
         put_to_sleep,
         recovered_after_a_crash,
@@ -95,7 +120,15 @@ def test_every_canceled_envelope_names_the_exception_by_its_dotted_path(end, cur
 
 
 @pytest.mark.parametrize(
-    "end", [acked_by_the_worker, released_at_shutdown, put_to_sleep, recovered_after_a_crash]
+    "end",
+    [
+        acked_by_the_worker,
+        failed_before_the_worker_heard,
+        timed_out_before_the_worker_heard,
+        released_at_shutdown,
+        put_to_sleep,
+        recovered_after_a_crash,
+    ],
 )
 def test_a_run_canceled_while_active_says_why_who_and_when_on_every_path(end, cursor):
     """The reason, ``by`` and ``at`` of the operator's request come from its
@@ -108,3 +141,18 @@ def test_a_run_canceled_while_active_says_why_who_and_when_on_every_path(end, cu
     ]
     assert (error["reason"], error["by"]) == ("stop", "ops")
     assert datetime.fromisoformat(error["at"]) == requested.at
+
+
+@pytest.mark.parametrize("end", [failed_before_the_worker_heard, timed_out_before_the_worker_heard])
+def test_a_run_that_failed_before_its_cancel_was_heard_keeps_its_error_on_the_attempt(end, cursor):
+    """The job's envelope is the cancel's, saying what the run did first; the
+    run's own error stays on its attempt, as it was."""
+    job_id = end(cursor)
+
+    job = Admin().get_job(job_id)
+    assert job.error["state_before"] == "active"
+    assert "canceled by an operator" in job.error["message"]
+    (attempt,) = [e for e in Admin().get_job_timeline(job_id).items if e.source == "attempt"]
+    assert attempt.kind in ("failed", "timed_out")
+    assert attempt.error["type"] in ("ValueError", "TimeoutError")
+    assert attempt.error["type"].removesuffix("Error") in job.error["message"]
