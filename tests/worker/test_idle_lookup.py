@@ -26,17 +26,21 @@ def succeeded(cursor, ids: list[int]) -> int:
     return cursor.fetchone()[0]
 
 
-def test_a_one_slot_drain_does_not_look_up_the_next_run_at_per_job(
-    start_worker, cursor, monkeypatch
-):
-    lookups = []
+@pytest.fixture
+def lookups(monkeypatch) -> list:
+    """The queues of each look-up of the next run_at the worker makes."""
+    made: list = []
     real = store.next_run_at_and_clock
 
     def counted(cursor, queues):
-        lookups.append(queues)
+        made.append(queues)
         return real(cursor, queues)
 
     monkeypatch.setattr(worker_module.store, "next_run_at_and_clock", counted)
+    return made
+
+
+def test_a_one_slot_drain_does_not_look_up_the_next_run_at_per_job(start_worker, cursor, lookups):
     ids = [jobs.gated.enqueue(value=n).id for n in range(40)]
 
     start_worker({"inproc.gated": 1})
@@ -80,17 +84,9 @@ class SkewedClock:
 
 @pytest.mark.parametrize("skew", [-3600.0, 3600.0], ids=["behind", "ahead"])
 def test_a_worker_whose_clock_is_off_runs_a_scheduled_job_at_its_time_without_polling(
-    start_worker, cursor, monkeypatch, skew
+    start_worker, cursor, monkeypatch, lookups, skew
 ):
     monkeypatch.setattr(worker_module, "time", SkewedClock(skew))
-    lookups = []
-    real = store.next_run_at_and_clock
-
-    def counted(cursor, queues):
-        lookups.append(queues)
-        return real(cursor, queues)
-
-    monkeypatch.setattr(worker_module.store, "next_run_at_and_clock", counted)
     running = start_worker({"inproc.gated": 1}, POLL_INTERVAL=60)
     poll_until(
         lambda: running.ledger.due_known, timeout=30, interval=0.02, what="the first idle lookup"
