@@ -69,7 +69,7 @@ _DURATIONS = (
     "SHUTDOWN_GRACE",
 )
 _OPTIONAL_DURATIONS = ("LOCK_RENEW_INTERVAL", "QUEUE_METRICS_INTERVAL", "VACUUM_INTERVAL")
-_CADENCE_FLOORS = {
+CADENCE_FLOORS = {
     key: (2 if key == "LOCK_DURATION" else 1) * CADENCE_MIN_SECONDS
     for key in _DURATIONS
     if key != "SHUTDOWN_GRACE"
@@ -224,8 +224,8 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             continue
         if seconds <= 0:
             found.append((key, f"must be a positive duration{off}, got {value!r}"))
-        elif seconds < _CADENCE_FLOORS.get(key, 0):
-            found.append((key, f"{cadence_problem(_CADENCE_FLOORS[key])}{off}, got {value!r}"))
+        elif seconds < CADENCE_FLOORS.get(key, 0):
+            found.append((key, f"{cadence_problem(CADENCE_FLOORS[key])}{off}, got {value!r}"))
         elif seconds > MAX_DURATION_SECONDS:
             found.append(
                 (key, f"must be at most {MAX_DURATION_SECONDS} seconds{off}, got {value!r}")

@@ -21,10 +21,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import logformat, metrics
-from ...conf import cadence_problem, get_settings, worker_id_problem
+from ...conf import CADENCE_FLOORS, cadence_problem, get_settings, worker_id_problem
 from ...exceptions import SchemaVersionError
 from ...limits import (
-    CADENCE_MIN_SECONDS,
     CONCURRENCY_MAX,
     MAX_DURATION_SECONDS,
     PROCESSES_MAX,
@@ -108,10 +107,13 @@ def worker_id_prefix(value: str) -> str:
 
 
 SETTING_FLAGS = {
-    "lock_duration": ("LOCK_DURATION", cadence_seconds(2 * CADENCE_MIN_SECONDS)),
-    "lock_renew_interval": ("LOCK_RENEW_INTERVAL", cadence_seconds(CADENCE_MIN_SECONDS)),
-    "stalled_interval": ("STALLED_INTERVAL", cadence_seconds(CADENCE_MIN_SECONDS)),
-    "poll_interval": ("POLL_INTERVAL", cadence_seconds(CADENCE_MIN_SECONDS)),
+    "lock_duration": ("LOCK_DURATION", cadence_seconds(CADENCE_FLOORS["LOCK_DURATION"])),
+    "lock_renew_interval": (
+        "LOCK_RENEW_INTERVAL",
+        cadence_seconds(CADENCE_FLOORS["LOCK_RENEW_INTERVAL"]),
+    ),
+    "stalled_interval": ("STALLED_INTERVAL", cadence_seconds(CADENCE_FLOORS["STALLED_INTERVAL"])),
+    "poll_interval": ("POLL_INTERVAL", cadence_seconds(CADENCE_FLOORS["POLL_INTERVAL"])),
     "shutdown_grace": ("SHUTDOWN_GRACE", positive_seconds),
 }
 """Flags that override a WORKHORSE setting for this run: dest -> (key, type)."""
