@@ -107,3 +107,12 @@ def test_a_key_enqueued_by_two_sessions_at_once_resolves_to_one_job_in_both(
     thread.join(timeout=30)
 
     assert result["rows"] == [(first.id, False)]
+
+
+@pytest.mark.parametrize("key", ["it's 100%", "back\\slash %s", "clé\n"], ids=repr)
+def test_a_key_with_quotes_percents_or_backslashes_is_stored_as_given(key, cursor):
+    handle = add.options(idempotency_key=key).enqueue(a=1, b=2)
+
+    cursor.execute("SELECT idempotency_key FROM workhorse_job WHERE id = %s", [handle.id])
+    assert cursor.fetchone()[0] == key
+    assert add.options(idempotency_key=key).enqueue(a=1, b=2).id == handle.id
