@@ -68,6 +68,49 @@ def _bare_commits(conn, count: int) -> float:
     return count / t["seconds"]
 
 
+_THREE_ROWS = """
+WITH new_job AS (
+    INSERT INTO workhorse_job AS j (id, name, queue, payload, max_attempts, priority, max_stalled)
+    {source}
+    RETURNING j.id, j.priority, j.created_at
+), live AS (
+    INSERT INTO workhorse_job_runtime (job_id, queue, priority, state, run_at)
+    SELECT n.id, 'bench', n.priority, 'ready', now() FROM new_job n
+)
+INSERT INTO workhorse_job_query (job_id, queue, name, created_at)
+SELECT n.id, 'bench', 'demo.jobs.noop', n.created_at FROM new_job n
+"""
+THREE_ROWS_ONE = _THREE_ROWS.format(
+    source="VALUES (nextval('workhorse_job_id_seq'), 'demo.jobs.noop', 'bench', '{}', 5, 0, 1)"
+)
+"""The floor of any enqueue of this design: the three rows a job starts with
+(job, runtime, the admin's projection) written by one bare statement, no SQL
+function, no NOTIFY, no Django, no checks. A rate no enqueue can beat."""
+THREE_ROWS_MANY = _THREE_ROWS.format(
+    source="SELECT nextval('workhorse_job_id_seq'), 'demo.jobs.noop', 'bench', e.doc, 5, 0, 1"
+    " FROM jsonb_array_elements(%s::jsonb) AS e(doc)"
+)
+"""``THREE_ROWS_ONE`` for a JSON array of payloads, one job each."""
+
+
+def three_row_floor(conn, count: int) -> float:
+    """``THREE_ROWS_ONE``, one job per commit on a bare psycopg connection; jobs/s."""
+    with conn.cursor() as cur, timed() as t:
+        for _ in range(count):
+            cur.execute(THREE_ROWS_ONE)
+    return count / t["seconds"]
+
+
+def three_row_floor_bulk(conn, batches: int, size: int = 1000) -> float:
+    """``THREE_ROWS_MANY`` of ``size`` jobs per commit, ``batches`` times; jobs/s."""
+    payloads = "[" + ",".join(["{}"] * size) + "]"
+    reset(conn)
+    with conn.cursor() as cur, timed() as t:
+        for _ in range(batches):
+            cur.execute(THREE_ROWS_MANY, [payloads])
+    return batches * size / t["seconds"]
+
+
 def as_in_production() -> override_settings:
     """Settings as a production process has them: ``DEBUG`` off.
 
@@ -111,13 +154,26 @@ def enqueue_single(conn, count: int = 500, turns: int = 7) -> float:
         conn.execute(f"SET synchronous_commit = {flush}")
         with connection.cursor() as cursor:
             cursor.execute(f"SET synchronous_commit = {flush}")
-        bare, public, batch = [], [], []
+        bare, public, batch, floor = [], [], [], []
         for _ in range(turns):
             bare.append(_bare_commits(conn, count))
             public.append(_public_enqueues(count))
             batch.append(_one_job_batches(count))
+            floor.append(three_row_floor(conn, count))
         label = "" if flush == "on" else " (synchronous_commit off: no WAL flush)"
         report(f"bare one-row INSERT, one commit each{label}", median(bare), "rows/s")
+        report(
+            f"floor: a job's three rows in one bare statement, one commit each{label}",
+            median(floor),
+            "jobs/s",
+            "no function, NOTIFY, Django or checks",
+        )
+        report(
+            "  floor / bare INSERT commit",
+            median(floor) / median(bare),
+            "x",
+            "the most a three-row enqueue can reach",
+        )
         report(
             f"enqueue, one job per transaction (public API, DEBUG off){label}",
             median(public),
@@ -128,6 +184,7 @@ def enqueue_single(conn, count: int = 500, turns: int = 7) -> float:
         report("  ratio to the bare INSERT commit", median(public) / median(bare), "x", target)
         report(f"one-job enqueue_many batch, one per transaction{label}", median(batch), "jobs/s")
         report("  public enqueue / one-job batch", median(public) / median(batch), "x")
+        report("  public enqueue / floor", median(public) / median(floor), "x")
         rate = rate or median(public)
     conn.execute("RESET synchronous_commit")
     with connection.cursor() as cursor:
@@ -157,6 +214,9 @@ def enqueue_batches(conn, batches: int = 20, size: int = 1000) -> float:
         "jobs/s",
         "target >= 60,000",
     )
+    floor = three_row_floor_bulk(conn, batches, size)
+    report(f"floor: {size:,} jobs' three rows in one bare statement", floor, "jobs/s")
+    report("  enqueue_many / floor", rate / floor, "x")
     return rate
 
 
@@ -186,6 +246,52 @@ def _lifecycle_round(conn, claims, count: int, batch: int) -> float:
     return done / t["seconds"]
 
 
+_FLOOR_CLAIM = """
+UPDATE workhorse_job_runtime r
+SET state = 'active', worker_id = 'bench-floor', fence = r.fence + 1, attempt = r.attempt + 1,
+    lease_expires_at = now() + interval '30 seconds', attempt_started_at = now()
+FROM (SELECT job_id FROM workhorse_job_runtime
+      WHERE queue = 'bench' AND state = 'ready'
+      ORDER BY priority DESC, run_at, job_id LIMIT %s FOR UPDATE SKIP LOCKED) c
+WHERE r.job_id = c.job_id
+RETURNING r.job_id
+"""
+_FLOOR_SUCCEED = """
+WITH ended AS (
+    DELETE FROM workhorse_job_runtime WHERE job_id = ANY(%s::bigint[])
+    RETURNING job_id, attempt, attempt_started_at
+), outcome AS (
+    INSERT INTO workhorse_job_outcome (job_id, state, attempts)
+    SELECT e.job_id, 'succeeded', e.attempt FROM ended e
+)
+INSERT INTO workhorse_attempt_history (job_id, attempt, outcome, worker_id, started_at)
+SELECT e.job_id, e.attempt, 'succeeded', 'bench-floor', e.attempt_started_at FROM ended e
+"""
+
+
+def _lifecycle_floor_round(conn, count: int, batch: int) -> float:
+    """The floor of the SQL lifecycle in this design: per batch, one bare
+    statement marks ``batch`` ready runtime rows active (no job row read, no
+    checks) and one deletes them, writing the outcome and attempt rows a
+    success leaves. No function, fence check, event or hook; jobs/s."""
+    from demo.jobs import noop
+
+    reset(conn)
+    for _ in range(count // 1000):
+        noop.enqueue_many([{}] * 1000)
+    conn.execute("VACUUM ANALYZE workhorse_job_runtime")
+    done = 0
+    with conn.cursor() as cur, timed() as t:
+        while True:
+            cur.execute(_FLOOR_CLAIM, [batch])
+            ids = [row[0] for row in cur.fetchall()]
+            if not ids:
+                break
+            cur.execute(_FLOOR_SUCCEED, [ids])
+            done += len(ids)
+    return done / t["seconds"]
+
+
 def sql_lifecycle(
     conn, bare: float | None = None, count: int = 10_000, batch: int = 100, turns: int = 3
 ) -> float:
@@ -196,11 +302,12 @@ def sql_lifecycle(
     from django_workhorse.worker.connection import connect
 
     claims = connect("default", application_name="workhorse-bench", wait_for_flush=False)
-    flushed, as_worker = [], []
+    flushed, as_worker, floor = [], [], []
     try:
         for _ in range(turns):
             flushed.append(_lifecycle_round(conn, conn, count, batch))
             as_worker.append(_lifecycle_round(conn, claims, count, batch))
+            floor.append(_lifecycle_floor_round(conn, count, batch))
     finally:
         claims.close()
     rate = median(flushed)
@@ -212,6 +319,20 @@ def sql_lifecycle(
     report("  the same, claims committed as the worker commits them", worker_rate, "jobs/s")
     if bare:
         report("  ratio to the bare claim+delete", worker_rate / bare, "x")
+    report(
+        f"floor: the design's rows of a success in two bare statements ({batch} a statement)",
+        median(floor),
+        "jobs/s",
+        "no function, fence, event or job row read",
+    )
+    if bare:
+        report(
+            "  floor / the bare claim+delete",
+            median(floor) / bare,
+            "x",
+            "the most this design's lifecycle can reach",
+        )
+    report("  SQL lifecycle / floor", rate / median(floor), "x")
     return rate
 
 

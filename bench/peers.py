@@ -281,6 +281,8 @@ def enqueues(conn: psycopg.Connection, env: dict[str, str], turns: int = 5) -> N
         "theirs single": [],
         "ours bulk": [],
         "theirs bulk": [],
+        "floor single": [],
+        "floor bulk": [],
     }
     for _ in range(turns):
         common.reset(conn)
@@ -291,6 +293,8 @@ def enqueues(conn: psycopg.Connection, env: dict[str, str], turns: int = 5) -> N
         rates["ours bulk"].append(core.bulk_enqueues(conn, JOBS // 1000))
         result = peer(env, "enqueue", str(JOBS))
         rates["theirs bulk"].append(result["enqueued"] / result["seconds"])
+        rates["floor single"].append(core.three_row_floor(conn, SINGLE))
+        rates["floor bulk"].append(core.three_row_floor_bulk(conn, JOBS // 1000))
     for kind, target in (("single", 1.2), ("bulk", 1.5)):
         ours, theirs = median(rates[f"ours {kind}"]), median(rates[f"theirs {kind}"])
         what = "one job per transaction" if kind == "single" else "batches of 1,000"
@@ -303,6 +307,13 @@ def enqueues(conn: psycopg.Connection, env: dict[str, str], turns: int = 5) -> N
                 f"median of {turns}, runs {runs[0]:,.0f}-{runs[-1]:,.0f}",
             )
         report(f"  workhorse / pgqueuer, {what}", ours / theirs, "x", f"target >= {target}")
+        floor = median(rates[f"floor {kind}"])
+        report(
+            f"  floor (a job's three rows, one bare statement) / pgqueuer, {what}",
+            floor / theirs,
+            "x",
+            "the most a three-row enqueue can reach",
+        )
 
 
 def run(conn: psycopg.Connection, url: str, enqueue_only: bool = False) -> None:
