@@ -69,7 +69,8 @@ class JobSnapshot:
     """One of ``JobState``: blocked, scheduled, ready, active, succeeded, failed or canceled."""
     priority: int
     current_attempt: int
-    """The attempt running or last run; 0 before the first claim."""
+    """The attempt running, else the last one that counted; 0 before the first
+    claim. A sleep or a stall gives its attempt back."""
     max_attempts: int
     stall_count: int
     run_at: datetime | None

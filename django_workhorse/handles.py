@@ -82,7 +82,11 @@ class JobHandle(Generic[R]):
 
     @property
     def attempts(self) -> int:
-        """The attempt running or last run; 0 before the first claim."""
+        """The attempts used: the number of the attempt running, else of the
+        last one that counted; 0 before the first claim. A durable sleep and a
+        stall give their attempt back (neither counts against
+        ``max_attempts``), so a job canceled while it slept after its first
+        run shows 0; its history (``snapshot.attempts``) keeps that run."""
         return self.snapshot.current_attempt
 
     @property

@@ -1,5 +1,6 @@
 -- One job's snapshot, whichever side of the runtime/outcome split it is on.
--- current_attempt is the attempt running or last run (0 before the first).
+-- current_attempt is the attempt running or the last one that counted (0
+-- before the first; a sleep or a stall gives its attempt back).
 -- prerequisites: every job this one depends on, and dependents: the first
 -- 100 jobs that depend on it, each as {"id", "name", "state"} in id order
 -- (state is null for a job retention has deleted); both are [] for a job

@@ -254,6 +254,17 @@ def test_a_sleeping_job_can_be_canceled_and_keeps_its_checkpoints():
     assert [c.name for c in snapshot.checkpoints] == ["before", "nap"]
 
 
+def test_a_sleep_gives_its_attempt_back_so_a_canceled_sleeper_used_none():
+    handle = naps.enqueue(seconds=3600)
+    run_jobs(names=[naps], skip_waits=False)
+
+    assert handle.refresh().attempts == 0
+    assert workhorse.Admin().cancel(handle.id).changed
+    assert handle.refresh().attempts == 0
+    timeline = workhorse.Admin().get_job_timeline(handle.id).items
+    assert [(e.kind, e.attempt) for e in timeline if e.source == "attempt"] == [("slept", 1)]
+
+
 def test_a_sleeping_job_canceled_then_retried_skips_the_rest_of_its_sleep():
     handle = naps.enqueue(seconds=3600)
     run_jobs(names=[naps], skip_waits=False)
