@@ -49,7 +49,8 @@ from .compat import (
 from .options import BackendOptions, option_problems, parse_options
 from .results import build_result
 
-ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
+ID_RE = re.compile(r"[1-9][0-9]{0,18}")
+"""Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 MAX_JOB_ID = 2**63 - 1
 
 
@@ -368,7 +369,7 @@ def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:
 def parse_result_id(result_id: Any) -> int | None:
     """The job id a result id names, or None when it cannot name one."""
     text = str(result_id) if isinstance(result_id, int) else result_id
-    if not isinstance(text, str) or not ID_RE.match(text):
+    if not isinstance(text, str) or not ID_RE.fullmatch(text):
         return None
     value = int(text)
     return value if value <= MAX_JOB_ID else None

@@ -70,6 +70,12 @@ def test_get_result_of_a_malformed_id_raises_does_not_exist(result_id):
         default_task_backend.get_result(result_id)
 
 
+def test_get_result_of_an_id_with_a_trailing_newline_raises_does_not_exist():
+    result = add.enqueue(1, b=2)
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result(f"{result.id}\n")
+
+
 def test_get_result_of_an_unknown_id_raises_does_not_exist():
     with pytest.raises(TaskResultDoesNotExist):
         default_task_backend.get_result("987654321")
