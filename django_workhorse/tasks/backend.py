@@ -336,9 +336,18 @@ class WorkhorseBackend(BaseTaskBackend):
             and snapshot.state in waiting
             and snapshot.run_at is not None
             and snapshot.run_at != snapshot.created_at  # the enqueue gave no time: both are now()
+            and self._enqueued_with_a_time(job_id)  # a release moves run_at on, too
         ):
             changes["run_after"] = snapshot.run_at
         return build_result(task.using(**changes), self.alias, snapshot, attempts)
+
+    def _enqueued_with_a_time(self, job_id: int) -> bool:
+        """Whether the job was enqueued with a ``run_at`` or a delay (its
+        ``first_due_at``), rather than to run at once."""
+        from ..models import Job  # the backend is built before the apps are ready
+
+        rows = Job.objects.using(self.database).filter(id=job_id, first_due_at__isnull=False)
+        return rows.exists()
 
 
 def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:

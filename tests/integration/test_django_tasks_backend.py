@@ -617,3 +617,18 @@ def test_a_task_run_that_lost_its_lease_says_ready_not_failed_on_its_last_attemp
 
     # Its job belongs to another run now, which decides how the task ends.
     assert sent == [(TaskResultStatus.READY, ["django_workhorse.durable.LeaseLost"])]
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])
+def test_a_task_released_by_its_prerequisite_has_no_run_after():
+    """A task enqueued to run at once reads back with run_after None after its
+    prerequisite released it, though the release moved its run_at on."""
+    prerequisite = enqueue("jobtests.jobs.record", label="first")
+    result = add.using(depends_on=[prerequisite]).enqueue(1, 2)
+    assert add.get_result(result.id).task.run_after is None
+
+    run_jobs(names=["jobtests.jobs.record"])  # a transaction later than the enqueue's
+
+    found = add.get_result(result.id)
+    assert found.status == TaskResultStatus.READY
+    assert found.task.run_after is None
