@@ -129,6 +129,15 @@ def test_arguments_that_are_not_json_are_refused():
         add.enqueue(object(), 1)
 
 
+def test_arguments_that_do_not_come_back_equal_from_json_are_refused_naming_the_part(db_rows):
+    before = db_rows.counts()
+
+    with pytest.raises(InvalidTask, match=r"payload\['kwargs'\]\['b'\]\['x'\] has the key 2"):
+        add.enqueue(1, b={"x": {2: 3}})
+
+    assert db_rows.counts() == before
+
+
 def test_a_queue_the_backend_does_not_list_is_refused():
     with pytest.raises(InvalidTask, match="not valid for backend"):
         add.using(queue_name="elsewhere")
