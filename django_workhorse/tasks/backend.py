@@ -347,7 +347,7 @@ class WorkhorseBackend(BaseTaskBackend):
         from ..models import Job  # the backend is built before the apps are ready
 
         rows = Job.objects.using(self.database).filter(id=job_id, first_due_at__isnull=False)
-        return rows.exists()
+        return bool(rows.exists())
 
 
 def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:
