@@ -49,7 +49,8 @@ from .compat import (
 from .options import BackendOptions, option_problems, parse_options
 from .results import build_result
 
-ID_RE = re.compile(r"^[1-9][0-9]{0,18}$")
+ID_RE = re.compile(r"[1-9][0-9]{0,18}")
+"""Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 MAX_JOB_ID = 2**63 - 1
 
 
@@ -335,9 +336,18 @@ class WorkhorseBackend(BaseTaskBackend):
             and snapshot.state in waiting
             and snapshot.run_at is not None
             and snapshot.run_at != snapshot.created_at  # the enqueue gave no time: both are now()
+            and self._enqueued_with_a_time(job_id)  # a release moves run_at on, too
         ):
             changes["run_after"] = snapshot.run_at
         return build_result(task.using(**changes), self.alias, snapshot, attempts)
+
+    def _enqueued_with_a_time(self, job_id: int) -> bool:
+        """Whether the job was enqueued with a ``run_at`` or a delay (its
+        ``first_due_at``), rather than to run at once."""
+        from ..models import Job  # the backend is built before the apps are ready
+
+        rows = Job.objects.using(self.database).filter(id=job_id, first_due_at__isnull=False)
+        return bool(rows.exists())
 
 
 def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:
@@ -368,7 +378,7 @@ def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:
 def parse_result_id(result_id: Any) -> int | None:
     """The job id a result id names, or None when it cannot name one."""
     text = str(result_id) if isinstance(result_id, int) else result_id
-    if not isinstance(text, str) or not ID_RE.match(text):
+    if not isinstance(text, str) or not ID_RE.fullmatch(text):
         return None
     value = int(text)
     return value if value <= MAX_JOB_ID else None

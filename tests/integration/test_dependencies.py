@@ -211,12 +211,13 @@ def test_sql_callers_get_the_unknown_prerequisite_refused_too(db_rows):
 
     jobs = '[{"name": "x", "payload": {}, "depends_on": [987654321]}]'
     with (
-        pytest.raises(IntegrityError, match="depends_on names job 987654321"),
+        pytest.raises(IntegrityError, match="depends_on names job 987654321") as refused,
         transaction.atomic(),
         connection.cursor() as cursor,
     ):
         store.enqueue_many(cursor, jobs)
 
+    assert refused.value.__cause__.sqlstate == "23503"  # foreign_key_violation, as documented
     assert db_rows.counts() == before
 
 

@@ -70,6 +70,12 @@ def test_get_result_of_a_malformed_id_raises_does_not_exist(result_id):
         default_task_backend.get_result(result_id)
 
 
+def test_get_result_of_an_id_with_a_trailing_newline_raises_does_not_exist():
+    result = add.enqueue(1, b=2)
+    with pytest.raises(TaskResultDoesNotExist):
+        default_task_backend.get_result(f"{result.id}\n")
+
+
 def test_get_result_of_an_unknown_id_raises_does_not_exist():
     with pytest.raises(TaskResultDoesNotExist):
         default_task_backend.get_result("987654321")
@@ -121,6 +127,15 @@ def test_the_decorator_and_options_give_defaults():
 def test_arguments_that_are_not_json_are_refused():
     with pytest.raises(TypeError):
         add.enqueue(object(), 1)
+
+
+def test_arguments_that_do_not_come_back_equal_from_json_are_refused_naming_the_part(db_rows):
+    before = db_rows.counts()
+
+    with pytest.raises(InvalidTask, match=r"payload\['kwargs'\]\['b'\]\['x'\] has the key 2"):
+        add.enqueue(1, b={"x": {2: 3}})
+
+    assert db_rows.counts() == before
 
 
 def test_a_queue_the_backend_does_not_list_is_refused():
@@ -611,3 +626,18 @@ def test_a_task_run_that_lost_its_lease_says_ready_not_failed_on_its_last_attemp
 
     # Its job belongs to another run now, which decides how the task ends.
     assert sent == [(TaskResultStatus.READY, ["django_workhorse.durable.LeaseLost"])]
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])
+def test_a_task_released_by_its_prerequisite_has_no_run_after():
+    """A task enqueued to run at once reads back with run_after None after its
+    prerequisite released it, though the release moved its run_at on."""
+    prerequisite = enqueue("jobtests.jobs.record", label="first")
+    result = add.using(depends_on=[prerequisite]).enqueue(1, 2)
+    assert add.get_result(result.id).task.run_after is None
+
+    run_jobs(names=["jobtests.jobs.record"])  # a transaction later than the enqueue's
+
+    found = add.get_result(result.id)
+    assert found.status == TaskResultStatus.READY
+    assert found.task.run_after is None

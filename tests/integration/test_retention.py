@@ -326,6 +326,11 @@ def test_a_worker_behind_on_retention_takes_its_next_turn_at_once(db_rows, monke
         ({"HISTORY": -1}, "RETENTION['HISTORY']"),
         ({"FINISHED_JOBS": "7d"}, "RETENTION['FINISHED_JOBS']"),
         ({"BATCH_SIZE": 0}, "RETENTION['BATCH_SIZE']"),
+        ({"BATCH_SIZE": 1_000_001}, "RETENTION['BATCH_SIZE']"),
+        ({"BATCH_SIZE": True}, "RETENTION['BATCH_SIZE']"),
+        ({"INTERVAL": 0.009}, "RETENTION['INTERVAL']"),
+        ({"HISTORY": 10**10}, "RETENTION['HISTORY']"),
+        ({"FINISHED_JOBS": timedelta(seconds=10**10)}, "RETENTION['FINISHED_JOBS']"),
         ({"KEEP": 1}, "RETENTION['KEEP']"),
         ([], "RETENTION"),
     ],
@@ -336,6 +341,19 @@ def test_bad_retention_settings_are_reported_with_their_key(value, key):
 
 def test_none_keeps_forever_and_timedelta_values_work():
     assert retention_problems({"HISTORY": None, "FINISHED_JOBS": timedelta(days=30)}) == []
+
+
+def test_the_bounds_themselves_are_accepted():
+    bounds = {"HISTORY": 10**10 - 1, "INTERVAL": 0.01, "BATCH_SIZE": 1_000_000}
+    assert retention_problems(bounds) == []
+    assert retention_problems({"BATCH_SIZE": 1}) == []
+
+
+def test_the_prune_command_refuses_to_start_on_a_bad_value(db_rows, settings):
+    settings.WORKHORSE = {"RETENTION": {"BATCH_SIZE": 0}}
+
+    with pytest.raises(CommandError, match=r"WORKHORSE\['RETENTION'\]\['BATCH_SIZE'\]"):
+        call_command("workhorse_prune", "--dry-run", stdout=StringIO())
 
 
 def dependency_rows(*job_ids: int) -> list[tuple]:
