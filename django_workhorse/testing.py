@@ -225,21 +225,30 @@ def _release(jobs: list[store.ClaimedJob], worker_id: str, alias: str) -> None:
 
 def _call(definition: JobDefinition[..., Any], payload: dict[str, Any], alias: str) -> Any:
     """The handler's return value; inside a test's transaction, under a
-    savepoint, so that a failing handler leaves the test's transaction usable."""
+    savepoint, so that a failing handler leaves the test's transaction usable.
+
+    A run that ends in a durable sleep is not a failure: its savepoint is
+    kept, and with it what the handler wrote before the sleep, as a worker
+    keeps the writes a handler commits before it sleeps."""
 
     def call() -> Any:
         if definition.is_async:
             return async_to_sync(definition.func)(**payload)
         return definition.func(**payload)
 
-    if connections[alias].in_atomic_block:
-        with transaction.atomic(using=alias):
+    if not connections[alias].in_atomic_block:
+        return call()
+    sleep: SleepRequested | None = None
+    with transaction.atomic(using=alias):
+        try:
             return call()
-    return call()
+        except SleepRequested as request:
+            sleep = request
+    raise sleep
 
 
 def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
-    """Write again the stages a failed or slept run recorded: the savepoint its
+    """Write again the stages a failed run recorded: the savepoint its
     handler ran under (see ``_call``) was rolled back with them, where a
     worker's checkpoints, written on a connection of their own, stay."""
     journal, run = context._journal, context._run
@@ -295,7 +304,7 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     finally:
         reset_current(token)
     with connections[alias].cursor() as cursor:
-        if (error is not None or sleep is not None) and connections[alias].in_atomic_block:
+        if error is not None and connections[alias].in_atomic_block:
             _rewrite_checkpoints(cursor, context)
         if sleep is not None:
             ((_, _, _, canceled),) = store.sleep_many(

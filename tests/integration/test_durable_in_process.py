@@ -10,6 +10,7 @@ import warnings
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from jobtests.models import RunRecord
 
 import django_workhorse as workhorse
 from django_workhorse.context import JobContext
@@ -51,6 +52,16 @@ def naps(seconds: float) -> str:
     ctx.checkpoint("before", stage("before"))
     ctx.sleep("nap", seconds)
     CALLS.append("after")
+    return "awake"
+
+
+@workhorse.job(queue="tests.durable", name="tests.durable.writes_then_naps")
+def writes_then_naps() -> str:
+    ctx = workhorse.current_job()
+    RunRecord.objects.create(
+        job_id=ctx.job_id, attempt=ctx.attempt, pid=0, worker_id="", started_at=datetime.now(UTC)
+    )
+    ctx.sleep("nap", 3600)
     return "awake"
 
 
@@ -252,6 +263,15 @@ def test_a_sleeping_job_can_be_canceled_and_keeps_its_checkpoints():
     snapshot = handle.refresh().snapshot
     assert (snapshot.state, snapshot.sleeping_until) == ("canceled", None)
     assert [c.name for c in snapshot.checkpoints] == ["before", "nap"]
+
+
+def test_a_run_that_sleeps_keeps_its_writes_as_in_a_worker():
+    handle = writes_then_naps.enqueue()
+
+    report = run_jobs(names=[writes_then_naps], skip_waits=False)
+
+    assert [run.slept for run in report.runs] == [True]
+    assert RunRecord.objects.filter(job_id=handle.id).count() == 1
 
 
 def test_a_sleep_gives_its_attempt_back_so_a_canceled_sleeper_used_none():
