@@ -5,9 +5,10 @@ Ids are stable: workhorse.E001 (an invalid WORKHORSE value), workhorse.E002
 would fix it), workhorse.W001 (the database could not be reached to check the
 schema), workhorse.W002 (django_workhorse migrations are pending: a warning,
 so that ``migrate`` itself is never blocked), workhorse.W003 (jobs of one
-queue ask for different concurrency; the first registered decides),
-workhorse.E003 (a ``WORKHORSE["SCHEDULES"]`` entry names a job that is not
-registered, or its payload does not fit the job or is not JSON),
+queue ask for different concurrency and ``QUEUES`` does not size it; the
+first registered decides), workhorse.E003 (a ``WORKHORSE["SCHEDULES"]``
+entry names a job that is not registered, or its payload does not fit the
+job or is not JSON),
 workhorse.W004 (a schedule with ``catch_up="latest"`` has slots closer together
 than ``SCHEDULE_SWEEP_INTERVAL``: each sweep enqueues only the latest of them).
 """
@@ -111,11 +112,23 @@ def migrations_pending(alias: str) -> bool:
 @register("workhorse")
 def check_queue_concurrency(app_configs: object = None, **kwargs: object) -> list[Warning]:
     """Jobs of one queue that ask for different ``concurrency``: the first
-    registered decides (the seed's rule), so the others' wish is ignored."""
+    registered decides (the seed's rule), so the others' wish is ignored.
+    A queue whose ``WORKHORSE['QUEUES']`` entry sets ``concurrency`` is
+    settled there, whatever its jobs ask for."""
+    queues = raw_settings().get("QUEUES")
+    settled = (
+        {
+            name
+            for name, options in queues.items()
+            if isinstance(options, Mapping) and options.get("concurrency") is not None
+        }
+        if isinstance(queues, Mapping)
+        else set()
+    )
     first: dict[tuple[str, str], JobDefinition[..., Any]] = {}
     messages: list[Warning] = []
     for definition in registry.all_jobs().values():
-        if definition.concurrency is None:
+        if definition.concurrency is None or definition.queue in settled:
             continue
         key = (definition.using, definition.queue)
         decider = first.setdefault(key, definition)

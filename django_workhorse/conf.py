@@ -445,16 +445,21 @@ def _read_job_defaults() -> SettingsJobDefaults:
     )
 
 
-def get_settings(overrides: Mapping[str, Any] | None = None) -> WorkhorseSettings:
+def get_settings(
+    overrides: Mapping[str, Any] | None = None, *, named: Mapping[str, str] | None = None
+) -> WorkhorseSettings:
     """The current settings, validated; ImproperlyConfigured names the bad key.
 
-    ``overrides`` (from ``runworker`` flags) take precedence over ``WORKHORSE``.
+    ``overrides`` (from ``runworker`` flags) take precedence over ``WORKHORSE``;
+    a problem of an overridden key is named by ``named[key]`` (the flag that
+    gave it), not by a setting the user may never have written.
     """
     raw = {**raw_settings(), **(overrides or {})}
     bad = problems(raw)
     if bad:
+        given = {key: name for key, name in (named or {}).items() if key in (overrides or {})}
         raise ImproperlyConfigured(
-            "; ".join(f"{setting_path(key)} {message}" for key, message in bad)
+            "; ".join(f"{given.get(key) or setting_path(key)} {message}" for key, message in bad)
         )
     lock = duration_seconds(raw["LOCK_DURATION"])
     renew = raw["LOCK_RENEW_INTERVAL"]

@@ -45,6 +45,16 @@ def test_jobs_that_agree_or_leave_it_unset_are_not_reported():
     assert check_queue_concurrency() == []
 
 
+def test_jobs_that_disagree_on_a_queue_the_queues_setting_sizes_are_not_reported():
+    register("mail.first", "mail", 3)
+    register("mail.second", "mail", 8)
+    with override_settings(WORKHORSE={"QUEUES": {"mail": {"concurrency": 5}}}):
+        assert check_queue_concurrency() == []  # QUEUES settles it: workers give 5 slots
+    with override_settings(WORKHORSE={"QUEUES": {"mail": {"global_concurrency": 2}}}):
+        [warning] = check_queue_concurrency()  # a limit alone sizes no slots
+    assert "workers give the queue 3 slot(s)" in warning.msg
+
+
 def slots(queue: str, *, flag: int | None = None, **workhorse) -> int:
     with override_settings(WORKHORSE=workhorse):
         return resolve_options(queues=[queue], concurrency=flag).concurrency[queue]

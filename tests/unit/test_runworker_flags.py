@@ -116,6 +116,19 @@ def test_a_lock_duration_flag_shorter_than_the_configured_renewal_is_refused(run
         run_command("--queues", "jobtests.record", "--lock-duration", "10")
 
 
+def test_a_renewal_flag_not_shorter_than_the_lease_is_refused_naming_the_flag(run_command):
+    """The value came from the flag: the message names it, not a setting the
+    project never wrote."""
+    with pytest.raises(CommandError) as raised:
+        run_command("--queues", "jobtests.record", "--lock-renew-interval", "40")
+    assert str(raised.value).startswith(
+        "--lock-renew-interval must be shorter than LOCK_DURATION, or leases expire between "
+        "heartbeats; got 40.0 with LOCK_DURATION 30.0"
+    )
+    assert "WORKHORSE['LOCK_RENEW_INTERVAL']" not in str(raised.value)
+    assert not RecordingWorker.started
+
+
 def test_id_prefixes_the_worker_id_and_wins_over_the_worker_id_setting(run_command):
     with override_settings(WORKHORSE={"WORKER_ID": "from-settings"}):
         flagged = run_command("--queues", "jobtests.record", "--id", "web-7")

@@ -232,7 +232,13 @@ class Command(BaseCommand):
                 for dest, (key, _kind) in SETTING_FLAGS.items()
                 if options[dest] is not None
             }
-            settings = get_settings(overrides)
+            settings = get_settings(
+                overrides,
+                named={
+                    key: "--" + dest.replace("_", "-")
+                    for dest, (key, _kind) in SETTING_FLAGS.items()
+                },
+            )
             worker_options = resolve_options(
                 alias=options["database"],
                 queues=options["queues"],
