@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import socket
 import sys
 import threading
 
@@ -273,6 +274,18 @@ def test_a_bad_flag_is_refused_naming_it(run_command, flags, message):
         run_command("--queues", "jobtests.record", *flags)
     assert message in str(raised.value)
     assert not RecordingWorker.started
+
+
+def test_burst_with_processes_is_refused_before_the_metrics_port_is_opened(run_command):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        with pytest.raises(CommandError) as raised:
+            run_command(
+                "--queues", "jobtests.record", "--burst", "--processes", "2", "--metrics-port", port
+            )
+    assert str(raised.value) == "--burst runs one process; drop --processes"
 
 
 def test_a_hook_module_that_raises_on_import_stops_the_worker_with_a_message(

@@ -185,7 +185,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--queues",
             type=queue_list,
-            help="comma-separated queues to serve (default: every queue with a registered job)",
+            help=(
+                "comma-separated queues to serve (default: every queue with a registered "
+                "job, plus WORKHORSE['QUEUES'])"
+            ),
         )
         parser.add_argument(
             "--concurrency",
@@ -249,6 +252,8 @@ class Command(BaseCommand):
             )
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from exc
+        if options["processes"] > 1 and options["burst"]:
+            raise CommandError("--burst runs one process; drop --processes")
         logformat.set_process_worker_id(worker_options.worker_id)
         use_log_format(settings.log_format, worker_options.worker_id)
         if options["metrics_port"] is not None:
@@ -257,8 +262,6 @@ class Command(BaseCommand):
             except (ImproperlyConfigured, OSError) as exc:
                 raise CommandError(f"--metrics-port {options['metrics_port']}: {exc}") from exc
         if options["processes"] > 1:
-            if options["burst"]:
-                raise CommandError("--burst runs one process; drop --processes")
             code = Supervisor(child_argv(sys.argv), options["processes"]).run()
             sys.exit(code)
         worker = Worker(worker_options)
