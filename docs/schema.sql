@@ -209,7 +209,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 3e8bd06c22c761aa
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 ec32c5106293503a
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3d3e07c1f710d474
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
 --   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 76c30fb51b4d4ede
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])

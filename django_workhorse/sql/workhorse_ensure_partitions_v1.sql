@@ -56,3 +56,8 @@ BEGIN
                    ' SET search_path = %I, pg_temp', current_schema());
 END
 $$;
+
+-- PostgreSQL lets PUBLIC execute a new function: without this, any role that
+-- can connect would run it as the owner. Only the roles granted EXECUTE
+-- (manage.py workhorse_worker_role, docs/security.md) may.
+REVOKE EXECUTE ON FUNCTION workhorse_ensure_partitions_v1(date, integer) FROM PUBLIC;

@@ -159,3 +159,8 @@ BEGIN
                    ' SET search_path = %I, pg_temp', current_schema());
 END
 $$;
+
+-- PostgreSQL lets PUBLIC execute a new function: without this, any role that
+-- can connect would run it as the owner. Only the roles granted EXECUTE
+-- (manage.py workhorse_worker_role, docs/security.md) may.
+REVOKE EXECUTE ON FUNCTION workhorse_prune_v1(timestamptz, timestamptz, integer, boolean) FROM PUBLIC;

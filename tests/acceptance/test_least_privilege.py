@@ -250,6 +250,33 @@ def test_the_functions_that_run_as_their_owner_search_pg_temp_last(cursor):
     assert all(config == [f"search_path={schema}, pg_temp"] for _, config in found), found
 
 
+@pytest.fixture
+def ungranted_role(transactional_db):
+    """A LOGIN role given nothing: only what PostgreSQL gives PUBLIC."""
+    role = f"workhorse_nobody_{os.getpid()}_{token_hex(3)}"
+    with connection.cursor() as cursor:
+        cursor.execute(f'CREATE ROLE "{role}" LOGIN')
+    yield role
+    with connection.cursor() as cursor:
+        cursor.execute(f'DROP ROLE "{role}"')
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM workhorse_prune_v1(now() + interval '1 day', now(), 10, false)",
+        "SELECT workhorse_ensure_partitions_v1(current_date, 1)",
+    ],
+)
+def test_a_role_without_the_grants_cannot_run_the_functions_that_run_as_their_owner(
+    ungranted_role, statement
+):
+    """PostgreSQL lets PUBLIC execute a new function; for these two that
+    would let any role of the cluster drop history partitions as the owner."""
+    with connect_as(ungranted_role) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(statement)
+
+
 def test_the_grants_cover_every_workhorse_table_and_sequence(cursor):
     """A table or sequence added to the schema and forgotten in the grants
     would fail only the jobs that reach it, under that role alone."""

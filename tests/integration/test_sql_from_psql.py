@@ -111,6 +111,22 @@ def test_enqueue_v1_accepts_its_options_by_name_with_plain_literals():
     assert rows == ["scheduled|10"]
 
 
+def test_enqueue_v1_takes_the_default_of_every_option_given_as_null():
+    """docs/sql.md: every argument after the name may be left out or NULL."""
+    rows = psql(
+        """
+        SELECT job_id AS a FROM workhorse_enqueue_v1('demo.jobs.add') \\gset
+        SELECT job_id AS b FROM workhorse_enqueue_v1('demo.jobs.add', NULL, NULL, NULL, NULL,
+            NULL, NULL, NULL, NULL, NULL, NULL, NULL) \\gset
+        SELECT j.queue, j.payload, j.max_attempts, j.priority, j.timeout, j.backoff,
+               j.max_stalled, r.state
+        FROM workhorse_job j JOIN workhorse_job_runtime r ON r.job_id = j.id
+        WHERE j.id IN (:a, :b) ORDER BY j.id;
+        """
+    )
+    assert rows == ["default|{}|5|0|||1|ready"] * 2
+
+
 @pytest.mark.parametrize(
     ("call", "constraint"),
     [

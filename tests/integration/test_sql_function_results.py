@@ -308,6 +308,21 @@ def test_a_claim_skips_a_paused_queue(cursor):
     assert resumed == [{"job_id": job.id}]
 
 
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_set_queue_paused_notifies_the_queue_on_resume_only(pg_connect):
+    listener, caller = pg_connect(), pg_connect()
+    listener.execute('LISTEN "workhorse:pause-notify"')
+    call = "SELECT * FROM workhorse_set_queue_paused_v1('pause-notify', %s)"
+
+    caller.execute(call, [True])
+    on_pause = list(listener.notifies(timeout=0.3))
+    caller.execute(call, [False])
+    on_resume = list(listener.notifies(timeout=5, stop_after=1))
+
+    assert on_pause == []
+    assert [(n.channel, n.payload) for n in on_resume] == [("workhorse:pause-notify", "")]
+
+
 @pytest.mark.parametrize("delay", ["1e20", "NaN"])
 def test_fail_many_holds_a_retry_delay_to_at_most_100_years(cursor, db_rows, delay):
     """As Python holds a custom backoff's delay: a longer one (or NaN) from a
