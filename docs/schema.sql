@@ -207,7 +207,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_enqueue_batch_v1(p_name text, p_payloads jsonb, p_queue text, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 5cf6b95950db9dca
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
---   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 3e8bd06c22c761aa
+--   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 ebfab35fd19d3a82
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3d3e07c1f710d474
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)

@@ -127,6 +127,25 @@ def test_a_job_object_with_a_key_that_is_not_a_job_field_is_refused_naming_it(pg
     ).fetchone() == (0,)
 
 
+@pytest.mark.parametrize(
+    ("element", "kind"), [(5, "number"), ([1], "array"), ("x", "string"), (None, "null")]
+)
+def test_a_batch_element_that_is_not_an_object_is_refused_naming_its_place(
+    pg_connect, element, kind
+):
+    conn = pg_connect()
+    jobs = [{"name": "demo.jobs.noop", "queue": "argcheck", "payload": {}}, element]
+
+    message = refused(
+        conn, "SELECT * FROM workhorse_enqueue_many_v1(%s::jsonb)", [psycopg.types.json.Jsonb(jobs)]
+    )
+
+    assert f"job 2 of the batch is a JSON {kind}, not an object" in message
+    assert conn.execute(
+        "SELECT count(*) FROM workhorse_job WHERE queue = 'argcheck'"
+    ).fetchone() == (0,)
+
+
 def test_a_job_object_with_every_job_field_is_taken(pg_connect):
     conn = pg_connect()
     job = {
