@@ -371,6 +371,10 @@ class JobAdmin(OperatorAdmin):
                 f"unknown action {action!r:.40}: use retry, retry_ignoring_dependencies, "
                 "promote or cancel",
             )
+            if service.get_job(job_id) is None:
+                # The job page would be a 404 that shows neither message.
+                messages.error(request, f"there is no job #{job_id}")
+                return HttpResponseRedirect(reverse("admin:django_workhorse_job_changelist"))
             return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
         _report(request, result)
         if result.status == "unknown":

@@ -315,6 +315,19 @@ def test_an_action_on_a_job_that_does_not_exist_lands_on_the_job_list_saying_so(
     assert any("987654321" in t for t in texts(response))
 
 
+@pytest.mark.parametrize("action", ["explode", ""])
+def test_an_unknown_action_on_a_job_that_does_not_exist_lands_on_the_job_list(
+    operator_client, action
+):
+    response = operator_client.post(f"{JOBS}987654321/act/", {"action": action}, follow=True)
+
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == JOBS
+    messages = texts(response)
+    assert any("there is no job #987654321" in t for t in messages)
+    assert any("unknown action" in t for t in messages)
+
+
 def test_a_job_sent_twice_in_one_bulk_action_is_acted_on_and_reported_once(operator_client):
     ready = ReadyJobFactory()
 

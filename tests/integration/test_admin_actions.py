@@ -83,7 +83,9 @@ def test_promote_makes_a_scheduled_job_ready_now(db_rows):
     assert (result.status, result.state) == ("changed", "ready")
     runtime = db_rows.runtime(job.id)
     assert runtime["state"] == "ready" and runtime["run_at"] <= db_rows.now()
-    assert kinds(db_rows, job.id)[-1] == "promoted"
+    promoted = db_rows.of_job(job.id)["stored_events"][-1]
+    assert promoted["kind"] == "promoted"
+    assert json.loads(promoted["data"]) == {"by": "operator"}
     assert Admin().promote(job.id).status == "unchanged"
 
 

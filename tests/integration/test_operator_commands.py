@@ -189,6 +189,21 @@ def test_status_lists_the_schedules_and_their_next_run():
     ]
 
 
+def test_status_says_a_schedule_no_sweep_has_planned_runs_at_the_next_sweep():
+    from django.db import connection
+
+    from django_workhorse.schedules import Schedule, sync
+
+    with connection.cursor() as cursor:
+        sync(cursor, [Schedule("unplanned", "jobtests.jobs.record", "0 3 * * *", "UTC")])
+
+    text = run("workhorse_status")
+
+    section = text[text.index("schedule  ") :].splitlines()
+    (row,) = [line for line in section if line.startswith("unplanned ")]
+    assert row.split()[7:] == ["UTC", "at", "the", "next", "sweep", "-"]
+
+
 def test_status_json_carries_the_schedules():
     declare_schedules()
 
