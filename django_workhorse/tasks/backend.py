@@ -329,7 +329,14 @@ class WorkhorseBackend(BaseTaskBackend):
             )
         with connections[self.database].cursor() as cursor:
             attempts = store.get_attempts(cursor, job_id)
-        changes: dict[str, Any] = {"queue_name": snapshot.queue, "priority": snapshot.priority}
+        # The task's backend is this one, whichever its decorator named (it
+        # may have been enqueued through using(backend=...)): refresh() and
+        # the worker read the result again through result.task.get_backend().
+        changes: dict[str, Any] = {
+            "queue_name": snapshot.queue,
+            "priority": snapshot.priority,
+            "backend": self.alias,
+        }
         waiting = (JobState.BLOCKED, JobState.SCHEDULED, JobState.READY)
         if (
             not attempts

@@ -524,6 +524,16 @@ def test_a_result_read_back_has_the_task_it_was_enqueued_with():
     assert async_add.get_result(async_add.enqueue(1, 2).id).task == async_add
 
 
+def test_a_result_of_a_task_enqueued_through_another_backend_refreshes_there(settings):
+    with override_settings(TASKS={**settings.TASKS, "tuned": {**TUNED, "QUEUES": []}}):
+        result = add.using(backend="tuned").enqueue(1, 2)
+        found = task_backends["tuned"].get_result(result.id)
+        assert (found.backend, found.task.backend) == ("tuned", "tuned")
+        run_jobs(names=[add])
+        found.refresh()
+        assert (found.status, found.return_value) == ("SUCCESSFUL", 3)
+
+
 def test_task_enqueued_is_sent_by_the_backend_class_with_the_result_enqueue_returns():
     sent = []
 
