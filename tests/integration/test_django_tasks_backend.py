@@ -40,6 +40,7 @@ from django_workhorse.tasks.compat import (
     task_backends,
     task_enqueued,
     task_finished,
+    task_started,
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
 from django_workhorse.testing import run_jobs
@@ -267,6 +268,28 @@ def test_attempts_still_count_once_retention_dropped_a_live_jobs_history():
 
     found = retries_in_an_hour.get_result(result.id)
     assert (found.status, found.attempts, found.worker_ids) == ("READY", 1, [""])
+
+
+def test_attempts_made_before_an_operators_retry_still_count():
+    result = always_fails.enqueue("boom")
+    run_jobs(names=[always_fails])  # two attempts, then FAILED
+    assert Admin().retry(int(result.id)).status == "changed"
+    result.refresh()
+    assert (result.status, result.attempts, len(result.errors)) == ("READY", 2, 2)
+    started = []
+
+    def on_started(sender, task_result, **kwargs):
+        started.append(task_result.attempts)
+
+    task_started.connect(on_started)
+    try:
+        run_jobs(names=[always_fails])  # a fresh budget: two more attempts
+    finally:
+        task_started.disconnect(on_started)
+    result.refresh()
+    assert started == [3, 4]
+    assert (result.status, result.attempts, len(result.errors)) == ("FAILED", 4, 4)
+    assert all(result.worker_ids)
 
 
 def test_a_task_raising_job_cancelled_with_attempts_left_finishes_failed():
