@@ -69,7 +69,9 @@ def build_result(
     ``started_at`` is when the first attempt started, ``last_attempted_at``
     when the latest one did, ``finished_at`` when the job became terminal.
     """
-    runs = [(row.attempt, row.outcome, row.worker_id) for row in attempts]
+    runs: list[tuple[int, str | None, str]] = [
+        (row.attempt, row.outcome, row.worker_id) for row in attempts
+    ]
     starts = [row.started_at for row in attempts]
     if snapshot.state == JobState.ACTIVE and snapshot.worker_id:
         runs.append((snapshot.current_attempt, None, snapshot.worker_id))
