@@ -255,6 +255,15 @@ class WorkhorseBackend(BaseTaskBackend):
         """Store the task as a job in the caller's transaction; sends
         ``task_enqueued`` once the job row is written."""
         self.validate_task(task)
+        found = task_at(task.module_path)
+        if found is None or found.func is not task.func:
+            # Checked here, not in validate_task: @task runs while its module
+            # is still importing, before the name is bound.
+            raise InvalidTask(
+                f"task {task.module_path}: that import path does not lead to this task, so "
+                "no worker could run it nor get_result read it back; apply @task where the "
+                "function is defined, under the function's own name"
+            )
         definition = self.definition_for(task)
         result = TaskResult(
             task=task,

@@ -358,9 +358,18 @@ TUNED = {
 }
 
 
-def test_backend_options_reach_the_job(settings):
+def tuned_task(monkeypatch, queue_name="tuned"):
+    """``tuned`` as a task of the "tuned" backend, bound to its name in this
+    module as @task at module level leaves it: enqueue and get_result import
+    it by its path."""
+    a_task = task(backend="tuned", queue_name=queue_name)(tuned)
+    monkeypatch.setattr(sys.modules[__name__], "tuned", a_task)
+    return a_task
+
+
+def test_backend_options_reach_the_job(settings, monkeypatch):
     with override_settings(TASKS={**settings.TASKS, "tuned": TUNED}):
-        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        task_of_tuned = tuned_task(monkeypatch)
         job = stored(task_of_tuned.enqueue("x"))
         assert (job.max_attempts, job.timeout, job.max_stalled) == (6, timedelta(seconds=12), 4)
         assert job.backoff == {"kind": "exponential", "base": 2.0, "max": 60.0, "jitter": 0.0}
@@ -383,9 +392,7 @@ def module_side_alias():
 def test_the_database_option_writes_the_job_through_that_alias(settings, side_alias, monkeypatch):
     tuned_here = {**TUNED, "OPTIONS": {"DATABASE": side_alias}}
     with override_settings(TASKS={**settings.TASKS, "tuned": tuned_here}):
-        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
-        # As @task at module level leaves it: get_result imports the task by its path.
-        monkeypatch.setattr(sys.modules[__name__], "tuned", task_of_tuned)
+        task_of_tuned = tuned_task(monkeypatch)
         with transaction.atomic(using=side_alias):
             result = task_of_tuned.enqueue("x")
             assert Admin(using=side_alias).get_job(int(result.id)).state == "ready"
@@ -413,18 +420,18 @@ def test_arefresh_reads_the_result_again_from_async_code():
     assert (result.status, result.return_value, result.attempts) == ("SUCCESSFUL", 11, 1)
 
 
-def test_an_empty_queues_list_allows_any_queue(settings):
+def test_an_empty_queues_list_allows_any_queue(settings, monkeypatch):
     with override_settings(TASKS={**settings.TASKS, "tuned": {**TUNED, "QUEUES": []}}):
-        task_of_tuned = task(backend="tuned", queue_name="any.queue-at-all")(tuned)
+        task_of_tuned = tuned_task(monkeypatch, queue_name="any.queue-at-all")
         job = stored(task_of_tuned.enqueue("x"))
     assert job.queue == "any.queue-at-all"
 
 
-def test_a_backend_without_options_gives_the_workhorse_defaults(settings):
+def test_a_backend_without_options_gives_the_workhorse_defaults(settings, monkeypatch):
     plain = {"BACKEND": BACKEND, "QUEUES": ["tuned"]}
     workhorse = {**settings.WORKHORSE, "DEFAULT_MAX_ATTEMPTS": 7, "MAX_STALLED_COUNT": 2}
     with override_settings(TASKS={**settings.TASKS, "tuned": plain}, WORKHORSE=workhorse):
-        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        task_of_tuned = tuned_task(monkeypatch)
         job = stored(task_of_tuned.enqueue("x"))
     assert (job.max_attempts, job.timeout, job.max_stalled) == (7, None, 2)
     assert job.backoff is None  # the default: exponential, 1 s doubling, capped at 1 h
@@ -480,6 +487,23 @@ def test_a_function_not_at_module_level_is_refused_as_a_task():
 
     with pytest.raises(InvalidTask, match="module level"):
         task()(inner)
+
+
+def renamed(label: str) -> str:
+    """Made a task under another name below, so its import path is not the task."""
+    return label
+
+
+task_under_another_name = task(queue_name="jobtests.tasks")(renamed)
+
+
+def test_a_task_its_import_path_does_not_lead_to_is_refused_at_enqueue(db_rows):
+    before = db_rows.counts()
+
+    with pytest.raises(InvalidTask, match=r"test_django_tasks_backend\.renamed: that import path"):
+        task_under_another_name.enqueue("x")
+
+    assert db_rows.counts() == before
 
 
 def test_takes_context_without_a_context_argument_is_refused():
