@@ -29,6 +29,7 @@ from jobtests.tasks import (
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
 from django_workhorse.durable import LeaseLost
+from django_workhorse.exceptions import StalledJobError
 from django_workhorse.models import Job
 from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
@@ -290,6 +291,20 @@ def test_attempts_made_before_an_operators_retry_still_count():
     assert started == [3, 4]
     assert (result.status, result.attempts, len(result.errors)) == ("FAILED", 4, 4)
     assert all(result.worker_ids)
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_a_task_failed_after_its_runs_stalled_has_an_error_class_that_imports(cursor):
+    result = add.using(max_stalled=0).enqueue(1, 2)
+    store.claim_many(cursor, "crashed", ["jobtests.tasks"], [1], 0)
+    (recovered,) = store.recover_stalled(cursor)
+    assert recovered.failed
+
+    found = add.get_result(result.id)
+
+    assert found.status == "FAILED"
+    assert found.errors[-1].exception_class is StalledJobError
+    assert "StalledJobError: the job stalled 1 times" in found.errors[-1].traceback
 
 
 def test_a_task_raising_job_cancelled_with_attempts_left_finishes_failed():
