@@ -255,6 +255,15 @@ class WorkhorseBackend(BaseTaskBackend):
         """Store the task as a job in the caller's transaction; sends
         ``task_enqueued`` once the job row is written."""
         self.validate_task(task)
+        found = task_at(task.module_path)
+        if found is None or found.func is not task.func:
+            # Checked here, not in validate_task: @task runs while its module
+            # is still importing, before the name is bound.
+            raise InvalidTask(
+                f"task {task.module_path}: that import path does not lead to this task, so "
+                "no worker could run it nor get_result read it back; apply @task where the "
+                "function is defined, under the function's own name"
+            )
         definition = self.definition_for(task)
         result = TaskResult(
             task=task,
@@ -329,7 +338,14 @@ class WorkhorseBackend(BaseTaskBackend):
             )
         with connections[self.database].cursor() as cursor:
             attempts = store.get_attempts(cursor, job_id)
-        changes: dict[str, Any] = {"queue_name": snapshot.queue, "priority": snapshot.priority}
+        # The task's backend is this one, whichever its decorator named (it
+        # may have been enqueued through using(backend=...)): refresh() and
+        # the worker read the result again through result.task.get_backend().
+        changes: dict[str, Any] = {
+            "queue_name": snapshot.queue,
+            "priority": snapshot.priority,
+            "backend": self.alias,
+        }
         waiting = (JobState.BLOCKED, JobState.SCHEDULED, JobState.READY)
         if (
             not attempts

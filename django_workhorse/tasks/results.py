@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import StalledJobError
 from ..states import AttemptOutcome, JobState
 from .compat import Task, TaskError, TaskResult, TaskResultStatus
 
@@ -28,8 +29,18 @@ STATUS_OF_STATE = {
 }
 
 
+GIVEN_BACK = (AttemptOutcome.STALLED, AttemptOutcome.SLEPT)
+"""The runs that end without using up their attempt: the next run redoes it."""
+
 FAILING_OUTCOMES = (AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT, AttemptOutcome.CANCELED)
 """The attempts that end in an error, as ``task_finished`` reports them."""
+
+
+BARE_TYPES = {
+    StalledJobError.__name__: f"{StalledJobError.__module__}.{StalledJobError.__qualname__}"
+}
+"""Error types that ``workhorse_recover_stalled_v1`` writes by their bare
+name, as import paths: Django's ``TaskError.exception_class`` imports one."""
 
 
 def task_error(error: dict[str, Any]) -> TaskError:
@@ -37,6 +48,7 @@ def task_error(error: dict[str, Any]) -> TaskError:
     without a traceback (a job canceled while it waited, failed after its
     runs stalled) gets its type and message as one, so the reason shows."""
     kind = str(error.get("type", ""))
+    kind = BARE_TYPES.get(kind, kind)
     trace = error.get("traceback")
     if not trace:
         trace = f"{kind}: {error.get('message', '')}\n"
@@ -55,8 +67,10 @@ def build_result(
     """The ``TaskResult`` of one job from its snapshot and its closed runs.
 
     ``worker_ids`` holds one worker per attempt (the one that finished it, or
-    runs it now), so ``attempts`` is workhorse's attempt count; a run lost to
-    a stall and redone under the same attempt number counts once. The job's
+    runs it now), so ``attempts`` is the number of attempts made; a run lost
+    to a stall, or ended by a durable sleep, and redone under the same
+    attempt number counts once. Attempts made before an operator's retry
+    count too (workhorse's own attempt number starts again at 1). The job's
     current attempt is the floor: an attempt whose history row retention
     dropped still counts, with ``""`` for its worker.
     ``errors`` holds one ``TaskError`` per attempt that failed, timed out or
@@ -64,19 +78,30 @@ def build_result(
     ``started_at`` is when the first attempt started, ``last_attempted_at``
     when the latest one did, ``finished_at`` when the job became terminal.
     """
-    by_attempt: dict[int, AttemptRow] = {}
-    for row in attempts:
-        by_attempt[row.attempt] = row
-    workers = {n: row.worker_id for n, row in by_attempt.items()}
+    runs: list[tuple[int, str | None, str]] = [
+        (row.attempt, row.outcome, row.worker_id) for row in attempts
+    ]
     starts = [row.started_at for row in attempts]
     if snapshot.state == JobState.ACTIVE and snapshot.worker_id:
-        workers[snapshot.current_attempt] = snapshot.worker_id
+        runs.append((snapshot.current_attempt, None, snapshot.worker_id))
         if snapshot.started_at is not None:
             starts.append(snapshot.started_at)
+    # An operator's retry starts the job over at attempt 1 (a fresh attempt
+    # budget); the attempts before it were still made, so each life of the
+    # job keeps its own workers.
+    lives: list[dict[int, str]] = [{}]
+    previous: tuple[int, str | None] | None = None
+    for attempt, outcome, worker_id in runs:
+        if previous is not None and (
+            attempt < previous[0] or (attempt == previous[0] and previous[1] not in GIVEN_BACK)
+        ):
+            lives.append({})
+        lives[-1][attempt] = worker_id
+        previous = (attempt, outcome)
     for n in range(1, snapshot.current_attempt + 1):
         # Retention may have dropped the history row of an attempt of a live
         # job; the attempt still counts, its worker is no longer known.
-        workers.setdefault(n, "")
+        lives[-1].setdefault(n, "")
     failures = [
         row.error for row in attempts if row.error is not None and row.outcome in FAILING_OUTCOMES
     ]
@@ -105,7 +130,7 @@ def build_result(
         kwargs=dict(payload.get("kwargs", {})),
         backend=backend,
         errors=errors,
-        worker_ids=[workers[n] for n in sorted(workers)],
+        worker_ids=[life[n] for life in lives for n in sorted(life)],
     )
     if snapshot.state == JobState.SUCCEEDED:
         object.__setattr__(result, "_return_value", snapshot.result)

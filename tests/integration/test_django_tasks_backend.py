@@ -29,6 +29,7 @@ from jobtests.tasks import (
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
 from django_workhorse.durable import LeaseLost
+from django_workhorse.exceptions import StalledJobError
 from django_workhorse.models import Job
 from django_workhorse.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
@@ -40,6 +41,7 @@ from django_workhorse.tasks.compat import (
     task_backends,
     task_enqueued,
     task_finished,
+    task_started,
 )
 from django_workhorse.tasks.results import STATUS_OF_STATE
 from django_workhorse.testing import run_jobs
@@ -269,6 +271,42 @@ def test_attempts_still_count_once_retention_dropped_a_live_jobs_history():
     assert (found.status, found.attempts, found.worker_ids) == ("READY", 1, [""])
 
 
+def test_attempts_made_before_an_operators_retry_still_count():
+    result = always_fails.enqueue("boom")
+    run_jobs(names=[always_fails])  # two attempts, then FAILED
+    assert Admin().retry(int(result.id)).status == "changed"
+    result.refresh()
+    assert (result.status, result.attempts, len(result.errors)) == ("READY", 2, 2)
+    started = []
+
+    def on_started(sender, task_result, **kwargs):
+        started.append(task_result.attempts)
+
+    task_started.connect(on_started)
+    try:
+        run_jobs(names=[always_fails])  # a fresh budget: two more attempts
+    finally:
+        task_started.disconnect(on_started)
+    result.refresh()
+    assert started == [3, 4]
+    assert (result.status, result.attempts, len(result.errors)) == ("FAILED", 4, 4)
+    assert all(result.worker_ids)
+
+
+@pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
+def test_a_task_failed_after_its_runs_stalled_has_an_error_class_that_imports(cursor):
+    result = add.using(max_stalled=0).enqueue(1, 2)
+    store.claim_many(cursor, "crashed", ["jobtests.tasks"], [1], 0)
+    (recovered,) = store.recover_stalled(cursor)
+    assert recovered.failed
+
+    found = add.get_result(result.id)
+
+    assert found.status == "FAILED"
+    assert found.errors[-1].exception_class is StalledJobError
+    assert "StalledJobError: the job stalled 1 times" in found.errors[-1].traceback
+
+
 def test_a_task_raising_job_cancelled_with_attempts_left_finishes_failed():
     # Collected in memory: a failing handler's writes (a receiver's too) are
     # rolled back with run_jobs' savepoint.
@@ -335,9 +373,18 @@ TUNED = {
 }
 
 
-def test_backend_options_reach_the_job(settings):
+def tuned_task(monkeypatch, queue_name="tuned"):
+    """``tuned`` as a task of the "tuned" backend, bound to its name in this
+    module as @task at module level leaves it: enqueue and get_result import
+    it by its path."""
+    a_task = task(backend="tuned", queue_name=queue_name)(tuned)
+    monkeypatch.setattr(sys.modules[__name__], "tuned", a_task)
+    return a_task
+
+
+def test_backend_options_reach_the_job(settings, monkeypatch):
     with override_settings(TASKS={**settings.TASKS, "tuned": TUNED}):
-        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        task_of_tuned = tuned_task(monkeypatch)
         job = stored(task_of_tuned.enqueue("x"))
         assert (job.max_attempts, job.timeout, job.max_stalled) == (6, timedelta(seconds=12), 4)
         assert job.backoff == {"kind": "exponential", "base": 2.0, "max": 60.0, "jitter": 0.0}
@@ -360,9 +407,7 @@ def module_side_alias():
 def test_the_database_option_writes_the_job_through_that_alias(settings, side_alias, monkeypatch):
     tuned_here = {**TUNED, "OPTIONS": {"DATABASE": side_alias}}
     with override_settings(TASKS={**settings.TASKS, "tuned": tuned_here}):
-        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
-        # As @task at module level leaves it: get_result imports the task by its path.
-        monkeypatch.setattr(sys.modules[__name__], "tuned", task_of_tuned)
+        task_of_tuned = tuned_task(monkeypatch)
         with transaction.atomic(using=side_alias):
             result = task_of_tuned.enqueue("x")
             assert Admin(using=side_alias).get_job(int(result.id)).state == "ready"
@@ -390,18 +435,18 @@ def test_arefresh_reads_the_result_again_from_async_code():
     assert (result.status, result.return_value, result.attempts) == ("SUCCESSFUL", 11, 1)
 
 
-def test_an_empty_queues_list_allows_any_queue(settings):
+def test_an_empty_queues_list_allows_any_queue(settings, monkeypatch):
     with override_settings(TASKS={**settings.TASKS, "tuned": {**TUNED, "QUEUES": []}}):
-        task_of_tuned = task(backend="tuned", queue_name="any.queue-at-all")(tuned)
+        task_of_tuned = tuned_task(monkeypatch, queue_name="any.queue-at-all")
         job = stored(task_of_tuned.enqueue("x"))
     assert job.queue == "any.queue-at-all"
 
 
-def test_a_backend_without_options_gives_the_workhorse_defaults(settings):
+def test_a_backend_without_options_gives_the_workhorse_defaults(settings, monkeypatch):
     plain = {"BACKEND": BACKEND, "QUEUES": ["tuned"]}
     workhorse = {**settings.WORKHORSE, "DEFAULT_MAX_ATTEMPTS": 7, "MAX_STALLED_COUNT": 2}
     with override_settings(TASKS={**settings.TASKS, "tuned": plain}, WORKHORSE=workhorse):
-        task_of_tuned = task(backend="tuned", queue_name="tuned")(tuned)
+        task_of_tuned = tuned_task(monkeypatch)
         job = stored(task_of_tuned.enqueue("x"))
     assert (job.max_attempts, job.timeout, job.max_stalled) == (7, None, 2)
     assert job.backoff is None  # the default: exponential, 1 s doubling, capped at 1 h
@@ -457,6 +502,23 @@ def test_a_function_not_at_module_level_is_refused_as_a_task():
 
     with pytest.raises(InvalidTask, match="module level"):
         task()(inner)
+
+
+def renamed(label: str) -> str:
+    """Made a task under another name below, so its import path is not the task."""
+    return label
+
+
+task_under_another_name = task(queue_name="jobtests.tasks")(renamed)
+
+
+def test_a_task_its_import_path_does_not_lead_to_is_refused_at_enqueue(db_rows):
+    before = db_rows.counts()
+
+    with pytest.raises(InvalidTask, match=r"test_django_tasks_backend\.renamed: that import path"):
+        task_under_another_name.enqueue("x")
+
+    assert db_rows.counts() == before
 
 
 def test_takes_context_without_a_context_argument_is_refused():
@@ -522,6 +584,16 @@ def test_a_result_read_back_has_the_task_it_was_enqueued_with():
     assert result.task == task_used
     assert add.get_result(result.id).task == task_used
     assert async_add.get_result(async_add.enqueue(1, 2).id).task == async_add
+
+
+def test_a_result_of_a_task_enqueued_through_another_backend_refreshes_there(settings):
+    with override_settings(TASKS={**settings.TASKS, "tuned": {**TUNED, "QUEUES": []}}):
+        result = add.using(backend="tuned").enqueue(1, 2)
+        found = task_backends["tuned"].get_result(result.id)
+        assert (found.backend, found.task.backend) == ("tuned", "tuned")
+        run_jobs(names=[add])
+        found.refresh()
+        assert (found.status, found.return_value) == ("SUCCESSFUL", 3)
 
 
 def test_task_enqueued_is_sent_by_the_backend_class_with_the_result_enqueue_returns():
