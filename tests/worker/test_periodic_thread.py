@@ -29,21 +29,21 @@ class FailsOnce(PeriodicThread):
         cursor.execute("SELECT 1")
 
 
+def run_until(thread: PeriodicThread, done) -> None:
+    """Start ``thread``, wait until ``done()`` after its failed first turn, stop it."""
+    thread.start()
+    try:
+        poll_until(done, timeout=10, interval=0.02, what="more turns after the error")
+    finally:
+        thread.stop()
+    assert not thread.is_alive()
+
+
 @pytest.mark.parametrize("error", [ValueError("a bug"), KeyError("missing")])
 def test_an_unexpected_error_in_a_turn_is_logged_and_the_next_turn_runs(caplog, error):
     thread = FailsOnce(error)
     with caplog.at_level(logging.ERROR, logger="django_workhorse.worker"):
-        thread.start()
-        try:
-            poll_until(
-                lambda: thread.turns >= 3,
-                timeout=10,
-                interval=0.02,
-                what="more turns after the error",
-            )
-        finally:
-            thread.stop()
-    assert not thread.is_alive()
+        run_until(thread, lambda: thread.turns >= 3)
     [record] = [r for r in caplog.records if "the test's turn failed" in r.getMessage()]
     assert record.exc_info is not None and record.exc_info[1] is error
 
@@ -65,17 +65,7 @@ class LosesItsConnectionOnce(PeriodicThread):
 def test_a_database_error_in_a_turn_is_a_warning_and_the_next_turn_reconnects(caplog):
     thread = LosesItsConnectionOnce()
     with caplog.at_level(logging.WARNING, logger="django_workhorse.worker"):
-        thread.start()
-        try:
-            poll_until(
-                lambda: len(thread.connections) >= 3,
-                timeout=10,
-                interval=0.02,
-                what="more turns after the error",
-            )
-        finally:
-            thread.stop()
-    assert not thread.is_alive()
+        run_until(thread, lambda: len(thread.connections) >= 3)
     [record] = [r for r in caplog.records if "the test's turn failed" in r.getMessage()]
     assert record.levelno == logging.WARNING
     assert record.getMessage() == (
