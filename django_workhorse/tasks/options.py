@@ -47,7 +47,7 @@ def backoff_from(value: Any) -> tuple[BackoffSpec, str | None]:
     args = dict(value)
     kind = args.pop("kind", None)
     makers: dict[str, Callable[..., BackoffSpec]] = {"exponential": exponential, "fixed": fixed}
-    if kind not in makers:
+    if not isinstance(kind, str) or kind not in makers:
         return None, f"'kind' must be 'exponential' or 'fixed', got {kind!r}"
     try:
         return makers[kind](**args), None
@@ -63,7 +63,7 @@ def option_problems(options: Any, databases: Mapping[str, Any]) -> list[tuple[st
     for key in sorted(set(options) - set(OPTION_KEYS)):
         problems.append((key, f"is not an option; known: {', '.join(OPTION_KEYS)}"))
     database = options.get("DATABASE")
-    if database is not None and database not in databases:
+    if database is not None and (not isinstance(database, str) or database not in databases):
         problems.append(("DATABASE", f"{database!r} is not an alias of settings.DATABASES"))
     if "MAX_ATTEMPTS" in options:
         problem = whole_problem(

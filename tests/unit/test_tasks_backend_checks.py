@@ -24,6 +24,8 @@ def backend_messages(**entry) -> list[tuple[str, str]]:
         ("TIMEOUT", 0, "at least 0.000001 seconds"),
         ("BACKOFF", {"kind": "fixed"}, "is not a valid fixed backoff"),
         ("DATABASE", "nowhere", "'nowhere' is not an alias of settings.DATABASES"),
+        ("DATABASE", ["default"], "['default'] is not an alias of settings.DATABASES"),
+        ("BACKOFF", {"kind": ["fixed"]}, "'kind' must be 'exponential' or 'fixed', got ['fixed']"),
         ("RETRIES", 3, "is not an option; known: DATABASE, MAX_ATTEMPTS"),
     ],
 )
