@@ -124,8 +124,14 @@ class WorkhorseBackend(BaseTaskBackend):
     supports_priority = True
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        listed = params.get("QUEUES", ())
+        if not isinstance(listed, Iterable):
+            # Django makes a set of it: set(None) would raise TypeError here,
+            # before check() could name the setting (workhorse.E101). Built
+            # as with an empty list; check() reports the value.
+            params = {**params, "QUEUES": []}
         super().__init__(alias, params)
-        self._queues_setting = params.get("QUEUES")
+        self._queues_setting = listed
         self._definitions: dict[str, JobDefinition[..., Any]] = {}
         registry.add_resolver(resolve_task_job)
 
@@ -154,7 +160,7 @@ class WorkhorseBackend(BaseTaskBackend):
         """Bad ``QUEUES`` and ``OPTIONS`` entries, each with its key and the fix."""
         errors = []
         listed = self._queues_setting
-        if listed is not None and not isinstance(listed, list | tuple | set | frozenset):
+        if not isinstance(listed, list | tuple | set | frozenset):
             # Django makes a set of whatever it is given: "default" would
             # allow the queues "d", "e", "f", ... and refuse "default".
             errors.append(

@@ -51,6 +51,16 @@ def test_queues_given_as_one_string_is_E101_not_a_set_of_letters():
     )
 
 
+@pytest.mark.parametrize(("queues", "shown"), [(None, "NoneType None"), (5, "int 5")])
+def test_queues_that_are_not_a_collection_are_E101_not_a_crash(queues, shown):
+    ((check_id, message),) = backend_messages(QUEUES=queues)
+    assert check_id == "workhorse.E101"
+    assert message == (
+        "TASKS['default']['QUEUES'] must be a list of queue names such as "
+        f"['default', 'emails'], got {shown}"
+    )
+
+
 @pytest.mark.parametrize("queues", [["default", "emails"], ("default",), []])
 def test_lists_of_good_queue_names_pass(queues):
     assert backend_messages(QUEUES=queues, OPTIONS={"MAX_ATTEMPTS": 3}) == []
