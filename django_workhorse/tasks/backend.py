@@ -33,6 +33,7 @@ from ..limits import (
     MAX_STALLED_MAX,
     MAX_STALLED_MIN,
     queue_name_problem,
+    shown,
     whole_problem,
 )
 from ..states import JobState
@@ -166,7 +167,7 @@ class WorkhorseBackend(BaseTaskBackend):
             errors.append(
                 Error(
                     f"TASKS[{self.alias!r}]['QUEUES'] must be a list of queue names such as "
-                    f"['default', 'emails'], got {type(listed).__name__} {listed!r}",
+                    f"['default', 'emails'], got {type(listed).__name__} {shown(listed)}",
                     hint="Write the queue names as a list in settings.TASKS.",
                     obj=f"settings.TASKS[{self.alias!r}]",
                     id="workhorse.E101",
@@ -389,7 +390,7 @@ def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:
             job_id = parse_result_id(item)
             if job_id is None:
                 raise InvalidTask(
-                    f"depends_on: {item!r:.60} is not a task result id (a whole number as a "
+                    f"depends_on: {shown(item)} is not a task result id (a whole number as a "
                     "string, as TaskResult.id holds)"
                 )
             item = job_id
