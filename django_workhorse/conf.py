@@ -187,10 +187,12 @@ def raw_settings() -> dict[str, Any]:
     return {**DEFAULTS, **configured}
 
 
-def setting_path(key: str) -> str:
+def setting_path(key: object) -> str:
     """How a problem's key reads in a message: ``WORKHORSE['QUEUES']['email']``
     for the key ``QUEUES['email']``, ``WORKHORSE`` for the dict itself, as the
     value is written in settings.py."""
+    if not isinstance(key, str):  # a key of WORKHORSE that is no setting's name
+        return f"WORKHORSE[{shown(key)}]"
     if key == "WORKHORSE":
         return key
     top, bracket, rest = key.partition("[")

@@ -103,6 +103,9 @@ def test_a_workhorse_setting_that_is_not_a_dict_is_named_once():
         pytest.param({"QUEUES": ["email"]}, "got list ['email']", id="queues-not-a-dict"),
         pytest.param({"SCHEDULES": ["nightly"]}, "got list ['nightly']", id="schedules-not-a-dict"),
         pytest.param({"RETENTION": 7}, "got int 7", id="retention-not-a-dict"),
+        pytest.param(
+            {5: 1}, "WORKHORSE[5] is not a django-workhorse setting", id="key-not-a-string"
+        ),
         # repr() of an int of more than 4,300 digits raises ValueError, which
         # crashed manage.py check instead of reporting the value.
         pytest.param(
