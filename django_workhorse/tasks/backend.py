@@ -8,10 +8,11 @@ builds backends while user modules are still importing.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from inspect import iscoroutinefunction
 from typing import Any, cast
 
@@ -38,6 +39,8 @@ from ..limits import (
 )
 from ..states import JobState
 from .compat import (
+    TASK_MAX_PRIORITY,
+    TASK_MIN_PRIORITY,
     BaseTaskBackend,
     InvalidTask,
     Task,
@@ -212,6 +215,22 @@ class WorkhorseBackend(BaseTaskBackend):
     def validate_task(self, task: Task) -> None:
         """Django's checks, then the workhorse options of the task; registers
         the task as a job type so that ``runworker`` serves its queue."""
+        # Django's own checks compare and convert these, and raise TypeError,
+        # ValueError or AttributeError on a value of another type.
+        priority = task.priority
+        if not isinstance(priority, int | float) or (
+            isinstance(priority, float) and not math.isfinite(priority)
+        ):
+            raise InvalidTask(
+                f"priority must be a whole number from {TASK_MIN_PRIORITY} to "
+                f"{TASK_MAX_PRIORITY}, got {type(priority).__name__} {shown(priority)}"
+            )
+        if task.run_after is not None and not isinstance(task.run_after, datetime):
+            raise InvalidTask(
+                "run_after must be an aware datetime such as timezone.now() + "
+                f"timedelta(minutes=5), got {type(task.run_after).__name__} "
+                f"{shown(task.run_after)}"
+            )
         super().validate_task(task)
         if problem := queue_name_problem(task.queue_name):
             raise InvalidTask(f"queue_name: {problem}")
