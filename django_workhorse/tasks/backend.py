@@ -33,6 +33,7 @@ from ..limits import (
     MAX_ATTEMPTS_MIN,
     MAX_STALLED_MAX,
     MAX_STALLED_MIN,
+    job_name_problem,
     queue_name_problem,
     shown,
     whole_problem,
@@ -428,7 +429,9 @@ def parse_result_id(result_id: Any) -> int | None:
 
 def task_at(path: str) -> Task | None:
     """The ``Task`` object at an import path, or None."""
-    if "." not in path:
+    if "." not in path or job_name_problem(path):
+        # Not a name a task's path can have: ``...`` or ``.x.y`` would be
+        # read as a relative import, which raises TypeError.
         return None
     try:
         found = import_string(path)
