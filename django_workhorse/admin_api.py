@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
 from django.core import signing
@@ -27,6 +27,8 @@ from .limits import (
     MAX_DURATION_SECONDS,
     MIN_INTERVAL_SECONDS,
     QUEUE_NAME_RE,
+    RUN_AT_END,
+    RUN_AT_MIN,
     seconds_of,
     shown,
     text_problem,
@@ -300,7 +302,13 @@ def _check_time(key: str, value: object) -> datetime | None:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise InvalidQueryError(f"{key} must be a timezone-aware datetime, got {shown(value)}")
-    return value
+    # In UTC: PostgreSQL refuses an offset with a fraction of a second, which
+    # Python's zones allow (and the refusal aborted the caller's transaction).
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        # Before year 1 or after 9999 in UTC: no job was created there.
+        return RUN_AT_MIN if value.year == 1 else RUN_AT_END
 
 
 _BAD_CURSOR = (
