@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
 from django.core import signing
@@ -27,7 +27,10 @@ from .limits import (
     MAX_DURATION_SECONDS,
     MIN_INTERVAL_SECONDS,
     QUEUE_NAME_RE,
+    RUN_AT_END,
+    RUN_AT_MIN,
     seconds_of,
+    shown,
     text_problem,
 )
 from .states import JobState
@@ -250,7 +253,7 @@ class ActionResult:
 def _check_job_id(job_id: object) -> int:
     if isinstance(job_id, bool) or not isinstance(job_id, int) or not 1 <= job_id <= MAX_JOB_ID:
         raise InvalidQueryError(
-            f"a job id is a whole number from 1 to {MAX_JOB_ID}, got {job_id!r:.40}"
+            f"a job id is a whole number from 1 to {MAX_JOB_ID}, got {shown(job_id, 40)}"
         )
     return job_id
 
@@ -260,7 +263,8 @@ def _check_job_ids(job_ids: object) -> list[int]:
     acted on, so that one bad id leaves every job as it was."""
     if isinstance(job_ids, str | bytes | Mapping) or not isinstance(job_ids, Iterable):
         raise InvalidQueryError(
-            f"job ids are a list of whole numbers, got {type(job_ids).__name__} {job_ids!r:.40}"
+            "job ids are a list of whole numbers, got "
+            f"{type(job_ids).__name__} {shown(job_ids, 40)}"
         )
     return [_check_job_id(job_id) for job_id in job_ids]
 
@@ -269,7 +273,7 @@ def check_queue_name(queue: object) -> str:
     """``queue`` if it is a valid queue name, else InvalidQueryError naming the rule."""
     if not isinstance(queue, str) or not QUEUE_NAME_RE.fullmatch(queue):
         raise InvalidQueryError(
-            f"{queue!r:.60} is not a queue name: use 1 to 53 letters, digits, '_', '.' and '-', "
+            f"{shown(queue)} is not a queue name: use 1 to 53 letters, digits, '_', '.' and '-', "
             "not starting with '.' or '-'"
         )
     return queue
@@ -278,7 +282,8 @@ def check_queue_name(queue: object) -> str:
 def _check_job_name(name: object) -> str:
     if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):
         raise InvalidQueryError(
-            f"{name!r:.60} is not a job name: use 1 to 200 letters, digits, '_', '.', ':' and '-', "
+            f"{shown(name)} is not a job name: use 1 to 200 letters, digits, '_', '.', ':' "
+            "and '-', "
             "starting with a letter or '_'"
         )
     return name
@@ -287,7 +292,7 @@ def _check_job_name(name: object) -> str:
 def _check_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise InvalidQueryError(
-            f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r:.40}"
+            f"limit must be a whole number from 1 to {MAX_PAGE}, got {shown(limit, 40)}"
         )
     return limit
 
@@ -296,12 +301,18 @@ def _check_time(key: str, value: object) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None:
-        raise InvalidQueryError(f"{key} must be a timezone-aware datetime, got {value!r:.60}")
-    return value
+        raise InvalidQueryError(f"{key} must be a timezone-aware datetime, got {shown(value)}")
+    # In UTC: PostgreSQL refuses an offset with a fraction of a second, which
+    # Python's zones allow (and the refusal aborted the caller's transaction).
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        # Before year 1 or after 9999 in UTC: no job was created there.
+        return RUN_AT_MIN if value.year == 1 else RUN_AT_END
 
 
 _BAD_CURSOR = (
-    "the cursor {cursor!r:.40} was not issued by this server for this list (changed, cut "
+    "the cursor {cursor} was not issued by this server for this list (changed, cut "
     "short, or from another list): start again from the first page"
 )
 
@@ -331,11 +342,11 @@ def _filters_key(filters: dict[str, object]) -> str:
 
 def _load_cursor(cursor: str, salt: str) -> Any:
     if not isinstance(cursor, str) or len(cursor) > 500:
-        raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
+        raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40)))
     try:
         return signing.loads(cursor, salt=salt)
     except (signing.BadSignature, ValueError, TypeError) as exc:
-        raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor)) from exc
+        raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40))) from exc
 
 
 class Admin:
@@ -346,7 +357,7 @@ class Admin:
         if not isinstance(self.using, str) or self.using not in connections.databases:
             raise InvalidQueryError(
                 f"using must be an alias of settings.DATABASES "
-                f"({', '.join(connections.databases)}), got {self.using!r}"
+                f"({', '.join(connections.databases)}), got {shown(self.using)}"
             )
 
     # -- reads --------------------------------------------------------------
@@ -397,7 +408,7 @@ class Admin:
 
     def _set_schedule_paused(self, name: str, paused: bool) -> None:
         if not isinstance(name, str) or not name:
-            raise InvalidQueryError(f"a schedule name is a non-empty string, got {name!r:.60}")
+            raise InvalidQueryError(f"a schedule name is a non-empty string, got {shown(name)}")
         if problem := text_problem(name, "the schedule name"):
             raise InvalidQueryError(problem)
         with connections[self.using].cursor() as cursor:
@@ -484,11 +495,11 @@ class Admin:
                 cursor_job, at, rank, row_id = key
                 after = (datetime.fromisoformat(at), int(rank), int(row_id))
             except (TypeError, ValueError) as exc:
-                raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor)) from exc
+                raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40))) from exc
             # Ranks and ids as workhorse_job_timeline_v1 makes them: a derived
             # row has rank -1, 2 or 3 and may have id 0.
             if cursor_job != job_id or after[1] not in (-1, 0, 1, 2, 3) or not _is_id(after[2]):
-                raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
+                raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40)))
         with connections[self.using].cursor() as db:
             rows = store.job_timeline(db, job_id, after, limit + 1)
         more = len(rows) > limit
@@ -539,7 +550,7 @@ class Admin:
         if name is not None:
             _check_job_name(name)
         if state is not None and state not in STATES:
-            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {state!r:.60}")
+            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {shown(state)}")
         created_after = _check_time("created_after", created_after)
         created_before = _check_time("created_before", created_before)
         if idempotency_key is not None and (
@@ -549,7 +560,7 @@ class Admin:
         ):
             raise InvalidQueryError(
                 "an idempotency key is 1 to 255 characters without NUL or lone surrogates, "
-                f"got {idempotency_key!r:.60}"
+                f"got {shown(idempotency_key)}"
             )
         limit = _check_limit(limit)
         filters: dict[str, object] = {
@@ -570,7 +581,7 @@ class Admin:
                 or not _is_id(key[1])
                 or key[2] != _filters_key(filters)
             ):
-                raise InvalidCursorError(_BAD_CURSOR.format(cursor=cursor))
+                raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40)))
             direction, from_id = key[0], key[1]
         with connections[self.using].cursor() as db:
             rows = store.list_jobs(
@@ -622,7 +633,7 @@ class Admin:
         if not MIN_INTERVAL_SECONDS <= window <= MAX_DURATION_SECONDS:
             raise InvalidQueryError(
                 f"window_seconds must be more than 0 (at least 1 microsecond) and at most "
-                f"{MAX_DURATION_SECONDS} (100 years), got {window_seconds!r:.40}"
+                f"{MAX_DURATION_SECONDS} (100 years), got {shown(window_seconds, 40)}"
             )
         if (
             not isinstance(buckets, int)
@@ -630,7 +641,7 @@ class Admin:
             or not 1 <= buckets <= MAX_BUCKETS
         ):
             raise InvalidQueryError(
-                f"buckets must be a whole number from 1 to {MAX_BUCKETS}, got {buckets!r:.40}"
+                f"buckets must be a whole number from 1 to {MAX_BUCKETS}, got {shown(buckets, 40)}"
             )
         if count_limit is not None and (
             not isinstance(count_limit, int)
@@ -639,7 +650,7 @@ class Admin:
         ):
             raise InvalidQueryError(
                 f"count_limit must be a whole number from 1 to {INT4_MAX}, or None to count"
-                f" exactly; got {count_limit!r:.40}"
+                f" exactly; got {shown(count_limit, 40)}"
             )
         with connections[self.using].cursor() as db:
             rows = store.queue_stats(db, window, buckets, count_limit)
@@ -696,7 +707,7 @@ class Admin:
         job_id = _check_job_id(job_id)
         if not isinstance(ignore_dependencies, bool):
             raise InvalidQueryError(
-                f"ignore_dependencies must be True or False, got {ignore_dependencies!r:.40}"
+                f"ignore_dependencies must be True or False, got {shown(ignore_dependencies, 40)}"
             )
         status, state, prerequisite, prerequisite_state = self._act(
             store.retry_job, job_id, _check_reason(reason), ignore_dependencies
@@ -797,7 +808,9 @@ class Admin:
         ``by`` is passed to each cancel. Every argument is checked before the
         first job is touched: a bad id among good ones changes nothing."""
         if action not in ("retry", "cancel"):
-            raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {action!r:.40}")
+            raise InvalidQueryError(
+                f"bulk action must be 'retry' or 'cancel', got {shown(action, 40)}"
+            )
         ids = _check_job_ids(job_ids)
         by = _check_by(by)
         if action == "retry":
@@ -811,7 +824,7 @@ def _check_by(by: object) -> str | None:
     if not isinstance(by, str) or not 1 <= len(by) <= 255 or text_problem(by, ""):
         raise InvalidQueryError(
             "by is a string of 1 to 255 characters without NUL or lone surrogates, or None; "
-            f"got {by!r:.60}"
+            f"got {shown(by)}"
         )
     return by
 
@@ -822,6 +835,6 @@ def _check_reason(reason: object) -> str | None:
     if not isinstance(reason, str) or len(reason) > 1000 or text_problem(reason, ""):
         raise InvalidQueryError(
             "a reason is a string of at most 1,000 characters without NUL or lone surrogates, "
-            f"or None; got {reason!r:.60}"
+            f"or None; got {shown(reason)}"
         )
     return reason

@@ -11,7 +11,7 @@ from typing import Any
 from .conf import duration_seconds
 from .defaults import JOB_DEFAULTS
 from .exceptions import InvalidJobOptionError
-from .limits import MAX_DURATION_SECONDS, duration_problem
+from .limits import MAX_DURATION_SECONDS, duration_problem, shown
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,9 @@ def exponential(
         if problem := duration_problem(f"backoff {field}", value, positive=False):
             raise InvalidJobOptionError(problem)
     if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:
-        raise InvalidJobOptionError(f"backoff jitter must be a number from 0 to 1, got {jitter!r}")
+        raise InvalidJobOptionError(
+            f"backoff jitter must be a number from 0 to 1, got {shown(jitter)}"
+        )
     return Exponential(duration_seconds(base), duration_seconds(max), float(jitter))
 
 
@@ -73,7 +75,7 @@ def policy_of(backoff: BackoffSpec) -> dict[str, Any]:
         return {**Exponential().policy(), "custom": True}
     raise InvalidJobOptionError(
         "backoff must be workhorse.exponential(...), workhorse.fixed(...), or a callable "
-        f"taking the attempt number and returning seconds; got {backoff!r}"
+        f"taking the attempt number and returning seconds; got {shown(backoff)}"
     )
 
 

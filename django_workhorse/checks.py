@@ -157,7 +157,7 @@ def check_schedules(app_configs: object = None, **kwargs: object) -> list[Error]
     """Each settings schedule's job and payload, resolved as a worker's start
     would (checks run once the app registry is ready, after every app's
     ``jobs.py`` was imported). Entries with a bad shape are workhorse.E001's."""
-    from .cron import settings_problems
+    from .cron import schedule_key, settings_problems
     from .schedules import job_schedules, refuse_clash, settings_schedule
 
     raw = raw_settings().get("SCHEDULES")
@@ -166,7 +166,7 @@ def check_schedules(app_configs: object = None, **kwargs: object) -> list[Error]
     misshapen = {key for key, _message in settings_problems(raw)}
     messages: list[Error] = []
     for name, entry in raw.items():
-        if f"SCHEDULES[{name!r}]" in misshapen:
+        if schedule_key(name) in misshapen:
             continue
         try:
             definition, _schedule = settings_schedule(name, entry)
@@ -193,7 +193,7 @@ def check_schedule_periods(app_configs: object = None, **kwargs: object) -> list
     """A ``latest`` schedule whose slots come faster than the sweep: each
     sweep finds several slots due and enqueues only the latest one."""
     from .conf import duration_seconds
-    from .cron import cron_problem, settings_problems, shortest_period
+    from .cron import cron_problem, schedule_key, settings_problems, shortest_period
     from .schedules import default_timezone
 
     raw = raw_settings()
@@ -211,7 +211,7 @@ def check_schedule_periods(app_configs: object = None, **kwargs: object) -> list
     if isinstance(entries, Mapping):
         misshapen = {key for key, _message in settings_problems(entries)}
         for name, entry in entries.items():
-            if f"SCHEDULES[{name!r}]" in misshapen:
+            if schedule_key(name) in misshapen:
                 continue
             if entry.get("catch_up", "latest") == "latest":
                 latest.append((name, entry["cron"], entry.get("timezone", "UTC"), True))

@@ -28,6 +28,7 @@ from .limits import (
     WORKER_ID_PREFIX_MAX,
     queue_name_problem,
     seconds_of,
+    shown,
     text_problem,
 )
 
@@ -132,7 +133,8 @@ def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
         or not 1 <= concurrency <= 100_000
     ):
         found.append(
-            f"'global_concurrency' must be a whole number from 1 to 100000, got {concurrency!r}"
+            "'global_concurrency' must be a whole number from 1 to 100000, got "
+            f"{shown(concurrency)}"
         )
     if (rate is None) != (period is None):
         found.append(
@@ -142,7 +144,7 @@ def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
     if rate is not None and (
         isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= 10_000
     ):
-        found.append(f"'rate' must be a whole number from 1 to 10000, got {rate!r}")
+        found.append(f"'rate' must be a whole number from 1 to 10000, got {shown(rate)}")
     if period is not None:
         try:
             seconds = duration_seconds(period)
@@ -154,7 +156,7 @@ def queue_limit_problems(concurrency: Any, rate: Any, period: Any) -> list[str]:
             if not MIN_INTERVAL_SECONDS <= seconds <= 366 * 86400:
                 found.append(
                     f"'period' must be more than 0 (at least 1 microsecond) and at most 366 days, "
-                    f"got {period!r}"
+                    f"got {shown(period)}"
                 )
     return found
 
@@ -185,10 +187,12 @@ def raw_settings() -> dict[str, Any]:
     return {**DEFAULTS, **configured}
 
 
-def setting_path(key: str) -> str:
+def setting_path(key: object) -> str:
     """How a problem's key reads in a message: ``WORKHORSE['QUEUES']['email']``
     for the key ``QUEUES['email']``, ``WORKHORSE`` for the dict itself, as the
     value is written in settings.py."""
+    if not isinstance(key, str):  # a key of WORKHORSE that is no setting's name
+        return f"WORKHORSE[{shown(key)}]"
     if key == "WORKHORSE":
         return key
     top, bracket, rest = key.partition("[")
@@ -203,7 +207,7 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             (
                 "WORKHORSE",
                 "must be a dict, e.g. WORKHORSE = {'CONCURRENCY': 4}, got "
-                f"{type(raw['__invalid__']).__name__} {raw['__invalid__']!r:.60}",
+                f"{type(raw['__invalid__']).__name__} {shown(raw['__invalid__'])}",
             )
         ]
     found: list[tuple[str, str]] = []
@@ -223,12 +227,12 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             found.append((key, f"{exc}{off}"))
             continue
         if seconds <= 0:
-            found.append((key, f"must be a positive duration{off}, got {value!r}"))
+            found.append((key, f"must be a positive duration{off}, got {shown(value)}"))
         elif seconds < CADENCE_FLOORS.get(key, 0):
-            found.append((key, f"{cadence_problem(CADENCE_FLOORS[key])}{off}, got {value!r}"))
+            found.append((key, f"{cadence_problem(CADENCE_FLOORS[key])}{off}, got {shown(value)}"))
         elif seconds > MAX_DURATION_SECONDS:
             found.append(
-                (key, f"must be at most {MAX_DURATION_SECONDS} seconds{off}, got {value!r}")
+                (key, f"must be at most {MAX_DURATION_SECONDS} seconds{off}, got {shown(value)}")
             )
     for key, low, high in (
         ("CONCURRENCY", 1, CONCURRENCY_MAX),
@@ -238,12 +242,12 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     ):
         value = raw[key]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            found.append((key, f"must be a whole number from {low} to {high}, got {value!r}"))
+            found.append((key, f"must be a whole number from {low} to {high}, got {shown(value)}"))
     if not isinstance(raw["DATABASE"], str) or raw["DATABASE"] not in django_settings.DATABASES:
         found.append(
             (
                 "DATABASE",
-                f"{raw['DATABASE']!r} is not an alias of settings.DATABASES "
+                f"{shown(raw['DATABASE'])} is not an alias of settings.DATABASES "
                 f"({', '.join(django_settings.DATABASES)})",
             )
         )
@@ -256,23 +260,24 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             (
                 "QUEUES",
                 "must be a dict such as {'email': {'concurrency': 5}}, got "
-                f"{type(queues).__name__} {queues!r:.60}",
+                f"{type(queues).__name__} {shown(queues)}",
             )
         )
     else:
         for name, options in queues.items():
             problem = queue_name_problem(name)
             if problem:
-                found.append((f"QUEUES[{name!r}]", problem))
+                found.append((f"QUEUES[{shown(name)}]", problem))
             if not isinstance(options, Mapping) or set(options) - QUEUE_KEYS:
                 what = (
-                    f"got {type(options).__name__} {options!r:.60}"
+                    f"got {type(options).__name__} {shown(options)}"
                     if not isinstance(options, Mapping)
-                    else "unknown key(s) " + ", ".join(sorted(map(repr, set(options) - QUEUE_KEYS)))
+                    else "unknown key(s) "
+                    + ", ".join(sorted(map(shown, set(options) - QUEUE_KEYS)))
                 )
                 found.append(
                     (
-                        f"QUEUES[{name!r}]",
+                        f"QUEUES[{shown(name)}]",
                         "must be a dict with the keys 'concurrency', 'global_concurrency', "
                         f"'rate' and 'period' (each optional); {what}",
                     )
@@ -281,7 +286,7 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             for problem in queue_limit_problems(
                 options.get("global_concurrency"), options.get("rate"), options.get("period")
             ):
-                found.append((f"QUEUES[{name!r}]", problem))
+                found.append((f"QUEUES[{shown(name)}]", problem))
             concurrency = options.get("concurrency", 1)
             if (
                 isinstance(concurrency, bool)
@@ -290,9 +295,9 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
             ):
                 found.append(
                     (
-                        f"QUEUES[{name!r}]['concurrency']",
+                        f"QUEUES[{shown(name)}]['concurrency']",
                         f"must be a whole number from 1 to {CONCURRENCY_MAX} (the slots "
-                        f"of one worker process), got {concurrency!r}",
+                        f"of one worker process), got {shown(concurrency)}",
                     )
                 )
     renew, lock = raw["LOCK_RENEW_INTERVAL"], raw["LOCK_DURATION"]
@@ -303,7 +308,8 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
                     (
                         "LOCK_RENEW_INTERVAL",
                         f"must be shorter than LOCK_DURATION, or leases expire between "
-                        f"heartbeats; got {renew!r} with LOCK_DURATION {lock!r}: lower it, or "
+                        f"heartbeats; got {shown(renew)} with LOCK_DURATION {shown(lock)}: "
+                        "lower it, or "
                         "leave it out to renew at half of LOCK_DURATION",
                     )
                 )
@@ -312,7 +318,7 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     for key in ("ON_JOB_FAILURE", "ON_JOB_CANCELED", "WORKER_ID"):
         value = raw[key]
         if value is not None and (not isinstance(value, str) or not value):
-            found.append((key, f"must be a non-empty string or None, got {value!r}"))
+            found.append((key, f"must be a non-empty string or None, got {shown(value)}"))
         elif value is not None and (problem := text_problem(value, "the value")):
             found.append((key, problem))
     worker_id = raw["WORKER_ID"]
@@ -330,13 +336,13 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
 
     found = settings_problems(raw["SCHEDULES"])
     if raw["LOG_FORMAT"] not in ("text", "json"):
-        found.append(("LOG_FORMAT", f"must be 'text' or 'json', got {raw['LOG_FORMAT']!r}"))
+        found.append(("LOG_FORMAT", f"must be 'text' or 'json', got {shown(raw['LOG_FORMAT'])}"))
     if raw["TRACE_LINKING"] not in ("auto", "parent", "link", "off", "none"):
         found.append(
             (
                 "TRACE_LINKING",
                 "must be one of 'auto', 'parent', 'link', 'off' (or its alias 'none'), "
-                f"got {raw['TRACE_LINKING']!r:.60}",
+                f"got {shown(raw['TRACE_LINKING'])}",
             )
         )
     span_name = raw["HANDLER_SPAN_NAME"]
@@ -346,7 +352,7 @@ def observability_problems(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
                 "HANDLER_SPAN_NAME",
                 f"must be a non-empty string using only {{name}} and {{queue}}, bare (no "
                 f"attribute, index, format spec or conversion), such as '{{name}}.run', "
-                f"got {span_name!r:.80}",
+                f"got {shown(span_name, 80)}",
             )
         )
     if raw["QUEUE_METRICS_INTERVAL"] is not None and not installed("prometheus_client"):
@@ -538,12 +544,12 @@ def retention_problems(value: Any) -> list[tuple[str, str]]:
             (
                 "RETENTION",
                 "must be a dict such as {'HISTORY': timedelta(days=7)}, got "
-                f"{type(value).__name__} {value!r:.60}",
+                f"{type(value).__name__} {shown(value)}",
             )
         ]
     found = [
         (
-            f"RETENTION[{key!r}]",
+            f"RETENTION[{shown(key)}]",
             f"is not a retention setting; known keys: {', '.join(RETENTION_DEFAULTS)}",
         )
         for key in value
@@ -560,14 +566,14 @@ def retention_problems(value: Any) -> list[tuple[str, str]]:
             continue
         if seconds <= 0:
             found.append(
-                (f"RETENTION[{key!r}]", f"must be a positive duration, got {merged[key]!r}")
+                (f"RETENTION[{key!r}]", f"must be a positive duration, got {shown(merged[key])}")
             )
         elif key == "INTERVAL" and seconds < CADENCE_MIN_SECONDS:
             found.append(
                 (
                     "RETENTION['INTERVAL']",
                     f"{cadence_problem(CADENCE_MIN_SECONDS)}, or None to leave retention to "
-                    f"workhorse_prune; got {merged[key]!r}",
+                    f"workhorse_prune; got {shown(merged[key])}",
                 )
             )
         elif seconds >= RETENTION_MAX_SECONDS:
@@ -577,13 +583,16 @@ def retention_problems(value: Any) -> list[tuple[str, str]]:
                 (
                     f"RETENTION[{key!r}]",
                     f"must be shorter than {RETENTION_MAX_SECONDS:.0f} seconds (about 300 "
-                    f"years), got {merged[key]!r}; use None to {none}",
+                    f"years), got {shown(merged[key])}; use None to {none}",
                 )
             )
     batch = merged["BATCH_SIZE"]
     if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 1_000_000:
         found.append(
-            ("RETENTION['BATCH_SIZE']", f"must be a whole number from 1 to 1000000, got {batch!r}")
+            (
+                "RETENTION['BATCH_SIZE']",
+                f"must be a whole number from 1 to 1000000, got {shown(batch)}",
+            )
         )
     return found
 

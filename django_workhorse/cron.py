@@ -11,6 +11,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
+from .limits import shown
+
 CATCH_UP_MODES = ("latest", "all")
 """``latest``: the slots missed while no worker swept make one job (for the
 latest of them); ``all``: one job per missed slot, ALL_SLOTS_PER_SWEEP at a time."""
@@ -29,13 +31,13 @@ SETTINGS_KEYS = frozenset({"job", "cron", "timezone", "payload", "catch_up"})
 def cron_problem(cron: Any, timezone: Any = "UTC") -> str | None:
     """Why ``cron`` (read in ``timezone``) cannot be a schedule, or None when it can."""
     if not isinstance(cron, str) or not cron.strip():
-        return f"cron must be a string such as '*/5 * * * *', got {cron!r}"
+        return f"cron must be a string such as '*/5 * * * *', got {shown(cron)}"
     try:
         zone = ZoneInfo(timezone) if isinstance(timezone, str) else None
     except (ZoneInfoNotFoundError, ValueError):
         zone = None
     if zone is None:
-        return f"timezone {timezone!r} is not an IANA time zone name such as 'Europe/Paris'"
+        return f"timezone {shown(timezone)} is not an IANA time zone name such as 'Europe/Paris'"
     try:
         next(CronSim(cron, datetime(2000, 1, 1, tzinfo=zone)))
     except (CronSimError, StopIteration, ValueError) as exc:
@@ -44,6 +46,13 @@ def cron_problem(cron: Any, timezone: Any = "UTC") -> str | None:
             "weekday) or six with seconds first"
         )
     return None
+
+
+def schedule_key(name: Any) -> str:
+    """The key a problem of ``WORKHORSE['SCHEDULES'][name]`` is reported under,
+    ``SCHEDULES['nightly']``, whatever ``name`` is (one that is not a string
+    is itself a problem, and may be an int too long for ``repr``)."""
+    return f"SCHEDULES[{name!r}]" if isinstance(name, str) else f"SCHEDULES[{shown(name)}]"
 
 
 def settings_problems(raw: Any) -> list[tuple[str, str]]:
@@ -57,12 +66,12 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
             (
                 "SCHEDULES",
                 "must be a dict such as {'nightly': {'job': ..., 'cron': ...}}, got "
-                f"{type(raw).__name__} {raw!r:.60}",
+                f"{type(raw).__name__} {shown(raw)}",
             )
         ]
     found = []
     for name, entry in raw.items():
-        key = f"SCHEDULES[{name!r}]"
+        key = schedule_key(name)
         if not isinstance(name, str) or not SCHEDULE_NAME_RE.fullmatch(name):
             found.append(
                 (
@@ -77,7 +86,7 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
                 (
                     key,
                     "must be a dict with at least 'job' and 'cron', "
-                    f"got {type(entry).__name__} {entry!r:.60}",
+                    f"got {type(entry).__name__} {shown(entry)}",
                 )
             )
             continue
@@ -105,7 +114,7 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
                 (
                     key,
                     "'job' must be the name of a registered job, got "
-                    f"{type(entry['job']).__name__} {entry['job']!r:.60}",
+                    f"{type(entry['job']).__name__} {shown(entry['job'])}",
                 )
             )
         problem = cron_problem(entry["cron"], entry.get("timezone", "UTC"))
@@ -119,7 +128,7 @@ def settings_problems(raw: Any) -> list[tuple[str, str]]:
                 (
                     key,
                     f"'catch_up' must be one of {', '.join(map(repr, CATCH_UP_MODES))}, "
-                    f"got {catch_up!r:.60}",
+                    f"got {shown(catch_up)}",
                 )
             )
     return found

@@ -47,6 +47,7 @@ from .limits import (
     job_name_problem,
     queue_name_problem,
     run_at_problem,
+    shown,
     whole_problem,
 )
 from .payloads import checked_payload, encode_payload_array, encode_payloads
@@ -169,7 +170,8 @@ def validate_options(options: EnqueueOptions) -> EnqueueOptions:
     policy = options.dependency_policy
     if policy is not None and policy not in DEPENDENCY_POLICIES:
         raise InvalidJobOptionError(
-            f"dependency_policy must be one of {', '.join(DEPENDENCY_POLICIES)}, got {policy!r:.60}"
+            f"dependency_policy must be one of {', '.join(DEPENDENCY_POLICIES)}, "
+            f"got {shown(policy)}"
         )
     return options
 
@@ -195,7 +197,7 @@ def dependency_ids(value: Any, using: str) -> tuple[int, ...]:
             item = item.id
         if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= MAX_JOB_ID:
             raise InvalidJobOptionError(
-                f"depends_on: {item!r:.60} is neither a job handle nor a job id (a whole "
+                f"depends_on: {shown(item)} is neither a job handle nor a job id (a whole "
                 f"number from 1 to {MAX_JOB_ID})"
             )
         ids.add(item)
@@ -393,7 +395,7 @@ def checked_payloads(
     if not isinstance(payloads, Iterable):
         raise InvalidPayloadError(
             f"enqueue_many of job {definition.name!r} takes a list of payload dicts, got "
-            f"{type(payloads).__name__} {payloads!r:.60}"
+            f"{type(payloads).__name__} {shown(payloads)}"
         )
     batch = payloads if isinstance(payloads, list | tuple) else list(payloads)
     checked = []
@@ -462,7 +464,7 @@ class JobDefinition(_Enqueuer[P, R]):
                 else "write @workhorse.job or @workhorse.job(name=..., queue=...) above a def"
             )
             raise InvalidJobOptionError(
-                f"workhorse.job registers a function, got {given!r} "
+                f"workhorse.job registers a function, got {shown(given)} "
                 f"({type(given).__name__}); {hint}"
             )
         self.func: Callable[P, Any] = func
@@ -475,7 +477,7 @@ class JobDefinition(_Enqueuer[P, R]):
         self._positional_names = positional_names(self.signature)
         if using is not None and (not isinstance(using, str) or using not in connections.databases):
             raise InvalidJobOptionError(
-                f"job {self.name!r}: using={using!r} is not an alias of settings.DATABASES"
+                f"job {self.name!r}: using={shown(using)} is not an alias of settings.DATABASES"
             )
         self._using = using
         if concurrency is not None:
@@ -488,7 +490,7 @@ class JobDefinition(_Enqueuer[P, R]):
         ):
             raise InvalidJobOptionError(
                 f"job {self.name!r}: retry_on must be an exception class or a tuple of them "
-                f"(retry_on=(TimeoutError, ConnectionError)), got {retry_on!r}"
+                f"(retry_on=(TimeoutError, ConnectionError)), got {shown(retry_on)}"
             )
         self.retry_on = tuple(retry_on)
         self.backoff = backoff

@@ -91,20 +91,22 @@ def text_problem(value: str, what: str) -> str | None:
     return None
 
 
-def _show(value: Any) -> str:
-    """A short repr for messages, whatever the value (an int too long to print too)."""
+def shown(value: Any, width: int = 60) -> str:
+    """A repr for messages of at most ``width`` characters, whatever the value:
+    an int too long for ``repr`` (more than 4,300 digits), or one whose
+    ``__repr__`` raises, too."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
     try:
         text = repr(value)
     except Exception:
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def queue_name_problem(name: object) -> str | None:
     if not isinstance(name, str):
-        return f"a queue name must be a string, got {type(name).__name__} {_show(name)}"
+        return f"a queue name must be a string, got {type(name).__name__} {shown(name)}"
     if len(name) > QUEUE_NAME_MAX:
         return (
             f"queue name {name[:20]!r}... is {len(name)} characters; queues become PostgreSQL "
@@ -114,7 +116,7 @@ def queue_name_problem(name: object) -> str | None:
     if QUEUE_NAME_RE.fullmatch(name):
         return None
     return (
-        f"queue name {_show(name)} is not valid: use 1 to {QUEUE_NAME_MAX} characters of "
+        f"queue name {shown(name)} is not valid: use 1 to {QUEUE_NAME_MAX} characters of "
         "letters, digits, '_', '.' and '-', not starting with '.' or '-'"
     )
 
@@ -123,7 +125,7 @@ def job_name_problem(name: object) -> str | None:
     if isinstance(name, str) and JOB_NAME_RE.fullmatch(name):
         return None
     return (
-        f"job name {_show(name)} is not valid: use 1 to {JOB_NAME_MAX} letters, digits, "
+        f"job name {shown(name)} is not valid: use 1 to {JOB_NAME_MAX} letters, digits, "
         "'_', '.', ':' and '-', starting with a letter or '_'"
     )
 
@@ -132,7 +134,7 @@ def checkpoint_name_problem(name: object, what: str = "checkpoint") -> str | Non
     if isinstance(name, str) and CHECKPOINT_NAME_RE.fullmatch(name):
         return None
     return (
-        f"{what} name {_show(name)} is not valid: use 1 to {CHECKPOINT_NAME_MAX} letters, "
+        f"{what} name {shown(name)} is not valid: use 1 to {CHECKPOINT_NAME_MAX} letters, "
         "digits, '_', '.', ':' and '-', starting with a letter, a digit or '_'"
     )
 
@@ -141,10 +143,10 @@ def whole_problem(field: str, value: Any, low: int, high: int) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return (
             f"{field} must be a whole number from {low} to {high}, got "
-            f"{type(value).__name__} {_show(value)}"
+            f"{type(value).__name__} {shown(value)}"
         )
     if not low <= value <= high:
-        return f"{field} must be from {low} to {high}, got {_show(value)}"
+        return f"{field} must be from {low} to {high}, got {shown(value)}"
     return None
 
 
@@ -159,12 +161,12 @@ def seconds_of(value: Any) -> float:
         try:
             seconds = float(value)
         except OverflowError:
-            raise ValueError(f"{_show(value)} seconds is too large for a duration") from None
+            raise ValueError(f"{shown(value)} seconds is too large for a duration") from None
         if not math.isfinite(seconds):
             raise ValueError(f"expected a finite number of seconds, got {seconds!r}")
         return seconds
     raise ValueError(
-        f"expected seconds (int or float) or a timedelta, got {type(value).__name__} {_show(value)}"
+        f"expected seconds (int or float) or a timedelta, got {type(value).__name__} {shown(value)}"
     )
 
 
@@ -177,14 +179,14 @@ def duration_problem(field: str, value: Any, *, positive: bool) -> str | None:
     if positive and seconds < TIMEOUT_MIN_SECONDS:
         return (
             f"{field} must be at least {TIMEOUT_MIN_SECONDS:f} seconds (a microsecond, the "
-            f"database's resolution), got {_show(value)}"
+            f"database's resolution), got {shown(value)}"
         )
     if seconds < 0:
-        return f"{field} must be at least 0 seconds, got {_show(value)}"
+        return f"{field} must be at least 0 seconds, got {shown(value)}"
     if seconds > MAX_DURATION_SECONDS:
         return (
             f"{field} must be at most {MAX_DURATION_SECONDS} seconds (100 years), got "
-            f"{_show(value)}"
+            f"{shown(value)}"
         )
     return None
 
@@ -192,18 +194,18 @@ def duration_problem(field: str, value: Any, *, positive: bool) -> str | None:
 def run_at_problem(value: Any) -> str | None:
     if not isinstance(value, datetime):
         return (
-            f"run_at must be a timezone-aware datetime, got {type(value).__name__} {_show(value)}"
+            f"run_at must be a timezone-aware datetime, got {type(value).__name__} {shown(value)}"
         )
     try:
         offset = value.utcoffset()
         in_utc = value.astimezone(UTC) if offset is not None else None
     except (OverflowError, ValueError, TypeError) as exc:
         return (
-            f"run_at {_show(value)} cannot be converted to UTC ({exc}); use a year from 1 to 9999"
+            f"run_at {shown(value)} cannot be converted to UTC ({exc}); use a year from 1 to 9999"
         )
     if in_utc is None:
         return (
-            f"run_at must be a timezone-aware datetime, got {_show(value)}; "
+            f"run_at must be a timezone-aware datetime, got {shown(value)}; "
             "use django.utils.timezone.now() + timedelta(...)"
         )
     return None
@@ -213,6 +215,6 @@ def idempotency_key_problem(value: Any) -> str | None:
     if not isinstance(value, str) or not 1 <= len(value) <= IDEMPOTENCY_KEY_MAX:
         return (
             f"idempotency_key must be a string of 1 to {IDEMPOTENCY_KEY_MAX} characters, "
-            f"got {type(value).__name__} {_show(value)}"
+            f"got {type(value).__name__} {shown(value)}"
         )
     return text_problem(value, "idempotency_key")

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import JobAlreadyRegistered, UnknownJobError
+from .limits import shown
 
 if TYPE_CHECKING:
     from .definitions import JobDefinition
@@ -61,7 +62,7 @@ def get(name: str) -> JobDefinition[..., Any]:
         # Checked first: the resolvers read a name as an import path.
         raise UnknownJobError(
             f"a job name is a string such as 'myapp.jobs.send_invoice', got "
-            f"{type(name).__name__} {name!r:.60}"
+            f"{type(name).__name__} {shown(name)}"
         )
     try:
         return _jobs.get(name) or _resolve_or_raise(name)

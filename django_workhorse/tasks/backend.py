@@ -8,10 +8,11 @@ builds backends while user modules are still importing.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from inspect import iscoroutinefunction
 from typing import Any, cast
 
@@ -32,11 +33,15 @@ from ..limits import (
     MAX_ATTEMPTS_MIN,
     MAX_STALLED_MAX,
     MAX_STALLED_MIN,
+    job_name_problem,
     queue_name_problem,
+    shown,
     whole_problem,
 )
 from ..states import JobState
 from .compat import (
+    TASK_MAX_PRIORITY,
+    TASK_MIN_PRIORITY,
     BaseTaskBackend,
     InvalidTask,
     Task,
@@ -124,8 +129,14 @@ class WorkhorseBackend(BaseTaskBackend):
     supports_priority = True
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        listed = params.get("QUEUES", ())
+        if not isinstance(listed, Iterable):
+            # Django makes a set of it: set(None) would raise TypeError here,
+            # before check() could name the setting (workhorse.E101). Built
+            # as with an empty list; check() reports the value.
+            params = {**params, "QUEUES": []}
         super().__init__(alias, params)
-        self._queues_setting = params.get("QUEUES")
+        self._queues_setting = listed
         self._definitions: dict[str, JobDefinition[..., Any]] = {}
         registry.add_resolver(resolve_task_job)
 
@@ -154,13 +165,13 @@ class WorkhorseBackend(BaseTaskBackend):
         """Bad ``QUEUES`` and ``OPTIONS`` entries, each with its key and the fix."""
         errors = []
         listed = self._queues_setting
-        if listed is not None and not isinstance(listed, list | tuple | set | frozenset):
+        if not isinstance(listed, list | tuple | set | frozenset):
             # Django makes a set of whatever it is given: "default" would
             # allow the queues "d", "e", "f", ... and refuse "default".
             errors.append(
                 Error(
                     f"TASKS[{self.alias!r}]['QUEUES'] must be a list of queue names such as "
-                    f"['default', 'emails'], got {type(listed).__name__} {listed!r}",
+                    f"['default', 'emails'], got {type(listed).__name__} {shown(listed)}",
                     hint="Write the queue names as a list in settings.TASKS.",
                     obj=f"settings.TASKS[{self.alias!r}]",
                     id="workhorse.E101",
@@ -205,6 +216,22 @@ class WorkhorseBackend(BaseTaskBackend):
     def validate_task(self, task: Task) -> None:
         """Django's checks, then the workhorse options of the task; registers
         the task as a job type so that ``runworker`` serves its queue."""
+        # Django's own checks compare and convert these, and raise TypeError,
+        # ValueError or AttributeError on a value of another type.
+        priority = task.priority
+        if not isinstance(priority, int | float) or (
+            isinstance(priority, float) and not math.isfinite(priority)
+        ):
+            raise InvalidTask(
+                f"priority must be a whole number from {TASK_MIN_PRIORITY} to "
+                f"{TASK_MAX_PRIORITY}, got {type(priority).__name__} {shown(priority)}"
+            )
+        if task.run_after is not None and not isinstance(task.run_after, datetime):
+            raise InvalidTask(
+                "run_after must be an aware datetime such as timezone.now() + "
+                f"timedelta(minutes=5), got {type(task.run_after).__name__} "
+                f"{shown(task.run_after)}"
+            )
         super().validate_task(task)
         if problem := queue_name_problem(task.queue_name):
             raise InvalidTask(f"queue_name: {problem}")
@@ -383,7 +410,7 @@ def prerequisites(items: Iterable[Any]) -> tuple[Any, ...]:
             job_id = parse_result_id(item)
             if job_id is None:
                 raise InvalidTask(
-                    f"depends_on: {item!r:.60} is not a task result id (a whole number as a "
+                    f"depends_on: {shown(item)} is not a task result id (a whole number as a "
                     "string, as TaskResult.id holds)"
                 )
             item = job_id
@@ -402,7 +429,9 @@ def parse_result_id(result_id: Any) -> int | None:
 
 def task_at(path: str) -> Task | None:
     """The ``Task`` object at an import path, or None."""
-    if "." not in path:
+    if "." not in path or job_name_problem(path):
+        # Not a name a task's path can have: ``...`` or ``.x.y`` would be
+        # read as a relative import, which raises TypeError.
         return None
     try:
         found = import_string(path)

@@ -19,6 +19,7 @@ from ..limits import (
     MAX_STALLED_MAX,
     MAX_STALLED_MIN,
     duration_problem,
+    shown,
     whole_problem,
 )
 
@@ -43,12 +44,12 @@ def backoff_from(value: Any) -> tuple[BackoffSpec, str | None]:
     defaults are the ``backoff`` of ``sql/workhorse_job_defaults_v1.sql``),
     ``{"kind": "fixed", "delay": ...}`` those of ``fixed``."""
     if not isinstance(value, Mapping):
-        return None, f"must be a dict with a 'kind' of 'exponential' or 'fixed', got {value!r}"
+        return None, f"must be a dict with a 'kind' of 'exponential' or 'fixed', got {shown(value)}"
     args = dict(value)
     kind = args.pop("kind", None)
     makers: dict[str, Callable[..., BackoffSpec]] = {"exponential": exponential, "fixed": fixed}
-    if kind not in makers:
-        return None, f"'kind' must be 'exponential' or 'fixed', got {kind!r}"
+    if not isinstance(kind, str) or kind not in makers:
+        return None, f"'kind' must be 'exponential' or 'fixed', got {shown(kind)}"
     try:
         return makers[kind](**args), None
     except (TypeError, ValueError) as exc:
@@ -63,8 +64,8 @@ def option_problems(options: Any, databases: Mapping[str, Any]) -> list[tuple[st
     for key in sorted(set(options) - set(OPTION_KEYS)):
         problems.append((key, f"is not an option; known: {', '.join(OPTION_KEYS)}"))
     database = options.get("DATABASE")
-    if database is not None and database not in databases:
-        problems.append(("DATABASE", f"{database!r} is not an alias of settings.DATABASES"))
+    if database is not None and (not isinstance(database, str) or database not in databases):
+        problems.append(("DATABASE", f"{shown(database)} is not an alias of settings.DATABASES"))
     if "MAX_ATTEMPTS" in options:
         problem = whole_problem(
             "MAX_ATTEMPTS", options["MAX_ATTEMPTS"], MAX_ATTEMPTS_MIN, MAX_ATTEMPTS_MAX

@@ -206,6 +206,10 @@ def test_the_job_list_filters_by_name_and_finds_an_idempotency_key():
         ({"idempotency_key": "a\x00b"}, "idempotency key"),
         ({"idempotency_key": "a\ud800"}, "idempotency key"),
         ({"cursor": "garbage"}, "not issued by this server"),
+        # repr() of an int of more than 4,300 digits raises ValueError.
+        ({"limit": 10**5000}, "limit must be .* got an integer of about 5000 digits"),
+        ({"state": 10**5000}, "state must be one of"),
+        ({"cursor": 10**5000}, "not issued by this server"),
     ],
 )
 def test_a_bad_filter_is_refused_with_a_clear_error(kwargs, match):
@@ -217,6 +221,8 @@ def test_a_bad_filter_is_refused_with_a_clear_error(kwargs, match):
 def test_a_malformed_job_id_is_a_clear_error_not_a_driver_error():
     with pytest.raises(InvalidQueryError, match="whole number"):
         Admin().get_job(2**64)
+    with pytest.raises(InvalidQueryError, match="got an integer of about 5000 digits"):
+        Admin().cancel(10**5000)
     with pytest.raises(InvalidQueryError):
         Admin().get_job_timeline("1")
 

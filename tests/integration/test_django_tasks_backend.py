@@ -532,6 +532,15 @@ def test_a_priority_outside_djangos_bounds_or_not_whole_is_refused(priority):
         add.using(priority=priority)
 
 
+@pytest.mark.parametrize(
+    ("priority", "shown"), [(float("nan"), "float nan"), ("1", "str '1'"), ([1], r"list \[1\]")]
+)
+def test_a_priority_that_is_not_a_number_is_refused_naming_it(priority, shown):
+    """Bug: Django's own check raised ValueError (int(nan)) or TypeError (str < int)."""
+    with pytest.raises(InvalidTask, match=f"priority must be a whole number .*, got {shown}"):
+        add.using(priority=priority)
+
+
 @pytest.mark.parametrize(("priority", "stored"), [(100, 100), (-100, -100), (5.0, 5), (True, 1)])
 def test_every_priority_django_allows_reaches_the_job_as_a_whole_number(priority, stored):
     result = add.using(priority=priority).enqueue(1, 2)
@@ -544,6 +553,13 @@ def test_a_naive_run_after_is_refused_when_use_tz_is_on():
 
     with pytest.raises(InvalidTask, match="aware datetime"):
         in_order.using(run_after=datetime.now() + timedelta(hours=1))
+
+
+@pytest.mark.parametrize("run_after", [timedelta(minutes=5), 300, "2030-01-01T00:00:00Z"])
+def test_a_run_after_that_is_not_a_datetime_is_refused_naming_it(run_after):
+    """Bug: Django's own check raised AttributeError: no attribute 'utcoffset'."""
+    with pytest.raises(InvalidTask, match=r"run_after must be an aware datetime .*, got "):
+        in_order.using(run_after=run_after)
 
 
 def test_a_naive_run_after_without_use_tz_is_taken_in_the_current_time_zone():

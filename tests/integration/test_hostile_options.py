@@ -65,6 +65,7 @@ OPTIONS = [
     ),
     pytest.param({"run_at": "2030-01-01"}, "run_at", id="run-at-a-string"),
     pytest.param({"max_stalled": 1001}, "max_stalled", id="max-stalled-too-high"),
+    pytest.param({"dependency_policy": 10**5000}, "dependency_policy", id="policy-int-too-long"),
 ]
 
 
@@ -86,6 +87,9 @@ def test_an_option_the_database_would_refuse_is_refused_before_any_sql(options, 
         pytest.param({"timeout": 1e300}, "timeout", id="timeout-beyond-an-interval"),
         pytest.param({"backoff": "fast"}, "backoff", id="backoff-not-a-policy"),
         pytest.param({"using": ["default"]}, "using", id="using-not-a-string"),
+        pytest.param({"using": 10**5000}, "using", id="using-int-too-long-to-print"),
+        pytest.param({"retry_on": 10**5000}, "retry_on", id="retry-on-int-too-long-to-print"),
+        pytest.param({"backoff": 10**5000}, "backoff", id="backoff-int-too-long-to-print"),
     ],
 )
 def test_a_job_definition_the_database_would_refuse_is_refused_at_declaration(kwargs, field):
@@ -101,6 +105,9 @@ def test_a_job_definition_the_database_would_refuse_is_refused_at_declaration(kw
         pytest.param(lambda: workhorse.exponential(jitter=math.nan), "jitter", id="jitter-nan"),
         pytest.param(lambda: workhorse.exponential(jitter="x"), "jitter", id="jitter-text"),
         pytest.param(lambda: workhorse.fixed(1e300), "delay", id="fixed-beyond-an-interval"),
+        pytest.param(
+            lambda: workhorse.exponential(jitter=10**5000), "jitter", id="jitter-int-too-long"
+        ),
     ],
 )
 def test_a_backoff_policy_that_cannot_be_stored_is_refused(make, match):

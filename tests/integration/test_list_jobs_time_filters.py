@@ -5,7 +5,7 @@ keeps its list's filters."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from demo.jobs import add
@@ -70,3 +70,27 @@ def test_pages_keep_the_time_filters_and_a_cursor_serves_only_its_own_list(hourl
 def test_a_time_filter_must_be_an_aware_datetime(value):
     with pytest.raises(InvalidQueryError, match="created_after must be a timezone-aware datetime"):
         workhorse.Admin().list_jobs(created_after=value)
+
+
+def test_a_time_filter_with_an_offset_of_a_fraction_of_a_second_is_read_in_utc(hourly, cursor):
+    """Bug: PostgreSQL refused the offset (DataError), which aborted the caller's transaction."""
+    odd = timezone(timedelta(seconds=30.5))
+    assert listed(created_after=(T0 + 2 * HOUR).astimezone(odd)) == hourly[:1:-1]
+    cursor.execute("SELECT 1")  # the transaction still runs queries
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({"created_after": datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))}, "all"),
+        ({"created_before": datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))}, "none"),
+        (
+            {"created_after": datetime(9999, 12, 31, 23, tzinfo=timezone(-timedelta(hours=5)))},
+            "none",
+        ),
+    ],
+)
+def test_a_time_filter_beyond_the_years_python_can_hold_in_utc_still_filters(
+    hourly, filters, expected
+):
+    assert listed(**filters) == (hourly[::-1] if expected == "all" else [])

@@ -54,6 +54,13 @@ def test_an_unknown_name_raises_unknown_job_error_naming_it():
         registry.get("tests.registry.nope")
 
 
+@pytest.mark.parametrize("name", ["...", ".demo.jobs.add", "demo..jobs"])
+def test_a_name_that_reads_as_a_relative_import_is_unknown(name):
+    """Bug: the Tasks backend's resolver imported it, which raised TypeError."""
+    with pytest.raises(workhorse.UnknownJobError, match="is registered"):
+        registry.get(name)
+
+
 @pytest.mark.parametrize("name", ["", "1starts-with-digit", "has space", "x" * 201])
 def test_an_invalid_job_name_is_refused(name):
     with pytest.raises(workhorse.InvalidJobOptionError, match="job name"):

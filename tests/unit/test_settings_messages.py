@@ -103,6 +103,26 @@ def test_a_workhorse_setting_that_is_not_a_dict_is_named_once():
         pytest.param({"QUEUES": ["email"]}, "got list ['email']", id="queues-not-a-dict"),
         pytest.param({"SCHEDULES": ["nightly"]}, "got list ['nightly']", id="schedules-not-a-dict"),
         pytest.param({"RETENTION": 7}, "got int 7", id="retention-not-a-dict"),
+        pytest.param(
+            {5: 1}, "WORKHORSE[5] is not a django-workhorse setting", id="key-not-a-string"
+        ),
+        # repr() of an int of more than 4,300 digits raises ValueError, which
+        # crashed manage.py check instead of reporting the value.
+        pytest.param(
+            {"DEFAULT_MAX_ATTEMPTS": 10**5000},
+            "an integer of about 5000 digits",
+            id="int-too-long-to-print",
+        ),
+        pytest.param(
+            {"QUEUES": {10**5000: {}}},
+            "QUEUES'][an integer of about 5000 digits]",
+            id="queue-key-too-long-to-print",
+        ),
+        pytest.param(
+            {"SCHEDULES": {10**5000: {"job": "demo.jobs.noop", "cron": "0 3 * * *"}}},
+            "SCHEDULES'][an integer of about 5000 digits]",
+            id="schedule-key-too-long-to-print",
+        ),
     ],
 )
 def test_manage_py_check_names_the_value_it_refuses(workhorse, shown):

@@ -24,6 +24,8 @@ def backend_messages(**entry) -> list[tuple[str, str]]:
         ("TIMEOUT", 0, "at least 0.000001 seconds"),
         ("BACKOFF", {"kind": "fixed"}, "is not a valid fixed backoff"),
         ("DATABASE", "nowhere", "'nowhere' is not an alias of settings.DATABASES"),
+        ("DATABASE", ["default"], "['default'] is not an alias of settings.DATABASES"),
+        ("BACKOFF", {"kind": ["fixed"]}, "'kind' must be 'exponential' or 'fixed', got ['fixed']"),
         ("RETRIES", 3, "is not an option; known: DATABASE, MAX_ATTEMPTS"),
     ],
 )
@@ -46,6 +48,16 @@ def test_queues_given_as_one_string_is_E101_not_a_set_of_letters():
     assert message == (
         "TASKS['default']['QUEUES'] must be a list of queue names such as "
         "['default', 'emails'], got str 'default'"
+    )
+
+
+@pytest.mark.parametrize(("queues", "shown"), [(None, "NoneType None"), (5, "int 5")])
+def test_queues_that_are_not_a_collection_are_E101_not_a_crash(queues, shown):
+    ((check_id, message),) = backend_messages(QUEUES=queues)
+    assert check_id == "workhorse.E101"
+    assert message == (
+        "TASKS['default']['QUEUES'] must be a list of queue names such as "
+        f"['default', 'emails'], got {shown}"
     )
 
 
