@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -67,11 +68,21 @@ def get(name: str) -> JobDefinition[..., Any]:
     try:
         return _jobs.get(name) or _resolve_or_raise(name)
     except KeyError:
-        known = ", ".join(sorted(_jobs)) or "none"
         raise UnknownJobError(
-            f"no job named {name!r} is registered (registered: {known}); define it with "
-            "@workhorse.job in an app's jobs.py and make sure the app is in INSTALLED_APPS"
+            f"no job named {shown(name, 210)} is registered ({_known_near(name)}); define it "
+            "with @workhorse.job in an app's jobs.py and make sure the app is in INSTALLED_APPS"
         ) from None
+
+
+def _known_near(name: str, listed: int = 10) -> str:
+    """The registered names for a message: all of them when there are few,
+    else how many there are and the closest to ``name``."""
+    names = sorted(_jobs)
+    if len(names) <= listed:
+        return "registered: " + (", ".join(names) or "none")
+    close = difflib.get_close_matches(name[:210], names, n=5, cutoff=0.6)
+    nearest = f"; the closest: {', '.join(close)}" if close else ""
+    return f"{len(names)} registered{nearest}"
 
 
 def _resolve_or_raise(name: str) -> JobDefinition[..., Any]:

@@ -29,6 +29,21 @@ def test_an_unknown_job_name_raises_unknown_job_error_naming_it():
 
 
 @pytest.mark.usefixtures("nothing_written")
+def test_an_unknown_name_of_any_length_is_named_in_a_message_of_bounded_length():
+    with pytest.raises(UnknownJobError) as raised:
+        workhorse.enqueue("billing." + "x" * 10_000, a=1)
+
+    assert "no job named 'billing.xxx" in str(raised.value)
+    assert len(str(raised.value)) < 1_000
+
+
+@pytest.mark.usefixtures("nothing_written")
+def test_a_misspelt_name_is_answered_with_the_closest_registered_ones():
+    with pytest.raises(UnknownJobError, match=r"registered; the closest: demo\.jobs\.add\b"):
+        workhorse.enqueue("demo.jobs.ad", a=1)
+
+
+@pytest.mark.usefixtures("nothing_written")
 @pytest.mark.parametrize("name", [None, 5, ["demo.jobs.add"], add])
 def test_a_job_name_that_is_not_a_string_raises_unknown_job_error_saying_so(name):
     """Bug: None and 5 raised a TypeError from the Tasks resolver, a list an
