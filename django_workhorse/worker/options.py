@@ -58,7 +58,7 @@ def resolve_options(
     says what to change.
     """
     settings = settings or get_settings()
-    alias = alias or settings.database
+    alias = alias if alias is not None else settings.database
     from django.db import connections
 
     if alias not in connections.databases:

@@ -77,6 +77,7 @@ def test_status_watch_refreshes_until_its_count():
         (["--watch", "nan"], "from 0.1 to 86400"),
         (["--watch", "soon"], "not a number"),
         (["--database", "nope"], "not an alias"),
+        (["--database="], "'' is not an alias of settings.DATABASES"),
         (["--watch", "1", "--count", "0"], "--count: must be at least 1, got 0"),
         (["--watch", "1", "--count", "-2"], "--count: must be at least 1, got -2"),
         (["--watch", "1", "--count", "many"], "--count: expected a whole number, got 'many'"),

@@ -234,6 +234,11 @@ def test_an_unknown_database_alias_is_refused_naming_the_aliases(run_command):
         run_command("--database", "nowhere")
 
 
+def test_an_empty_database_alias_is_refused_not_read_as_the_default(run_command):
+    with pytest.raises(CommandError, match=r"database '' is not an alias of settings.DATABASES"):
+        run_command("--database=")
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [

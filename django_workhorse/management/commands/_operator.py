@@ -12,7 +12,8 @@ from ...conf import get_settings
 def database_alias(given: str | None) -> str:
     """``--database`` or the DATABASE setting, checked to be an alias."""
     try:
-        alias = given or get_settings().database
+        # An empty --database= is a mistake to name, not a request for the default.
+        alias = given if given is not None else get_settings().database
     except ImproperlyConfigured as exc:
         raise CommandError(str(exc)) from exc
     if alias not in connections:
