@@ -2,12 +2,14 @@
 
 Each run reports back by calling ``done`` with a ``Finished`` item, on the
 thread (or loop) that ran it; the worker hands those to its writer thread.
-Nothing here touches the database (a handler's own ORM use aside).
+Nothing here touches the database (a handler's own ORM use aside, and the
+check of the async handlers' connections after one raised).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import logging
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
 from django.db.transaction import TransactionManagementError
 from psycopg.pq import TransactionStatus
@@ -247,6 +250,25 @@ def _end_open_transaction(conn: Any, undone: list[str]) -> None:
         conn.close()  # the server rolls back what the connection held
 
 
+def close_broken_connections() -> None:
+    """Close this thread's Django connections that an error left unusable
+    (the server ended the session: a restart, a terminated backend), so that
+    the next query opens a new one; Django does it around a request.
+
+    Async handlers reach the ORM through ``sync_to_async``, all on one thread
+    and one connection per alias. Nothing else checks those connections: a
+    broken one stayed broken, and every later async job failed with "the
+    connection is closed". A connection inside a transaction is left alone,
+    since another async handler may have it open.
+    """
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None or not conn.errors_occurred:
+            continue
+        in_transaction = conn.in_atomic_block or not conn.autocommit
+        if not in_transaction and not conn.is_usable():
+            conn.close()
+
+
 class AsyncSlots:
     """One event loop in its own thread; async handlers run as tasks on it.
 
@@ -326,11 +348,17 @@ class AsyncSlots:
             # ended after its cancel (raised, swallowed it and returned, ...),
             # or without a cancel: one that blocked the loop past its deadline
             # and returned before the loop could fire the timeout.
-            self._done(Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value))
+            finished = Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value)
         elif raised is None:
-            self._done(Finished(running, True, value))
+            finished = Finished(running, True, value)
         else:
-            self._done(Finished(running, False, error=raised))
+            finished = Finished(running, False, error=raised)
+        if raised is not None:
+            # What the handler raised may have come from a connection that
+            # broke under it: check them on the thread its ORM calls ran on.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await sync_to_async(close_broken_connections)()
+        self._done(finished)
 
     def _ended(self, running: Running, task: asyncio.Task[Any]) -> None:
         self._tasks.pop(running, None)

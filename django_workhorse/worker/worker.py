@@ -445,7 +445,9 @@ class Worker:
         the call, all of them (the writer then finds the culprit alone). A
         lost connection hands them over too: nothing of the call committed,
         unless the connection died after its commit, and then the writer's
-        fenced write is refused and reported as a lost lease.
+        fenced write is refused and reported as a lost lease (the writer
+        only recognises its own batches written again; a success has no
+        hook, so nothing but the warning is wrong).
         """
         owner = self._session.owner
         queues, limits_ = list(free), list(free.values())

@@ -9,8 +9,13 @@ heartbeat renews it with the running ones.
 
 A batch whose transaction fails on a lost connection (or a deadlock, or a
 server shutting down) is kept and written again on a new one: nothing of a
-rolled-back transaction reached the database. A value the database refuses
-to store fails only its own run's attempt. Any other error stops the writer
+rolled-back transaction reached the database. The connection can also die
+after the server committed the call and before its reply arrived; the run's
+own first write then makes the fenced second one refused, so a run refused
+in a batch written again is looked up in its job's attempts: one closed by
+this run's attempt and owner is its own write, reported as written, not as
+a lost lease. A value the database refuses to store fails only its own
+run's attempt. Any other error stops the writer
 and is handed to the worker, which stops.
 """
 
@@ -57,6 +62,13 @@ transaction rollback (serialization failure, deadlock), insufficient
 resources, operator intervention (shutdown, cancel)."""
 
 
+SUCCEEDED = frozenset({"succeeded"})
+FAILED = frozenset({"failed", "timed_out", "canceled"})
+SLEPT = frozenset({"slept"})
+"""The attempt outcomes a success, a failure and a sleep close their run with."""
+ENDED = frozenset({"succeeded", "failed", "canceled"})
+
+
 class Writer(threading.Thread):
     """Writes ``Finished`` runs handed over with ``put``; ``stop`` flushes and ends it.
 
@@ -96,6 +108,7 @@ class Writer(threading.Thread):
         self._linger = Linger()
         self._give_up = give_up  # set: stop retrying a lost connection (a forced stop)
         self._conn: psycopg.Connection | None = None
+        self._again = False  # the batch is written again after a lost connection
 
     # -- from other threads -------------------------------------------------
 
@@ -158,8 +171,10 @@ class Writer(threading.Thread):
                         delay,
                     )
                     self._close()
+                    self._again = True
                     self._give_up.wait(delay)
                     continue
+                self._again = False
                 delays = retry_delays()
                 batch = []
                 instruments.observe_runs()
@@ -184,6 +199,47 @@ class Writer(threading.Thread):
             if item is _STOP:
                 return True
             batch.append(item)
+
+    def _own_attempt(self, running: Running, outcomes: frozenset[str]) -> store.AttemptRow | None:
+        """In a batch written again, the attempt row that ``running``'s own
+        earlier write left (its attempt, closed under its owner name with one
+        of ``outcomes``): that write committed, and only its reply was lost."""
+        if not self._again:
+            return None
+        with self._cursor() as cursor:
+            attempts = store.get_attempts(cursor, running.job.job_id)
+        for row in reversed(attempts):
+            if (
+                row.attempt == running.job.attempt
+                and row.worker_id == running.owner
+                and row.outcome in outcomes
+            ):
+                return row
+        return None
+
+    def _snapshot(self, running: Running) -> dict[str, Any]:
+        with self._cursor() as cursor:
+            return store.get_job(cursor, running.job.job_id) or {}
+
+    def _recorded_failure(self, running: Running, own: store.AttemptRow) -> store.FailResult:
+        """What ``workhorse_fail_many_v1`` decided for a failure whose reply
+        was lost, read back from the job as it is now."""
+        job = running.job
+        if own.outcome == "canceled":
+            with self._cursor() as cursor:
+                reason = stored_reason(cursor, job.job_id)
+            return store.FailResult(
+                job.job_id, True, False, None, None, job.attempt, job.max_attempts, True, reason
+            )
+        snapshot = self._snapshot(running)
+        state = snapshot.get("state")
+        current = snapshot.get("current_attempt") or 0
+        will_retry = state not in ENDED or current > job.attempt
+        run_at = snapshot.get("run_at") if current == job.attempt else None
+        retry_in = (run_at - own.finished_at).total_seconds() if run_at is not None else None
+        return store.FailResult(
+            job.job_id, True, will_retry, run_at, retry_in, job.attempt, job.max_attempts
+        )
 
     def _cursor(self) -> psycopg.Cursor:
         if self._conn is None or self._conn.closed:
@@ -355,19 +411,29 @@ class Writer(threading.Thread):
                     call_cancel_hook(self.cancel_hook, of_run(item.running, reason))
                 elif ok:
                     log_sleep(item.running, request.name, run_at)
+                elif self._own_attempt(item.running, SLEPT) is not None:
+                    snapshot = self._snapshot(item.running)
+                    log_sleep(item.running, request.name, snapshot.get("run_at"))
                 else:
                     report_lost(item.running, f"sleep {request.name!r}")
         if successes:
-            for (_job_id, ok), item in zip(succeeded, successes, strict=True):
-                if not ok:
+            for i, ((job_id, ok), item) in enumerate(zip(succeeded, successes, strict=True)):
+                if ok:
+                    continue
+                if self._own_attempt(item.running, SUCCEEDED) is not None:
+                    succeeded[i] = (job_id, True)
+                else:
                     report_lost(item.running, "success")
             instruments.count_successes(successes, succeeded)
         if failures:
-            for result, failure in zip(failed, failures, strict=True):
+            for i, (result, failure) in enumerate(zip(failed, failures, strict=True)):
                 running = failure.item.running
                 if not result.ok:
-                    report_lost(running, "failure")
-                    continue
+                    own = self._own_attempt(running, FAILED)
+                    if own is None:
+                        report_lost(running, "failure")
+                        continue
+                    result = failed[i] = self._recorded_failure(running, own)
                 if failure.canceled or result.canceled:
                     # A cancel is not a failure: ON_JOB_CANCELED, not ON_JOB_FAILURE.
                     log_canceled(running, result.reason)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from jobtests.jobs import async_echo, record
 from jobtests.models import RunRecord
 
@@ -67,3 +68,33 @@ def test_an_async_job_enqueued_into_a_queue_of_sync_jobs_runs_there(start_worker
         *((h.id, "succeeded") for h in moved),
     ]
     assert JobOutcome.objects.get(job_id=moved[1].id).result == {"echo": "1", "attempt": 1}
+
+
+def test_async_handlers_get_a_new_connection_once_theirs_broke(start_worker, wait_until):
+    # Async handlers reach the ORM through sync_to_async, on one thread whose
+    # Django connection they share. Once the server ended that connection (a
+    # restart, a terminated session) it stayed closed: every later async job
+    # failed with "the connection is closed" until its attempts ran out.
+    worker = start_worker("--queues", "jobtests.async")
+    first = async_echo.enqueue(value="before")
+    wait_until(lambda: JobOutcome.objects.filter(job_id=first.id).exists(), what="the first job")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND backend_type = 'client backend' AND application_name NOT LIKE 'workhorse%%'"
+        )
+        assert cursor.fetchall(), "the async handlers' connection"
+    # The job that meets the break fails its attempt; the next ones run.
+    broken = async_echo.options(max_attempts=1).enqueue(value="meets the break")
+    wait_until(lambda: JobOutcome.objects.filter(job_id=broken.id).exists(), what="its end")
+    after = async_echo.options(max_attempts=1).enqueue_many([{"value": str(i)} for i in range(3)])
+    ids = [h.id for h in after]
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id__in=ids).count() == 3, what="the jobs after"
+    )
+    assert worker.stop() == 0
+    outcomes = JobOutcome.objects.filter(job_id__in=ids)
+    assert set(outcomes.values_list("state", flat=True)) == {"succeeded"}, list(
+        outcomes.values_list("error", flat=True)
+    )

@@ -55,7 +55,7 @@ CONFINED = {
         "_cursor": "the claim loop, under the worker's claim lock",
         "_opened": "the claim loop, under the worker's claim lock",
     },
-    "Writer": {"_conn": "the writer thread"},
+    "Writer": {"_conn": "the writer thread", "_again": "the writer thread"},
     "RunConnections": {
         "_local": "a threading.local: each handler thread sets only its own connection "
         "(the shared list of opened connections changes under _lock)",
