@@ -15,7 +15,6 @@ import threading
 import pytest
 
 from django_workhorse import store
-from django_workhorse.context import JobContext
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished, Running
 from django_workhorse.worker.heartbeat import Heartbeat
@@ -24,22 +23,12 @@ from django_workhorse.worker.writer import Writer
 from tests.helpers import poll_until
 from tests.worker import jobs
 from tests.worker.conftest import IN_PROCESS
+from tests.worker.runs import run_of
 
 pytestmark = IN_PROCESS
 
 ROUNDS = 40
 JOBS_PER_ROUND = 5
-
-
-def run_of(job: store.ClaimedJob, owner: str) -> Running:
-    context = JobContext(
-        job_id=job.job_id,
-        name=job.name,
-        queue=job.queue,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-    )
-    return Running(job, jobs.gated, context, owner=owner)
 
 
 @pytest.mark.parametrize("owner", ["race-worker"])

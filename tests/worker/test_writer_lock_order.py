@@ -17,30 +17,19 @@ import threading
 import psycopg
 
 from django_workhorse import store
-from django_workhorse.context import JobContext
 from django_workhorse.worker.connection import connect
-from django_workhorse.worker.execution import Finished, Running
+from django_workhorse.worker.execution import Finished
 from django_workhorse.worker.writer import Writer
 from tests.helpers import poll_until
 from tests.worker import jobs
 from tests.worker.conftest import IN_PROCESS
+from tests.worker.runs import run_of
 
 pytestmark = IN_PROCESS
 
 OWNER = "lock-order-worker"
 LOCK_ROW = "SELECT 1 FROM workhorse_job_runtime WHERE job_id = %s FOR NO KEY UPDATE"
 """The lock the heartbeat takes on each run it renews."""
-
-
-def run_of(job: store.ClaimedJob) -> Running:
-    context = JobContext(
-        job_id=job.job_id,
-        name=job.name,
-        queue=job.queue,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-    )
-    return Running(job, jobs.gated, context, owner=OWNER)
 
 
 def writer_waits_for_a_lock(cursor: psycopg.Cursor) -> bool:
@@ -65,8 +54,8 @@ def test_a_mixed_batch_does_not_deadlock_with_a_renewal_in_job_id_order(cursor):
     # first (succeed_many, then fail_many), so without one lock of the
     # whole batch the writer holds job 2 while it waits for job 1.
     batch = [
-        Finished(run_of(claimed[second]), True, 2),
-        Finished(run_of(claimed[first]), False, error=RuntimeError("boom"), retryable=False),
+        Finished(run_of(claimed[second], OWNER), True, 2),
+        Finished(run_of(claimed[first], OWNER), False, error=RuntimeError("boom"), retryable=False),
     ]
     writer = Writer(
         alias="default",

@@ -20,29 +20,18 @@ import psycopg
 import pytest
 
 from django_workhorse import store
-from django_workhorse.context import JobContext
 from django_workhorse.durable import SleepRequested
 from django_workhorse.hooks import JobFailure
 from django_workhorse.worker.connection import connect
-from django_workhorse.worker.execution import Finished, Running
+from django_workhorse.worker.execution import Finished
 from django_workhorse.worker.writer import Writer
 from tests.worker import jobs
 from tests.worker.conftest import IN_PROCESS
+from tests.worker.runs import run_of
 
 pytestmark = IN_PROCESS
 
 OWNER = "lost-reply-worker"
-
-
-def run_of(job: store.ClaimedJob) -> Running:
-    context = JobContext(
-        job_id=job.job_id,
-        name=job.name,
-        queue=job.queue,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-    )
-    return Running(job, jobs.gated, context, owner=OWNER)
 
 
 def reply_lost_once(real, writer: Writer):
@@ -81,13 +70,13 @@ def test_a_write_committed_before_its_reply_was_lost_is_not_reported_lost(
         give_up=threading.Event(),
     )
     if outcome == "success":
-        item = Finished(run_of(claimed), True, 7)
+        item = Finished(run_of(claimed, OWNER), True, 7)
         monkeypatch.setattr(store, "succeed_many", reply_lost_once(store.succeed_many, writer))
     elif outcome == "sleep":
-        item = Finished(run_of(claimed), False, error=SleepRequested("nap", None, 60))
+        item = Finished(run_of(claimed, OWNER), False, error=SleepRequested("nap", None, 60))
         monkeypatch.setattr(store, "sleep_many", reply_lost_once(store.sleep_many, writer))
     else:
-        item = Finished(run_of(claimed), False, error=RuntimeError("boom"), retryable=True)
+        item = Finished(run_of(claimed, OWNER), False, error=RuntimeError("boom"), retryable=True)
         monkeypatch.setattr(store, "fail_many", reply_lost_once(store.fail_many, writer))
     caplog.set_level(logging.INFO, logger="django_workhorse.worker")
     writer.start()
