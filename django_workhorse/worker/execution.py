@@ -187,10 +187,19 @@ class SyncSlots:
 def run_sync(running: Running, *, idle: bool = True) -> Finished:
     """Run one sync handler with its job context set; never raises.
 
+    The run gets a copy of the thread's ``contextvars``, as an async run gets
+    its task's: what a handler binds there (a logging library's per-job
+    values, say) ends with its run instead of carrying into the next job of
+    the thread.
+
     Django's connections of this thread are checked as around a request:
     after every run, and before one when the thread was ``idle`` (a
     connection may have outlived CONN_MAX_AGE or broken while it waited).
     """
+    return contextvars.copy_context().run(_run_sync, running, idle)
+
+
+def _run_sync(running: Running, idle: bool) -> Finished:
     token = set_current(running.context)
     try:
         if idle:

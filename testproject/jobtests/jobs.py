@@ -8,6 +8,7 @@ for exactly the queues it needs, and every handler records its runs in
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import time
@@ -136,6 +137,31 @@ def log_warning(message: str) -> None:
     """Logs one warning through the ``jobtests`` logger."""
     start_run(finished=True)
     logger.warning("handler says %s", message)
+
+
+REQUEST_TAG: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "jobtests_request_tag", default=None
+)
+"""A context variable a handler sets, as logging or tracing libraries bind
+their per-request values."""
+
+
+@workhorse.job(queue="jobtests.context")
+def tag_context(tag: str) -> str | None:
+    """Sets ``REQUEST_TAG`` to ``tag``; returns the value it found first."""
+    start_run(tag, finished=True)
+    found = REQUEST_TAG.get()
+    REQUEST_TAG.set(tag)
+    return found
+
+
+@workhorse.job(queue="jobtests.context")
+async def atag_context(tag: str) -> str | None:
+    """``tag_context`` as an async handler."""
+    await run_record(tag, finished=True).asave()
+    found = REQUEST_TAG.get()
+    REQUEST_TAG.set(tag)
+    return found
 
 
 @workhorse.job(queue="jobtests.asyncblock", timeout=1, max_attempts=1)
