@@ -15,6 +15,7 @@ functions directly. docs/testing.md has examples.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -229,12 +230,15 @@ def _call(definition: JobDefinition[..., Any], payload: dict[str, Any], alias: s
 
     A run that ends in a durable sleep is not a failure: its savepoint is
     kept, and with it what the handler wrote before the sleep, as a worker
-    keeps the writes a handler commits before it sleeps."""
+    keeps the writes a handler commits before it sleeps.
+
+    The handler runs in a copy of the test's ``contextvars``, as a worker's
+    run does: what it sets there stays out of the next run and the test."""
 
     def call() -> Any:
         if definition.is_async:
-            return async_to_sync(definition.func)(**payload)
-        return definition.func(**payload)
+            return contextvars.copy_context().run(async_to_sync(definition.func), **payload)
+        return contextvars.copy_context().run(definition.func, **payload)
 
     if not connections[alias].in_atomic_block:
         return call()

@@ -5,7 +5,9 @@ the next job its thread or event loop runs (docs/worker.md#logs-and-context)."""
 from __future__ import annotations
 
 import pytest
-from jobtests.jobs import atag_context, tag_context
+from jobtests.jobs import REQUEST_TAG, atag_context, tag_context
+
+from django_workhorse.testing import run_jobs
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -25,3 +27,13 @@ def test_a_run_does_not_see_the_context_variables_of_the_run_before(
     assert worker.stop() == 0
 
     assert [handle.result for handle in handles] == [None, None, None]
+
+
+@pytest.mark.parametrize("definition", [tag_context, atag_context], ids=["sync", "async"])
+def test_run_jobs_gives_each_run_its_own_context_as_a_worker_does(definition):
+    handles = [definition.enqueue(tag=tag) for tag in ("first", "second")]
+
+    run_jobs(names=[definition])
+
+    assert [handle.refresh().result for handle in handles] == [None, None]
+    assert REQUEST_TAG.get() is None  # nor does the test's own context keep it
