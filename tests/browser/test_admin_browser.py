@@ -13,7 +13,7 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 
 from django_workhorse import Admin, store
-from tests.factories import ActiveJobFactory, SucceededJobFactory
+from tests.factories import ActiveJobFactory, FailedJobFactory, SucceededJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -173,3 +173,24 @@ def test_no_page_is_wider_than_a_narrow_screen(browser, live_server, django_user
         shot = screenshot(page, tmp_path / f"narrow-{path.replace('/', '-').strip('-')}.png")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"{path} is {width}px wide on a 375px screen ({shot})"
+
+
+def test_long_words_in_a_job_page_wrap_on_a_narrow_screen(
+    browser, live_server, django_user_model, tmp_path
+):
+    """Bug: an error message, a worker id or a cancel reason with no space in
+    it (a URL, a host name) made the job page several screens wide."""
+    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    url = "https://mail.example.com/" + "a" * 300
+    failed = FailedJobFactory(error={"type": "builtins.ConnectionError", "message": url})
+    running = ActiveJobFactory(worker="worker-" + "w" * 200)
+    Admin().cancel(running.id, reason="customer-" + "r" * 300)
+    base = live_server.url
+    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
+    page = log_in(context, base, "operator")
+
+    for job_id in (failed.id, running.id):
+        page.goto(f"{base}/admin/django_workhorse/job/{job_id}/")
+        shot = screenshot(page, tmp_path / f"narrow-job-{job_id}.png")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"job {job_id}'s page is {width}px wide on a 375px screen ({shot})"
