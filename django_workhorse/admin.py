@@ -150,6 +150,13 @@ class OperatorAdmin(admin.ModelAdmin):
     def service(self) -> Admin:
         return Admin()
 
+    def _url_if_seen(self, request: HttpRequest, model: type[Job | Queue]) -> str | None:
+        """The list page of ``model``, or None when the user may not see it."""
+        model_admin = self.admin_site.get_model_admin(model)
+        if not model_admin.has_view_or_change_permission(request):
+            return None
+        return cast("str", reverse(f"admin:django_workhorse_{model._meta.model_name}_changelist"))
+
     def context(self, request: HttpRequest, **extra: Any) -> dict[str, Any]:
         """The admin's context for one of these pages. ``crumbs`` are the
         breadcrumbs after the app's, as (label, url or None) pairs; they are
@@ -162,8 +169,9 @@ class OperatorAdmin(admin.ModelAdmin):
             "breadcrumbs_as_list": django.VERSION >= (6, 0),
             "crumbs": [(extra.get("title", ""), None)],
             "can_act": self.has_change_permission(request),
-            "queues_url": reverse("admin:django_workhorse_queue_changelist"),
-            "jobs_url": reverse("admin:django_workhorse_job_changelist"),
+            # None for a page the user may not see: no link to a 403.
+            "queues_url": self._url_if_seen(request, Queue),
+            "jobs_url": self._url_if_seen(request, Job),
             **extra,
         }
 

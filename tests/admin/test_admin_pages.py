@@ -374,6 +374,27 @@ def test_a_view_only_user_sees_no_buttons_and_a_forged_post_is_forbidden(viewer_
     assert Admin().get_job(job.id).state == "failed"
 
 
+def test_a_user_who_may_see_only_jobs_or_only_queues_gets_no_link_to_the_other_page(
+    client, django_user_model
+):
+    """Bug: the job list linked to the queues page, and the queues page to the
+    job list, for users whose permission gave them a 403 there."""
+    from django.contrib.auth.models import Permission
+
+    job = FailedJobFactory(queue="seen")
+    for username, codename, page, other in (
+        ("jobs-only", "view_job", JOBS, QUEUES),
+        ("queues-only", "view_queue", QUEUES, JOBS),
+    ):
+        user = django_user_model.objects.create_user(username=username, is_staff=True)
+        user.user_permissions.set(Permission.objects.filter(codename=codename))
+        client.force_login(user)
+        for path in (page, f"{JOBS}{job.id}/") if page == JOBS else (page,):
+            body = client.get(path).content.decode()
+            assert f'href="{other}' not in body, f"{username} is offered {other} on {path}"
+        assert client.get(other).status_code == 403
+
+
 def test_actions_without_a_csrf_token_are_refused(operator):
     from django.test import Client
 

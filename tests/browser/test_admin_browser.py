@@ -12,8 +12,14 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
 
+import django_workhorse as workhorse
 from django_workhorse import Admin, store
-from tests.factories import ActiveJobFactory, SucceededJobFactory
+from tests.factories import (
+    ActiveJobFactory,
+    FailedJobFactory,
+    ReadyJobFactory,
+    SucceededJobFactory,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,6 +54,12 @@ def failed_twice(queue: str) -> int:
                 cursor, worker, [job.id], [fence], [json.dumps(error)], ["failed"], [True], [0.0]
             )
     return job.id
+
+
+@workhorse.job(name="tests.browser.report_" + "n" * 179)
+def long_named(a: int, b: int) -> int:
+    """A job whose name is as long as a name may be (200 characters)."""
+    return a + b
 
 
 def screenshot(page, path: Path) -> Path:
@@ -173,3 +185,25 @@ def test_no_page_is_wider_than_a_narrow_screen(browser, live_server, django_user
         shot = screenshot(page, tmp_path / f"narrow-{path.replace('/', '-').strip('-')}.png")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"{path} is {width}px wide on a 375px screen ({shot})"
+
+
+def test_long_words_in_a_job_page_wrap_on_a_narrow_screen(
+    browser, live_server, django_user_model, tmp_path
+):
+    """Bug: an error message, a worker id, a cancel reason or a job name with
+    no space in it (a URL, a host name) made the job page several screens wide."""
+    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    url = "https://mail.example.com/" + "a" * 300
+    failed = FailedJobFactory(error={"type": "builtins.ConnectionError", "message": url})
+    running = ActiveJobFactory(worker="worker-" + "w" * 200)
+    Admin().cancel(running.id, reason="customer-" + "r" * 300)
+    named = ReadyJobFactory(definition=long_named)
+    base = live_server.url
+    context = browser.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
+    page = log_in(context, base, "operator")
+
+    for job_id in (failed.id, running.id, named.id):
+        page.goto(f"{base}/admin/django_workhorse/job/{job_id}/")
+        shot = screenshot(page, tmp_path / f"narrow-job-{job_id}.png")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"job {job_id}'s page is {width}px wide on a 375px screen ({shot})"
