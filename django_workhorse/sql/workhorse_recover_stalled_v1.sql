@@ -78,7 +78,7 @@ BEGIN
                    || jsonb_strip_nulls(jsonb_build_object(
                           'reason', q.data->'reason', 'by', q.data->'by', 'at', q.at))
                WHEN e.give_up THEN jsonb_build_object(
-                   'type', 'StalledJobError',
+                   'type', 'django_workhorse.exceptions.StalledJobError',
                    'message', format('the job stalled %s times (max_stalled is %s): its worker '
                                      'stopped renewing the lease', e.stalls, e.max_stalled))
                END AS error

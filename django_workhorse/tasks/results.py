@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import StalledJobError
 from ..states import AttemptOutcome, JobState
 from .compat import Task, TaskError, TaskResult, TaskResultStatus
 
@@ -36,19 +35,11 @@ FAILING_OUTCOMES = (AttemptOutcome.FAILED, AttemptOutcome.TIMED_OUT, AttemptOutc
 """The attempts that end in an error, as ``task_finished`` reports them."""
 
 
-BARE_TYPES = {
-    StalledJobError.__name__: f"{StalledJobError.__module__}.{StalledJobError.__qualname__}"
-}
-"""Error types that ``workhorse_recover_stalled_v1`` writes by their bare
-name, as import paths: Django's ``TaskError.exception_class`` imports one."""
-
-
 def task_error(error: dict[str, Any]) -> TaskError:
     """A workhorse error envelope as Django's ``TaskError``; an envelope
     without a traceback (a job canceled while it waited, failed after its
     runs stalled) gets its type and message as one, so the reason shows."""
     kind = str(error.get("type", ""))
-    kind = BARE_TYPES.get(kind, kind)
     trace = error.get("traceback")
     if not trace:
         trace = f"{kind}: {error.get('message', '')}\n"

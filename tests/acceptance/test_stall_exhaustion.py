@@ -47,7 +47,7 @@ def test_a_job_stalled_past_max_stalled_count_fails_logs_an_error_and_reaches_th
     assert (outcome.state, outcome.stall_count, outcome.error["type"]) == (
         "failed",
         1,
-        "StalledJobError",
+        "django_workhorse.exceptions.StalledJobError",
     )
     assert (call.name, call.queue, call.will_retry, call.exception_type) == (
         sleep.name,
