@@ -31,17 +31,24 @@ def url_through(relay: Relay) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def test_the_first_sigterm_stops_a_worker_waiting_for_its_database(start_worker, wait_until):
-    """Bug: the reconnect loop only looked for the forced stop, so the worker
-    needed a second signal."""
+def worker_through_a_relay(start_worker, poll_interval: float):
+    """A worker of jobtests.record whose connections all pass through a relay
+    the test can close and reopen."""
     s = connection.settings_dict
     relay = Relay(s.get("HOST") or "127.0.0.1", int(s.get("PORT") or 5432))
     worker = start_worker(
         "--queues",
         "jobtests.record",
         env={"DATABASE_URL": url_through(relay)},
-        settings={"POLL_INTERVAL": 0.2},
+        settings={"POLL_INTERVAL": poll_interval},
     )
+    return relay, worker
+
+
+def test_the_first_sigterm_stops_a_worker_waiting_for_its_database(start_worker, wait_until):
+    """Bug: the reconnect loop only looked for the forced stop, so the worker
+    needed a second signal."""
+    relay, worker = worker_through_a_relay(start_worker, poll_interval=0.2)
 
     relay.close()
     wait_until(
@@ -56,14 +63,7 @@ def test_the_first_sigterm_stops_a_worker_waiting_for_its_database(start_worker,
 def test_the_listener_says_once_that_it_lost_the_database_and_wakes_the_worker_again(
     start_worker, wait_until
 ):
-    s = connection.settings_dict
-    relay = Relay(s.get("HOST") or "127.0.0.1", int(s.get("PORT") or 5432))
-    worker = start_worker(
-        "--queues",
-        "jobtests.record",
-        env={"DATABASE_URL": url_through(relay)},
-        settings={"POLL_INTERVAL": 60},
-    )
+    relay, worker = worker_through_a_relay(start_worker, poll_interval=60)
 
     relay.close()
     wait_until(

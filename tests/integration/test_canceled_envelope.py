@@ -97,19 +97,18 @@ def canceled_while_waiting(cursor) -> int:
     return job.id
 
 
-@pytest.mark.parametrize(
-    "end",
-    [
-        acked_by_the_worker,
-        failed_before_the_worker_heard,
-        timed_out_before_the_worker_heard,
-        released_at_shutdown,
-        put_to_sleep,
-        recovered_after_a_crash,
-        settled_by_a_prerequisite,
-        canceled_while_waiting,
-    ],
-)
+ENDS_OF_A_RUN = [
+    acked_by_the_worker,
+    failed_before_the_worker_heard,
+    timed_out_before_the_worker_heard,
+    released_at_shutdown,
+    put_to_sleep,
+    recovered_after_a_crash,
+]
+"""The paths that end a canceled job that was running."""
+
+
+@pytest.mark.parametrize("end", [*ENDS_OF_A_RUN, settled_by_a_prerequisite, canceled_while_waiting])
 def test_every_canceled_envelope_names_the_exception_by_its_dotted_path(end, cursor):
     job_id = end(cursor)
 
@@ -119,17 +118,7 @@ def test_every_canceled_envelope_names_the_exception_by_its_dotted_path(end, cur
     assert import_string(job.error["type"]) is JobCancelled
 
 
-@pytest.mark.parametrize(
-    "end",
-    [
-        acked_by_the_worker,
-        failed_before_the_worker_heard,
-        timed_out_before_the_worker_heard,
-        released_at_shutdown,
-        put_to_sleep,
-        recovered_after_a_crash,
-    ],
-)
+@pytest.mark.parametrize("end", ENDS_OF_A_RUN)
 def test_a_run_canceled_while_active_says_why_who_and_when_on_every_path(end, cursor):
     """The reason, ``by`` and ``at`` of the operator's request come from its
     'cancel_requested' event, read by the SQL that ends the job."""
