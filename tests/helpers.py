@@ -134,6 +134,17 @@ def timeline_events(cursor: Any, job_ids: list[int], kind: str) -> list[tuple[in
 
 # -- dead tuples and the worker's vacuum turn (docs/worker.md#vacuum) ---------
 
+AUTO_EXPLAIN_SETTINGS = (
+    "auto_explain.log_min_duration = 0",
+    "auto_explain.log_nested_statements = on",
+    "auto_explain.log_analyze = on",
+    "auto_explain.log_timing = off",
+    "auto_explain.log_level = notice",
+)
+"""auto_explain as the plan tests set it: every statement, nested ones too,
+with row counts, sent to the client as notices."""
+
+
 CHURN_TABLES = ("workhorse_job_runtime", "workhorse_queue", "workhorse_schedule")
 """The tables ``workhorse_vacuum_due_v1`` looks at."""
 

@@ -17,6 +17,7 @@ import pytest
 from demo.jobs import add
 
 from django_workhorse import store
+from tests.helpers import AUTO_EXPLAIN_SETTINGS
 
 pytestmark = pytest.mark.django_db
 
@@ -49,13 +50,7 @@ def explained(cursor):
             plans.append(message)
 
     cursor.execute("LOAD 'auto_explain'")
-    for setting in (
-        "auto_explain.log_min_duration = 0",
-        "auto_explain.log_nested_statements = on",
-        "auto_explain.log_analyze = on",
-        "auto_explain.log_timing = off",
-        "auto_explain.log_level = notice",
-    ):
+    for setting in AUTO_EXPLAIN_SETTINGS:
         cursor.execute(f"SET LOCAL {setting}")
     raw.add_notice_handler(collect)
     try:

@@ -31,6 +31,7 @@ import pytest
 from demo.jobs import add
 
 from django_workhorse import store
+from tests.helpers import AUTO_EXPLAIN_SETTINGS
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 
@@ -198,13 +199,7 @@ def explaining(conn: psycopg.Connection) -> list[str]:
 
     conn.add_notice_handler(collect)
     conn.execute("LOAD 'auto_explain'")
-    for setting in (
-        "auto_explain.log_min_duration = 0",
-        "auto_explain.log_nested_statements = on",
-        "auto_explain.log_analyze = on",
-        "auto_explain.log_timing = off",
-        "auto_explain.log_level = notice",
-    ):
+    for setting in AUTO_EXPLAIN_SETTINGS:
         conn.execute(f"SET {setting}")
     return plans
 
