@@ -6,12 +6,18 @@ while a handler runs or by the worker about a job, ``job_id``, ``job_name``,
 ``queue`` and ``attempt``. An exception adds ``exception`` (the formatted
 traceback). The formatter can also be named in a project's ``LOGGING``
 (``"()": "django_workhorse.logformat.JsonFormatter"``).
+
+Every line is valid UTF-8: a lone surrogate (a file name decoded with
+``surrogateescape``, say) is written as its JSON escape ``\\udcff``, which a
+JSON reader turns back into the same character, instead of making a UTF-8
+handler drop the whole line.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime
 
 ANNOTATIONS = (
@@ -21,6 +27,15 @@ ANNOTATIONS = (
     ("workhorse_attempt", "attempt"),
 )
 """Record attributes (set by the worker's record factory or ``extra=``) and their JSON keys."""
+
+SURROGATE = re.compile(r"[\ud800-\udfff]")
+"""Code points no UTF-8 encoder writes; they can only occur inside a JSON string."""
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each surrogate code point written as a JSON ``\\uXXXX``
+    escape, so that the line encodes as strict UTF-8 and reads back the same."""
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 _process_worker_id: str | None = None
@@ -61,7 +76,7 @@ class JsonFormatter(logging.Formatter):
             line["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:
             line["exception"] = record.exc_text
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return escape_surrogates(json.dumps(line, default=str, ensure_ascii=False))
 
 
 def line_handlers() -> list[logging.Handler]:
