@@ -118,6 +118,15 @@ def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _details(data: Any) -> str | None:
+    """An event's data object as ``key: value; ...`` (its ``error`` is shown
+    apart). Built here: in a template ``data.items`` looks the key ``items``
+    up before the method, so an object holding that key could not be shown."""
+    if not isinstance(data, dict):
+        return None
+    return "; ".join(f"{k}: {v}" for k, v in data.items() if k != "error") or None
+
+
 def _chart(counts: list[int], width: int = 120, height: int = 28) -> dict[str, Any]:
     """Bars of a throughput chart, as SVG coordinates the template draws."""
     peak = max(counts, default=0) or 1
@@ -310,6 +319,7 @@ class JobAdmin(OperatorAdmin):
                 "started": _when(e.started_at, "%H:%M:%S.%f"),
                 "error_text": _as_text(e.error),
                 "data_text": _as_text(e.data),
+                "details": _details(e.data),
             }
             for e in timeline.items
         ]
