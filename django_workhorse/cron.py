@@ -3,7 +3,9 @@ touching the registry or the database (settings checks use this)."""
 
 from __future__ import annotations
 
+import functools
 import re
+import zoneinfo
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -28,16 +30,46 @@ Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 SETTINGS_KEYS = frozenset({"job", "cron", "timezone", "payload", "catch_up"})
 
 
+NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+"""Files of the zoneinfo directory that are no place's zone: ``localtime``
+is the host's own zone (two hosts in different zones would plan different
+slots of one schedule), ``posixrules`` the default rules of POSIX TZ
+strings, ``Factory`` the "zone not set" placeholder. The SQL function
+``workhorse_schedule_sync_v1`` refuses the same names."""
+
+
+@functools.cache
+def iana_zone_names() -> frozenset[str]:
+    """The zone names of the IANA database on this host (zones and their
+    links, as ``zoneinfo.available_timezones`` lists them: no ``posix/`` or
+    ``right/`` copies, no files that are not zones), without NOT_ZONES."""
+    return frozenset(zoneinfo.available_timezones()) - NOT_ZONES
+
+
+def timezone_problem(timezone: Any) -> str | None:
+    """Why ``timezone`` cannot be a schedule's zone, or None when it can: it
+    must name a zone of the IANA database that ZoneInfo loads, the same
+    place whichever host reads it."""
+    if isinstance(timezone, str) and timezone in iana_zone_names():
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+        else:
+            return None
+    return (
+        f"timezone {shown(timezone)} is not an IANA time zone name such as 'Europe/Paris' or "
+        "'UTC' (the host-dependent 'localtime', 'posixrules' and 'Factory' are not zones)"
+    )
+
+
 def cron_problem(cron: Any, timezone: Any = "UTC") -> str | None:
     """Why ``cron`` (read in ``timezone``) cannot be a schedule, or None when it can."""
     if not isinstance(cron, str) or not cron.strip():
         return f"cron must be a string such as '*/5 * * * *', got {shown(cron)}"
-    try:
-        zone = ZoneInfo(timezone) if isinstance(timezone, str) else None
-    except (ZoneInfoNotFoundError, ValueError):
-        zone = None
-    if zone is None:
-        return f"timezone {shown(timezone)} is not an IANA time zone name such as 'Europe/Paris'"
+    if problem := timezone_problem(timezone):
+        return problem
+    zone = ZoneInfo(timezone)
     try:
         next(CronSim(cron, datetime(2000, 1, 1, tzinfo=zone)))
     except (CronSimError, StopIteration, ValueError) as exc:

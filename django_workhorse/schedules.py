@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from cronsim import CronSim
 
 from . import registry, store
-from .cron import ALL_SLOTS_PER_SWEEP, cron_problem
+from .cron import ALL_SLOTS_PER_SWEEP, cron_problem, timezone_problem
 from .exceptions import InvalidJobOptionError
 from .payloads import encode_payload
 from .store import Cursor
@@ -205,6 +205,8 @@ def plan(
     ``now``: ``latest`` enqueues one job (for the latest of them), ``all`` one
     per slot, up to ALL_SLOTS_PER_SWEEP.
     """
+    if problem := timezone_problem(timezone):  # a row written by hand
+        raise ValueError(problem)
     zone = ZoneInfo(timezone)
     now = now.astimezone(UTC)  # so that comparisons with slots respect ``fold``
     if next_run_at is None or next_run_at > now:

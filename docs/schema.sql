@@ -265,7 +265,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_schedule_set_paused_v1(p_name text, p_paused boolean)
 --   RETURNS boolean LANGUAGE sql -- body sha256 d58dbdf1d2c2de95
 -- FUNCTION workhorse_schedule_sync_v1(p_schedules jsonb)
---   RETURNS TABLE(name text, action text) LANGUAGE plpgsql -- body sha256 83908a35edc3e83d
+--   RETURNS TABLE(name text, action text) LANGUAGE plpgsql -- body sha256 01a0ca7ee4c403eb
 -- FUNCTION workhorse_set_queue_limits_v1(p_queue text, p_concurrency integer, p_rate integer, p_period_seconds double precision)
 --   RETURNS TABLE(status text, concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql -- body sha256 0a5a404f21601dcb
 -- FUNCTION workhorse_set_queue_paused_v1(p_queue text, p_paused boolean)

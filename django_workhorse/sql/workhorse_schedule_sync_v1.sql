@@ -6,16 +6,38 @@
 -- Returns what happened to each name: 'added', 'updated', 'unchanged',
 -- 'removed'.
 --
+-- A timezone must name a zone of the IANA database (the rule of
+-- django_workhorse/cron.py, as far as SQL can tell without the host's zone
+-- files): 'localtime' (each host's own zone: hosts in different zones would
+-- plan different slots of one schedule), 'posixrules', 'Factory', the
+-- posix/ and right/ copies and anything not shaped like a zone name are
+-- refused (22023) before anything changes.
+--
 -- Every worker runs this when it starts. The transaction-scoped advisory lock
 -- makes concurrent starts take turns, so two workers with different code
 -- during a rolling deploy leave the table as the last one says, never a mix.
 CREATE OR REPLACE FUNCTION workhorse_schedule_sync_v1(p_schedules jsonb)
 RETURNS TABLE (name text, action text)
 LANGUAGE plpgsql AS $$
+DECLARE
+    v_bad record;
 BEGIN
     IF jsonb_typeof(p_schedules) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'workhorse_schedule_sync_v1 expects a JSON array of schedules, got %',
             coalesce(jsonb_typeof(p_schedules), 'NULL') USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT x.name, x.timezone INTO v_bad
+    FROM jsonb_to_recordset(p_schedules) AS x(name text, timezone text)
+    WHERE x.timezone IN ('localtime', 'posixrules', 'Factory')
+       OR x.timezone ~ '^(posix|right)/'
+       OR x.timezone !~ '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$'
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'workhorse_schedule_sync_v1: schedule % has timezone %, which is not an '
+            'IANA time zone name', to_jsonb(v_bad.name)::text, to_jsonb(v_bad.timezone)::text
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'name a zone such as ''Europe/Paris'' or ''UTC''; ''localtime'', '
+                         '''posixrules'' and ''Factory'' are not zones';
     END IF;
     PERFORM pg_advisory_xact_lock(hashtext('workhorse_schedule_sync_v1'));
 

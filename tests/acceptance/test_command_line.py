@@ -95,6 +95,19 @@ REFUSED = {
         {"ON_JOB_CANCELED": "jobtests.hooks.nosuch_canceled"},
         ["cannot import 'jobtests.hooks.nosuch_canceled'"],
     ),
+    "schedule-in-the-hosts-own-time-zone": (
+        ["--queues", "jobtests.record"],
+        {
+            "SCHEDULES": {
+                "nightly": {
+                    "job": "jobtests.jobs.record",
+                    "cron": "0 3 * * *",
+                    "timezone": "localtime",
+                }
+            }
+        },
+        ["WORKHORSE['SCHEDULES']['nightly']", "timezone 'localtime' is not an IANA time zone"],
+    ),
 }
 """Invocations that must be refused: flags, WORKHORSE settings, what stderr must say."""
 

@@ -58,3 +58,32 @@ def test_a_settings_schedule_is_read_in_utc_unless_it_names_a_time_zone(report_j
         found = by_name(declared("default", entries))
     assert found["weekly-utc"].timezone == "UTC"
     assert found["weekly-tokyo"].timezone == "Asia/Tokyo"
+
+
+@pytest.mark.parametrize("zone", ["localtime", "posixrules", "Factory", "posix/Europe/Paris"])
+def test_a_zone_file_that_is_no_iana_zone_is_refused_by_the_check(settings, zone):
+    # Each loads with ZoneInfo; 'localtime' is each host's own zone, so two
+    # hosts in different zones would each plan their own slots.
+    from django.core.checks import run_checks
+
+    settings.WORKHORSE = {
+        "SCHEDULES": {
+            "nightly": {"job": "jobtests.jobs.record", "cron": "0 3 * * *", "timezone": zone}
+        }
+    }
+    [error] = [m for m in run_checks(tags=["workhorse"], databases=[]) if m.id == "workhorse.E001"]
+
+    assert error.msg.startswith("WORKHORSE['SCHEDULES']['nightly']")
+    assert f"timezone {zone!r} is not an IANA time zone name" in error.msg
+
+
+def test_a_job_schedule_is_refused_when_djangos_time_zone_is_the_hosts_own(monkeypatch):
+    monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
+
+    with (
+        override_settings(TIME_ZONE="localtime"),
+        pytest.raises(workhorse.InvalidJobOptionError, match="'localtime' is not an IANA"),
+    ):
+
+        @workhorse.job(name="audit.reports.hourly", queue="audit.reports", schedule="0 * * * *")
+        def hourly() -> None: ...
