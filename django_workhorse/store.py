@@ -538,6 +538,10 @@ class DueSchedule:
     """The registered job each slot enqueues."""
     queue: str
     """The queue of the jobs it enqueues."""
+    unreadable: str | None = None
+    """Set when the stored ``next_run_at`` is outside the years Python reads
+    (``'-infinity'`` written by hand, say): what it is and the fix.
+    ``next_run_at`` is then None, and the sweep leaves the schedule alone."""
 
 
 def sync_schedules(cursor: Cursor, schedules_json: str) -> dict[str, str]:
@@ -591,6 +595,10 @@ class ScheduleRow:
     """The latest slot a sweep enqueued."""
     last_job_id: int | None
     """The job enqueued for ``last_slot_at``."""
+    unreadable: str | None = None
+    """Set when a stored time is outside the years 1 to 9999 (UTC) that
+    Python reads (only a hand-written UPDATE stores one): which, and the fix.
+    That time is then None here."""
 
 
 def list_schedules(cursor: Cursor) -> list[ScheduleRow]:

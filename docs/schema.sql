@@ -229,7 +229,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
 --   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 edd4a0e2a75f945c
 -- FUNCTION workhorse_list_schedules_v1()
---   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint) LANGUAGE sql -- body sha256 60b0bef49d80b9c3
+--   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint, unreadable text) LANGUAGE sql -- body sha256 b4f7321cc3a15124
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
 -- FUNCTION workhorse_lock_runs_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
@@ -259,9 +259,9 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_retry_v1(p_job_id bigint, p_reason text, p_ignore_dependencies boolean)
 --   RETURNS TABLE(status text, state text, prerequisite bigint, prerequisite_state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 97311a00972cd3fa
 -- FUNCTION workhorse_schedule_due_v1()
---   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone, job_name text, queue text) LANGUAGE sql -- body sha256 bf80c85e7e5d72f8
+--   RETURNS TABLE(name text, cron text, timezone text, catch_up text, next_run_at timestamp with time zone, db_now timestamp with time zone, job_name text, queue text, unreadable text) LANGUAGE sql -- body sha256 23272749ed31feb3
 -- FUNCTION workhorse_schedule_fire_v1(p_name text, p_expected timestamp with time zone, p_slots timestamp with time zone[], p_next timestamp with time zone)
---   RETURNS TABLE(slot_at timestamp with time zone, job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 7e5fe518f8514a26
+--   RETURNS TABLE(slot_at timestamp with time zone, job_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 fb43b48b6396d564
 -- FUNCTION workhorse_schedule_set_paused_v1(p_name text, p_paused boolean)
 --   RETURNS boolean LANGUAGE sql -- body sha256 d58dbdf1d2c2de95
 -- FUNCTION workhorse_schedule_sync_v1(p_schedules jsonb)

@@ -7,6 +7,12 @@
 -- slot, so even a slot offered twice (a reset plan, an operator's SQL) makes
 -- one job. An empty p_slots only plans the next slot.
 -- Returns one row per slot: the job id and whether this call inserted it.
+--
+-- p_next and every slot must lie in the years 1 to 9999 (UTC), the range of
+-- a job's run_at and what Python can load ('-infinity' and 'infinity' are
+-- outside it): a schedule whose next_run_at Python cannot read could not be
+-- swept, listed or shown. Refused with 22023 before anything changes. A NULL
+-- p_next leaves the schedule unplanned (the next sweep plans it).
 CREATE OR REPLACE FUNCTION workhorse_schedule_fire_v1(
     p_name text,
     p_expected timestamptz,
@@ -20,6 +26,25 @@ DECLARE
     v_ids      bigint[];
     v_inserted boolean[];
 BEGIN
+    IF NOT (p_next >= '0001-01-01 00:00:00+00' AND p_next < '10000-01-01 00:00:00+00') THEN
+        RAISE EXCEPTION 'workhorse_schedule_fire_v1: next % of schedule % is outside the years '
+            '1 to 9999 (UTC)', p_next, to_jsonb(p_name)::text
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'next is a time from 0001-01-01 to 9999-12-31 23:59:59.999999 UTC '
+                         '(now() makes the schedule due at once), or NULL to have the next '
+                         'sweep plan the first slot after now';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(p_slots) AS t(at)
+               WHERE t.at IS NULL
+                  OR NOT (t.at >= '0001-01-01 00:00:00+00' AND t.at < '10000-01-01 00:00:00+00'))
+    THEN
+        RAISE EXCEPTION 'workhorse_schedule_fire_v1: the slots % of schedule % are not all times '
+            'in the years 1 to 9999 (UTC)', left(p_slots::text, 200), to_jsonb(p_name)::text
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'each slot is the run_at of the job it enqueues: a time from '
+                         '0001-01-01 to 9999-12-31 23:59:59.999999 UTC';
+    END IF;
+
     UPDATE workhorse_schedule s
     SET next_run_at = p_next,
         last_slot_at = coalesce(p_slots[cardinality(p_slots)], s.last_slot_at),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -38,23 +39,45 @@ def sync_at_start(
         )
 
 
-def sweep(cursor: Cursor) -> int:
+def plan(due: store.DueSchedule) -> tuple[list[datetime], datetime] | str:
+    """The slots to enqueue and the next slot of a due schedule, or why its
+    row cannot be read (a time Python cannot load, a cron or zone written by
+    hand)."""
+    if due.unreadable:
+        return f"its row cannot be read: {due.unreadable}"
+    try:
+        return schedules.plan(due.cron, due.timezone, due.catch_up, due.next_run_at, due.db_now)
+    except Exception as exc:
+        return f"it cannot be planned: {exc}"
+
+
+def sweep(cursor: Cursor, reported: dict[str, str] | None = None) -> int:
     """One sweep: enqueue the due slots of every running schedule; the jobs
     this call inserted.
 
     A schedule that cannot be planned or enqueued is logged and left as it
     is (the next sweep tries it again); the others go on. Each fire is one
     statement, so on the worker's autocommit connection a failed one leaves
-    nothing behind. A lost connection is raised: the sweeper reconnects."""
+    nothing behind. A lost connection is raised: the sweeper reconnects.
+
+    A row this code cannot read (a next_run_at outside the years Python
+    loads, a cron or zone written by hand) is skipped and reported once per
+    ``reported``, which maps such a schedule's name to what was reported;
+    it is reported again when its problem changes or comes back after a fix."""
     inserted = 0
+    unread: dict[str, str] = {}
     for due in store.due_schedules(cursor):
-        try:
-            slots, upcoming = schedules.plan(
-                due.cron, due.timezone, due.catch_up, due.next_run_at, due.db_now
-            )
-        except Exception as exc:  # a row written by hand with a bad cron or zone
-            logger.error("workhorse: schedule %r cannot be planned: %s", due.name, exc)
+        planned = plan(due)
+        if isinstance(planned, str):
+            unread[due.name] = planned
+            if reported is None or reported.get(due.name) != planned:
+                logger.error(
+                    "workhorse: schedule %r is skipped, %s; the other schedules go on",
+                    due.name,
+                    planned,
+                )
             continue
+        slots, upcoming = planned
         try:
             fired = store.fire_schedule(cursor, due.name, due.next_run_at, slots, upcoming)
         except (psycopg.OperationalError, psycopg.InterfaceError):
@@ -80,6 +103,9 @@ def sweep(cursor: Cursor) -> int:
                     slot.isoformat(),
                     extra=job_extra(job_id, due.queue, None, due.job_name),
                 )
+    if reported is not None:
+        reported.clear()
+        reported.update(unread)
     return inserted
 
 
@@ -91,6 +117,8 @@ class ScheduleSweeper(PeriodicThread):
 
     def __init__(self, alias: str, interval: float) -> None:
         super().__init__(alias, interval, name="workhorse-schedules")
+        self.reported: dict[str, str] = {}
+        """The schedules skipped as unreadable, reported once each."""
 
     def tick(self, cursor: Cursor) -> None:
-        sweep(cursor)
+        sweep(cursor, self.reported)

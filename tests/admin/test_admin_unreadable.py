@@ -10,6 +10,8 @@ import pytest
 from django.db import connection
 
 from django_workhorse import store
+from django_workhorse.schedules import Schedule, sync
+from django_workhorse.worker.scheduler import sweep
 from tests.factories import ActiveJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -47,3 +49,29 @@ def test_a_job_whose_error_nests_deeper_than_python_reads_has_its_page(operator_
 
     assert response.status_code == 200
     assert "[[[[[[[[" in response.content.decode()
+
+
+def test_the_queues_page_flags_a_schedule_whose_next_run_python_cannot_read(operator_client):
+    # Written by hand (workhorse_schedule_fire_v1 refuses it): '-infinity'
+    # is before year 1. The other schedules are shown as usual.
+    with connection.cursor() as cursor:
+        sync(
+            cursor,
+            [
+                Schedule("a-broken", "jobtests.jobs.record", "0 3 * * *"),
+                Schedule("b-fine", "jobtests.jobs.record", "0 3 * * *"),
+            ],
+        )
+        sweep(cursor)  # plans both
+        cursor.execute(
+            "UPDATE workhorse_schedule SET next_run_at = '-infinity' WHERE name = 'a-broken'"
+        )
+
+    page = operator_client.get("/admin/django_workhorse/queue/")
+
+    assert page.status_code == 200
+    body = page.content.decode()
+    broken = body[body.index('id="wh-schedule-a-broken"') :].split("</tr>")[0]
+    assert ">unreadable</span> next_run_at -infinity is outside the years 1 to 9999" in broken
+    fine = body[body.index('id="wh-schedule-b-fine"') :].split("</tr>")[0]
+    assert "03:00:00" in fine

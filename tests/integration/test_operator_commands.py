@@ -223,6 +223,7 @@ def test_status_json_carries_the_schedules():
         "paused": True,
         "last_slot_at": None,
         "last_job_id": None,
+        "unreadable": None,
     }
     assert (nightly["name"], nightly["paused"], nightly["timezone"]) == (
         "nightly",

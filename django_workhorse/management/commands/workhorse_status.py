@@ -85,6 +85,7 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                 "next_run_at": _iso(row.next_run_at),
                 "last_slot_at": _iso(row.last_slot_at),
                 "last_job_id": row.last_job_id,
+                "unreadable": row.unreadable,
             }
             for row in admin.list_schedules()
         ],
@@ -95,6 +96,8 @@ def next_run(schedule: dict[str, Any]) -> str:
     """What the text table says about a schedule's next run."""
     if schedule["paused"]:
         return "paused"
+    if schedule["unreadable"]:
+        return "unreadable (below)"
     return schedule["next_run_at"] or "at the next sweep"
 
 
@@ -159,6 +162,10 @@ def schedule_table(schedules: list[dict[str, Any]]) -> list[str]:
     return [
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
         for r in [head, *rows]
+    ] + [
+        f"schedule {s['name']} cannot be read: {s['unreadable']}"
+        for s in schedules
+        if s["unreadable"]
     ]
 
 
