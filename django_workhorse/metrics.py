@@ -25,7 +25,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .metrics_endpoint import MetricsEndpoint
 
 CHILD_ENV = "WORKHORSE_METRICS_CHILD"
 """Set by a ``--processes`` supervisor that serves the merged metrics: its
@@ -90,15 +93,24 @@ def enabled() -> bool:
     return _metrics is not None
 
 
-def serve(port: int, addr: str = "") -> None:
-    """Serve this process's metrics over HTTP on ``port`` (a daemon thread)."""
-    from prometheus_client import start_http_server
+DEFAULT_ADDR = "127.0.0.1"
+"""Where ``runworker --metrics-port`` listens unless ``--metrics-addr`` says
+otherwise: this host only, since queue and job names and throughput are
+readable by whoever reaches the port."""
+
+
+def serve(port: int, addr: str = DEFAULT_ADDR) -> MetricsEndpoint:
+    """Serve this process's metrics over HTTP on ``addr:port`` (one daemon
+    thread, see ``metrics_endpoint``)."""
+    from prometheus_client import REGISTRY
+
+    from .metrics_endpoint import MetricsEndpoint
 
     enable()
-    start_http_server(port, addr=addr or "0.0.0.0")
+    return MetricsEndpoint(addr, port, REGISTRY)
 
 
-def serve_merged(port: int, addr: str = "") -> str:
+def serve_merged(port: int, addr: str = DEFAULT_ADDR) -> str:
     """In a ``--processes`` supervisor, before its children start: make them
     write multi-process files to a new directory and serve the merged view
     on ``port``. Returns the directory, which is removed when this process
@@ -109,12 +121,14 @@ def serve_merged(port: int, addr: str = "") -> str:
     _merged_directory = directory
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
     os.environ[CHILD_ENV] = "1"
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector
+
+    from .metrics_endpoint import MetricsEndpoint
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
-    start_http_server(port, addr=addr or "0.0.0.0", registry=registry)
+    MetricsEndpoint(addr, port, registry)
     return directory
 
 
@@ -129,10 +143,11 @@ def child_exited(pid: int) -> None:
     mark_process_dead(pid, _merged_directory)  # type: ignore[no-untyped-call]
 
 
-def start_endpoint(port: int, *, merged: bool) -> None:
-    """``runworker --metrics-port``: serve this process's metrics, or (``merged``,
-    in a ``--processes`` supervisor) the merged view of its children. A child
-    of such a supervisor only records. ImproperlyConfigured without the extra."""
+def start_endpoint(port: int, *, merged: bool, addr: str = DEFAULT_ADDR) -> None:
+    """``runworker --metrics-port``: serve this process's metrics on
+    ``addr:port``, or (``merged``, in a ``--processes`` supervisor) the merged
+    view of its children. A child of such a supervisor only records.
+    ImproperlyConfigured without the extra; OSError when it cannot listen."""
     from django.core.exceptions import ImproperlyConfigured
 
     from .conf import installed
@@ -142,11 +157,11 @@ def start_endpoint(port: int, *, merged: bool) -> None:
             "metrics need prometheus-client: pip install 'django-workhorse[prometheus]'"
         )
     if merged:
-        serve_merged(port)
+        serve_merged(port, addr)
     elif is_child():
         enable()
     else:
-        serve(port)
+        serve(port, addr)
 
 
 def is_child() -> bool:

@@ -215,6 +215,12 @@ class Command(BaseCommand):
             help="serve Prometheus metrics over HTTP on this port (needs the prometheus extra; "
             "with --processes, one merged view of all the processes)",
         )
+        parser.add_argument(
+            "--metrics-addr",
+            metavar="ADDRESS",
+            help=f"the address --metrics-port listens on (default {metrics.DEFAULT_ADDR}, this "
+            "host only; 0.0.0.0 or :: for every interface, behind a firewall)",
+        )
         for dest, (key, kind) in SETTING_FLAGS.items():
             parser.add_argument(
                 "--" + dest.replace("_", "-"),
@@ -256,11 +262,21 @@ class Command(BaseCommand):
             raise CommandError("--burst runs one process; drop --processes")
         logformat.set_process_worker_id(worker_options.worker_id)
         use_log_format(settings.log_format, worker_options.worker_id)
+        addr = options["metrics_addr"]
+        if addr is not None and options["metrics_port"] is None:
+            raise CommandError(
+                f"--metrics-addr {addr} is where metrics are served: add --metrics-port"
+            )
         if options["metrics_port"] is not None:
+            addr = metrics.DEFAULT_ADDR if addr is None else addr
             try:
-                metrics.start_endpoint(options["metrics_port"], merged=options["processes"] > 1)
+                metrics.start_endpoint(
+                    options["metrics_port"], merged=options["processes"] > 1, addr=addr
+                )
             except (ImproperlyConfigured, OSError) as exc:
-                raise CommandError(f"--metrics-port {options['metrics_port']}: {exc}") from exc
+                raise CommandError(
+                    f"--metrics-port {options['metrics_port']} on --metrics-addr {addr}: {exc}"
+                ) from exc
         if options["processes"] > 1:
             code = Supervisor(child_argv(sys.argv), options["processes"]).run()
             sys.exit(code)

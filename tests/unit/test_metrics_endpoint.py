@@ -1,0 +1,96 @@
+"""The metrics endpoint's bounds (docs/observability.md): a request must
+arrive whole within the read timeout, at most so many connections are held
+(the oldest goes for a new one), a scrape is answered beside idle ones, and
+anything but ``GET /metrics`` gets a plain refusal."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import CollectorRegistry, Counter
+
+from django_workhorse.metrics_endpoint import MetricsEndpoint
+
+
+@pytest.fixture
+def endpoint() -> Iterator[MetricsEndpoint]:
+    registry = CollectorRegistry()
+    Counter("workhorse_probe", "A sample to serve.", registry=registry).inc()
+    served = MetricsEndpoint("127.0.0.1", 0, registry, read_timeout=0.5, max_connections=8)
+    yield served
+    served.close()
+
+
+def ask(endpoint: MetricsEndpoint, request: bytes) -> bytes:
+    with socket.create_connection(endpoint.address, timeout=10) as sock:
+        sock.sendall(request)
+        return read_to_end(sock)
+
+
+def read_to_end(sock: socket.socket) -> bytes:
+    """What the endpoint sent until it closed the connection (a close with
+    the request unread arrives as a reset)."""
+    chunks = []
+    try:
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    except ConnectionResetError:
+        pass
+    return b"".join(chunks)
+
+
+def test_get_metrics_is_answered_with_the_text_format(endpoint):
+    answer = ask(endpoint, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"Content-Type: text/plain; version=" in answer
+    assert b"\nworkhorse_probe_total 1.0\n" in answer
+
+
+def test_a_request_not_sent_whole_within_the_read_timeout_is_closed(endpoint):
+    with socket.create_connection(endpoint.address, timeout=30) as sock:
+        sock.sendall(b"GET /metrics HTTP/1.1\r\n")  # and nothing more
+
+        assert read_to_end(sock) == b""  # closed by the endpoint, unanswered
+
+
+def test_the_longest_held_connection_is_closed_for_a_new_one_past_the_limit(endpoint):
+    held = [socket.create_connection(endpoint.address, timeout=30) for _ in range(8)]
+    try:
+        held[0].sendall(b"GET /metrics HTTP/1.1\r\n")
+        answer = ask(endpoint, b"GET /metrics HTTP/1.1\r\n\r\n")  # the ninth
+
+        assert answer.startswith(b"HTTP/1.1 200 OK")
+        assert read_to_end(held[0]) == b""
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_the_endpoint_serves_from_one_thread_however_many_connections_wait(endpoint):
+    before = threading.active_count()
+    held = [socket.create_connection(endpoint.address, timeout=30) for _ in range(50)]
+    try:
+        answer = ask(endpoint, b"GET /metrics HTTP/1.1\r\n\r\n")
+
+        assert answer.startswith(b"HTTP/1.1 200 OK")
+        assert threading.active_count() == before
+    finally:
+        for sock in held:
+            sock.close()
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /admin HTTP/1.1\r\n\r\n", b"404 Not Found"),
+        (b"POST /metrics HTTP/1.1\r\n\r\n", b"405 Method Not Allowed"),
+        (b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 10000, b"431 Request Header Fields Too Large"),
+        (b"nonsense\r\n\r\n", b"405 Method Not Allowed"),
+    ],
+)
+def test_anything_but_a_get_of_the_metrics_is_refused_plainly(endpoint, request_bytes, status):
+    assert ask(endpoint, request_bytes).startswith(b"HTTP/1.1 " + status)
