@@ -211,7 +211,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_enqueue_v1(p_name text, p_queue text, p_payload jsonb, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE sql -- body sha256 3d3e07c1f710d474
 -- FUNCTION workhorse_ensure_partitions_v1(p_from date, p_days integer)
---   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 76c30fb51b4d4ede
+--   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 f623a167321a512a
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 9fd9d2e427969aae
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
@@ -241,7 +241,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 c28b991d4be2d602
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 4d8519fd3cbd0590
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 a513cf79fe785bf9
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()

@@ -8,6 +8,14 @@
 -- partition, and workers may run under a role without that right (see
 -- docs/security.md). The function does nothing else, and its search_path is
 -- fixed at installation (below).
+--
+-- Since it creates tables as the owner for whoever may call it, the days
+-- are bounded to the window a worker can ask for: from yesterday (UTC) to
+-- 367 days after today, PARTITION_DAYS_AHEAD's largest value (366) plus
+-- the day the worker adds. A day outside it is refused (22023) and nothing
+-- is created, so no caller can make owner-owned tables for any date, call
+-- after call. The owner can create a partition outside the window with
+-- CREATE TABLE ... PARTITION OF, as any DDL.
 CREATE OR REPLACE FUNCTION workhorse_ensure_partitions_v1(
     p_from date DEFAULT (now() AT TIME ZONE 'UTC')::date - 1,
     p_days integer DEFAULT 9
@@ -23,6 +31,16 @@ BEGIN
     IF p_from IS NULL OR NOT p_days BETWEEN 0 AND 1000 OR p_days IS NULL THEN
         RAISE EXCEPTION 'workhorse_ensure_partitions_v1: p_from must be a date and p_days from 0 to 1000, got %, %',
             p_from, p_days USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_days > 0 AND (p_from < (now() AT TIME ZONE 'UTC')::date - 1
+                       OR p_from + p_days - 1 > (now() AT TIME ZONE 'UTC')::date + 367) THEN
+        RAISE EXCEPTION 'workhorse_ensure_partitions_v1: the days % to % are outside the window '
+            'of % to % (UTC)', p_from, p_from + p_days - 1,
+            (now() AT TIME ZONE 'UTC')::date - 1, (now() AT TIME ZONE 'UTC')::date + 367
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'partitions are made from yesterday to 367 days ahead (PARTITION_DAYS_AHEAD '
+                         'is at most 366); the table owner can create others with CREATE TABLE '
+                         '... PARTITION OF';
     END IF;
     PERFORM pg_advisory_xact_lock(hashtext('workhorse_ensure_partitions'));
     FOR v_day IN SELECT generate_series(p_from, p_from + p_days - 1, interval '1 day')::date LOOP

@@ -26,6 +26,12 @@
 -- SECURITY DEFINER: only the owner of the partitioned tables may drop a
 -- partition, and workers run this under a role without that right
 -- (docs/security.md); its search_path is fixed at installation (below).
+-- So a cut-off after now() (the transaction's start) is refused (22023)
+-- before anything is touched: a partition goes only when its whole day is
+-- before the cut-off, so today's and future days' partitions are never
+-- dropped, and no job that finishes after this step began is deleted. How
+-- far back a worker retires is its RETENTION settings, which this function
+-- cannot see: the grant to run it is the grant to retire past history.
 CREATE OR REPLACE FUNCTION workhorse_prune_v1(
     p_history_before timestamptz,
     p_jobs_before timestamptz,
@@ -44,6 +50,13 @@ BEGIN
        OR p_limit IS NULL OR p_limit < 1 THEN
         RAISE EXCEPTION 'workhorse_prune_v1: both cut-offs and a positive p_limit are needed'
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_history_before > now() OR p_jobs_before > now() THEN
+        RAISE EXCEPTION 'workhorse_prune_v1: the cut-offs % (history) and % (finished jobs) '
+            'must not be after now (%)', p_history_before, p_jobs_before, now()
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a cut-off is now() minus a RETENTION window; today''s and future '
+                         'partitions are never dropped';
     END IF;
     IF NOT pg_try_advisory_xact_lock(hashtext('workhorse_prune')) THEN
         RETURN QUERY SELECT 'busy'::text, NULL::text, NULL::bigint;

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+from datetime import UTC, datetime
 from secrets import token_hex
 from urllib.parse import urlsplit, urlunsplit
 
@@ -328,3 +329,80 @@ def test_checkpoints_sleeps_and_a_retry_work_under_the_least_privilege_role(
             "SELECT status FROM workhorse_retry_v1(%s, NULL, false)", [canceled.id]
         ).fetchone()[0]
     assert (status, Admin().get_job(canceled.id).state) == ("changed", "ready")
+
+
+TODAY_UTC = "(now() AT TIME ZONE 'UTC')::date"
+
+
+def partition_names(pattern: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname FROM pg_class WHERE relname LIKE %s ORDER BY relname", [pattern]
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.parametrize(
+    ("start", "days"),
+    [
+        ("'2999-01-01'::date", 3),
+        (f"{TODAY_UTC} + 361", 8),  # its last day is 368 days ahead
+        (f"{TODAY_UTC} - 2", 1),
+    ],
+    ids=["in-2999", "past-the-window", "before-yesterday"],
+)
+def test_the_worker_role_cannot_make_partitions_outside_the_window_around_today(
+    worker_role, start, days
+):
+    before = partition_names("workhorse\\_job\\_event\\_p%")
+    with connect_as(worker_role) as conn, pytest.raises(psycopg.Error) as refused:
+        conn.execute(f"SELECT workhorse_ensure_partitions_v1({start}, {days})")
+
+    assert refused.value.sqlstate == "22023"
+    assert "are outside the window of" in str(refused.value)
+    assert partition_names("workhorse\\_job\\_event\\_p%") == before
+
+
+def test_the_worker_role_makes_partitions_up_to_the_last_day_of_the_window(worker_role):
+    with connect_as(worker_role) as conn:
+        (created,) = conn.execute(
+            f"SELECT workhorse_ensure_partitions_v1({TODAY_UTC} + 366, 2)"
+        ).fetchone()
+        (last_day,) = conn.execute(f"SELECT to_char({TODAY_UTC} + 367, 'YYYYMMDD')").fetchone()
+
+    assert created in (0, 1, 2, 3, 4)  # none when an earlier test made them
+    assert partition_names(f"workhorse\\_job\\_event\\_p{last_day}") == [
+        f"workhorse_job_event_p{last_day}"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("history_before", "jobs_before"),
+    [
+        ("now() + interval '400 days'", "now() - interval '7 days'"),
+        ("now() - interval '7 days'", "'infinity'"),
+        ("now() + interval '1 second'", "now()"),
+    ],
+    ids=["history-400-days-ahead", "jobs-infinity", "history-a-second-ahead"],
+)
+def test_the_worker_role_cannot_prune_with_a_cut_off_after_now(
+    worker_role, history_before, jobs_before
+):
+    today = partition_names("workhorse\\_%\\_p" + datetime.now(UTC).strftime("%Y%m%d"))
+    assert len(today) == 2  # made by the migration, as every day's by the workers
+    with connect_as(worker_role) as conn, pytest.raises(psycopg.Error) as refused:
+        conn.execute(
+            f"SELECT * FROM workhorse_prune_v1({history_before}, {jobs_before}, 10, false)"
+        )
+
+    assert refused.value.sqlstate == "22023"
+    assert "must not be after now" in str(refused.value)
+    assert partition_names("workhorse\\_%\\_p" + datetime.now(UTC).strftime("%Y%m%d")) == today
+
+
+def test_the_worker_role_prunes_up_to_now_and_today_s_partitions_stay(worker_role):
+    today = partition_names("workhorse\\_%\\_p" + datetime.now(UTC).strftime("%Y%m%d"))
+    with connect_as(worker_role) as conn:
+        conn.execute("SELECT * FROM workhorse_prune_v1(now(), now(), 10, false)")
+
+    assert partition_names("workhorse\\_%\\_p" + datetime.now(UTC).strftime("%Y%m%d")) == today

@@ -37,8 +37,9 @@ def test_a_function_waits_while_another_session_holds_its_listed_key(pg_connect,
 
 def test_ensure_partitions_after_waiting_finds_the_partitions_there(pg_connect):
     first, second = pg_connect(), pg_connect()
-    first.execute("SELECT workhorse_ensure_partitions_v1('2031-01-01', 2)")
+    first.execute("SELECT workhorse_ensure_partitions_v1(current_date + 200, 2)")
 
-    (created,) = second.execute("SELECT workhorse_ensure_partitions_v1('2031-01-01', 2)").fetchone()
+    call = "SELECT workhorse_ensure_partitions_v1(current_date + 200, 2)"
+    (created,) = second.execute(call).fetchone()
 
     assert created == 0

@@ -65,13 +65,27 @@ def partitions() -> list[str]:
 
 
 def old_partitions(days_ago: int, days: int) -> list[str]:
-    """Create ``days`` day partitions from ``days_ago`` days back; their names."""
+    """Create ``days`` day partitions from ``days_ago`` days back; their names.
+
+    As the tables' owner, with DDL: workhorse_ensure_partitions_v1 makes
+    only the days from yesterday on (docs/security.md)."""
     before = partitions()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT workhorse_ensure_partitions_v1((now() AT TIME ZONE 'UTC')::date - %s, %s)",
-            [days_ago, days],
+            "SELECT p.parent, p.parent || '_p' || to_char(d, 'YYYYMMDD'),"
+            "       d::timestamp AT TIME ZONE 'UTC', (d + 1)::timestamp AT TIME ZONE 'UTC'"
+            " FROM generate_series(0, %s - 1) AS g(i)"
+            " CROSS JOIN LATERAL (SELECT (now() AT TIME ZONE 'UTC')::date - %s + g.i AS d) day"
+            " CROSS JOIN unnest(ARRAY['workhorse_job_event', 'workhorse_attempt_history'])"
+            " AS p(parent)",
+            [days, days_ago],
         )
+        for parent, child, start, end in cursor.fetchall():
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {child} PARTITION OF {parent}"
+                " FOR VALUES FROM (%s) TO (%s)",
+                [start, end],
+            )
     return [p for p in partitions() if p not in before]
 
 
