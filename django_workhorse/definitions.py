@@ -10,6 +10,7 @@ import difflib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import (
@@ -26,7 +27,7 @@ from typing import (
 )
 
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import connections, transaction
 
 from . import registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
@@ -342,7 +343,12 @@ class _Enqueuer(Generic[P, R]):
             return []
         using = self.definition.using
         queue = cast(str, options.queue)
-        with connections[using].cursor() as cursor:
+        # The check holds the prerequisites until the transaction ends, so
+        # outside one the two statements get a transaction of their own:
+        # retention cannot delete a prerequisite between them.
+        conn = connections[using]
+        one_transaction = nullcontext() if conn.in_atomic_block else transaction.atomic(using)
+        with one_transaction, conn.cursor() as cursor:
             self._check_prerequisites_exist(cursor)
             results = store.enqueue_many(cursor, rows_json)
         return [
@@ -353,8 +359,10 @@ class _Enqueuer(Generic[P, R]):
     def _check_prerequisites_exist(self, cursor: store.Cursor) -> None:
         """UnknownDependencyError before any write when a prerequisite does
         not exist (the enqueue function refuses it too, but an error raised
-        there would also break the caller's transaction)."""
-        missing = store.missing_jobs(cursor, self._options.depends_on)
+        there would also break the caller's transaction). The prerequisites
+        that exist are held until the transaction ends, so that retention
+        cannot delete one before the enqueue (``workhorse_lock_prerequisites_v1``)."""
+        missing = store.lock_prerequisites(cursor, self._options.depends_on)
         if missing:
             shown = ", ".join(f"#{job_id}" for job_id in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""

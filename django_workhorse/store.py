@@ -203,11 +203,12 @@ def enqueue_batch(
     return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
-def missing_jobs(cursor: Cursor, job_ids: Sequence[int]) -> list[int]:
-    """Those of ``job_ids`` that no job has, ascending."""
+def lock_prerequisites(cursor: Cursor, job_ids: Sequence[int]) -> list[int]:
+    """Hold the jobs ``job_ids`` until the transaction ends, so retention
+    cannot delete them before the enqueue that names them; those that no
+    job has, ascending."""
     cursor.execute(
-        "SELECT u.id FROM unnest(%s::bigint[]) AS u(id)"
-        " WHERE NOT EXISTS (SELECT 1 FROM workhorse_job j WHERE j.id = u.id) ORDER BY u.id",
+        "SELECT missing_id FROM workhorse_lock_prerequisites_v1(%s::bigint[])",
         [_ints(job_ids)],
     )
     return [row[0] for row in cursor.fetchall()]

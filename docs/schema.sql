@@ -232,6 +232,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint, unreadable text) LANGUAGE sql -- body sha256 b4f7321cc3a15124
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
+-- FUNCTION workhorse_lock_prerequisites_v1(p_ids bigint[])
+--   RETURNS TABLE(missing_id bigint) LANGUAGE plpgsql -- body sha256 094a9b1064e4e23a
 -- FUNCTION workhorse_lock_runs_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
 --   RETURNS integer LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 dfd87df470199c41
 -- FUNCTION workhorse_make_due_v1(p_queues text[])

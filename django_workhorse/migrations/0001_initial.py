@@ -26,6 +26,10 @@ class Migration(migrations.Migration):
         RunSQLFile("workhorse_requeue_runs_v1.sql", drops_function="workhorse_requeue_runs_v1"),
         RunSQLFile("workhorse_enqueue_many_v1.sql", drops_function="workhorse_enqueue_many_v1"),
         RunSQLFile("workhorse_enqueue_batch_v1.sql", drops_function="workhorse_enqueue_batch_v1"),
+        RunSQLFile(
+            "workhorse_lock_prerequisites_v1.sql",
+            drops_function="workhorse_lock_prerequisites_v1",
+        ),
         RunSQLFile("workhorse_enqueue_v1.sql", drops_function="workhorse_enqueue_v1"),
         RunSQLFile("workhorse_claim_many_v1.sql", drops_function="workhorse_claim_many_v1"),
         RunSQLFile("workhorse_heartbeat_many_v1.sql", drops_function="workhorse_heartbeat_many_v1"),
@@ -49,9 +53,7 @@ class Migration(migrations.Migration):
             "workhorse_schedule_set_paused_v1.sql",
             drops_function="workhorse_schedule_set_paused_v1",
         ),
-        RunSQLFile(
-            "workhorse_list_schedules_v1.sql", drops_function="workhorse_list_schedules_v1"
-        ),
+        RunSQLFile("workhorse_list_schedules_v1.sql", drops_function="workhorse_list_schedules_v1"),
         RunSQLFile("workhorse_queue_depth_v1.sql", drops_function="workhorse_queue_depth_v1"),
         RunSQLFile(
             "workhorse_claim_many_observed_v1.sql",
@@ -93,7 +95,19 @@ class Migration(migrations.Migration):
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
                 ("job_id", models.BigIntegerField()),
                 ("attempt", models.IntegerField()),
-                ("outcome", models.TextField(choices=[("succeeded", "Succeeded"), ("failed", "Failed"), ("timed_out", "Timed Out"), ("stalled", "Stalled"), ("canceled", "Canceled"), ("slept", "Slept")])),
+                (
+                    "outcome",
+                    models.TextField(
+                        choices=[
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("timed_out", "Timed Out"),
+                            ("stalled", "Stalled"),
+                            ("canceled", "Canceled"),
+                            ("slept", "Slept"),
+                        ]
+                    ),
+                ),
                 ("worker_id", models.TextField()),
                 ("started_at", models.DateTimeField()),
                 ("finished_at", models.DateTimeField()),
@@ -133,7 +147,27 @@ class Migration(migrations.Migration):
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
                 ("job_id", models.BigIntegerField()),
                 ("at", models.DateTimeField()),
-                ("kind", models.TextField(choices=[("enqueued", "Enqueued"), ("promoted", "Promoted"), ("claimed", "Claimed"), ("succeeded", "Succeeded"), ("retry_scheduled", "Retry Scheduled"), ("failed", "Failed"), ("released", "Released"), ("stalled", "Stalled"), ("made_due", "Made Due"), ("retried", "Retried"), ("canceled", "Canceled"), ("unblocked", "Unblocked"), ("cancel_requested", "Cancel Requested"), ("slept", "Slept")])),
+                (
+                    "kind",
+                    models.TextField(
+                        choices=[
+                            ("enqueued", "Enqueued"),
+                            ("promoted", "Promoted"),
+                            ("claimed", "Claimed"),
+                            ("succeeded", "Succeeded"),
+                            ("retry_scheduled", "Retry Scheduled"),
+                            ("failed", "Failed"),
+                            ("released", "Released"),
+                            ("stalled", "Stalled"),
+                            ("made_due", "Made Due"),
+                            ("retried", "Retried"),
+                            ("canceled", "Canceled"),
+                            ("unblocked", "Unblocked"),
+                            ("cancel_requested", "Cancel Requested"),
+                            ("slept", "Slept"),
+                        ]
+                    ),
+                ),
                 ("attempt", models.IntegerField(null=True)),
                 ("worker_id", models.TextField(null=True)),
                 ("data", models.JSONField(null=True)),
@@ -168,7 +202,20 @@ class Migration(migrations.Migration):
                         to="django_workhorse.job",
                     ),
                 ),
-                ("state", models.TextField(choices=[("blocked", "Blocked"), ("scheduled", "Scheduled"), ("ready", "Ready"), ("active", "Active"), ("succeeded", "Succeeded"), ("failed", "Failed"), ("canceled", "Canceled")])),
+                (
+                    "state",
+                    models.TextField(
+                        choices=[
+                            ("blocked", "Blocked"),
+                            ("scheduled", "Scheduled"),
+                            ("ready", "Ready"),
+                            ("active", "Active"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("canceled", "Canceled"),
+                        ]
+                    ),
+                ),
                 ("result", models.JSONField(null=True)),
                 ("error", models.JSONField(null=True)),
                 ("attempts", models.IntegerField()),
@@ -217,7 +264,20 @@ class Migration(migrations.Migration):
                 ),
                 ("queue", models.TextField()),
                 ("priority", models.SmallIntegerField()),
-                ("state", models.TextField(choices=[("blocked", "Blocked"), ("scheduled", "Scheduled"), ("ready", "Ready"), ("active", "Active"), ("succeeded", "Succeeded"), ("failed", "Failed"), ("canceled", "Canceled")])),
+                (
+                    "state",
+                    models.TextField(
+                        choices=[
+                            ("blocked", "Blocked"),
+                            ("scheduled", "Scheduled"),
+                            ("ready", "Ready"),
+                            ("active", "Active"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("canceled", "Canceled"),
+                        ]
+                    ),
+                ),
                 ("run_at", models.DateTimeField()),
                 ("attempt", models.IntegerField()),
                 ("stall_count", models.IntegerField()),
