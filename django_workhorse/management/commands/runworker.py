@@ -273,7 +273,9 @@ class Command(BaseCommand):
                 metrics.start_endpoint(
                     options["metrics_port"], merged=options["processes"] > 1, addr=addr
                 )
-            except (ImproperlyConfigured, OSError) as exc:
+            except ImproperlyConfigured as exc:
+                raise CommandError(f"--metrics-port {options['metrics_port']}: {exc}") from exc
+            except OSError as exc:  # an address it cannot listen on, a port in use
                 raise CommandError(
                     f"--metrics-port {options['metrics_port']} on --metrics-addr {addr}: {exc}"
                 ) from exc
