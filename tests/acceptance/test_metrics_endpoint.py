@@ -123,3 +123,21 @@ def test_200_idle_connections_leave_the_workers_threads_bounded_and_the_endpoint
         for sock in held:
             sock.close()
     assert worker.stop() == 0
+
+
+def test_an_address_the_endpoint_cannot_listen_on_stops_the_worker_naming_both_flags(start_worker):
+    port = free_port()
+    # TEST-NET-3: no interface of this host has it.
+    worker = start_worker(
+        "--metrics-port",
+        str(port),
+        "--metrics-addr",
+        "203.0.113.7",
+        "--queues",
+        "jobtests.record",
+        ready=False,
+    )
+
+    assert worker.wait_exit(60) != 0
+    assert f"--metrics-port {port} on --metrics-addr 203.0.113.7: " in worker.stderr
+    assert "Traceback" not in worker.stderr
