@@ -167,3 +167,26 @@ def test_workhorse_status_shows_the_unreadable_row_flagged_and_the_others():
     broken, fine = json.loads(data.getvalue())["schedules"]
     assert broken["next_run_at"] is None and "-infinity" in broken["unreadable"]
     assert fine["unreadable"] is None and fine["next_run_at"] is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_skips_a_schedule_whose_zone_was_set_to_the_hosts_own_by_hand(pg_connect, caplog):
+    conn = pg_connect()
+    with conn.cursor() as cursor:
+        sync(cursor, [schedule("a-local"), schedule("b-fine")])
+        cursor.execute(
+            "UPDATE workhorse_schedule SET timezone = 'localtime' WHERE name = 'a-local'"
+        )
+        set_next_run_at(cursor, "a-local", "2000-01-01 00:00:00+00")
+        set_next_run_at(cursor, "b-fine", "2000-01-01 00:00:00+00")
+        reported: dict[str, str] = {}
+
+        with caplog.at_level(logging.ERROR, logger="django_workhorse.worker"):
+            assert sweep(cursor, reported) == 1
+            sweep(cursor, reported)
+
+        assert schedule_jobs(cursor, "a-local") == 0
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "schedule 'a-local' is skipped, it cannot be planned: timezone 'localtime'" in (
+        record.getMessage()
+    )
