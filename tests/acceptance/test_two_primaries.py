@@ -138,6 +138,8 @@ def test_jobs_bound_to_two_primaries_run_on_their_own_store(second_url, start_wo
     assert by_queue["second"] == {"jobtests.second": JOBS}
     text = manage("workhorse_status", env=env).stdout
     assert "== store default" in text and "== store second" in text
+    alone = json.loads(manage("workhorse_status", "--json", "--database", "second", env=env).stdout)
+    assert [(q["queue"], q["succeeded"]) for q in alone["queues"]] == [("jobtests.second", JOBS)]
 
     assert first.stop() == 0
     assert second.stop() == 0
