@@ -146,7 +146,8 @@ def sample(bouncer, url: str, own_pids: list[int], stop: threading.Event, into: 
                 servers = bouncer.show("SERVERS")
                 backends = conn.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
-                    " AND datname = current_database() AND NOT pid = ANY(%s)",
+                    " AND datname = current_database() AND NOT pid = ANY(%s)"
+                    " AND application_name NOT LIKE 'fleet-%%'",
                     [own_pids],
                 ).fetchone()[0]
             except psycopg.Error as exc:
