@@ -92,7 +92,10 @@ def test_an_alias_that_is_not_a_store_is_a_404_naming_the_stores(
     for url in (JOBS, f"{JOBS}1/", QUEUES):
         response = operator_client.get(url, {"store": store})
         assert response.status_code == 404, url
-        assert "the stores are default" in response.content.decode()
+        body = response.content.decode()
+        assert "the stores are default" in body
+        switch = QUEUES if url == QUEUES else JOBS
+        assert f'href="{switch}?store=default"' in body  # a link to each store
 
 
 def test_an_action_on_a_job_of_the_second_store_acts_there(operator_client, two_stores):
