@@ -42,6 +42,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -384,6 +385,7 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
         worker_rusage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shutil.rmtree(logs, ignore_errors=True)  # kept when the run fails, for its workers' logs
     figures = results(conn, jobs, kill_at)
     (wal,) = conn.execute("SELECT pg_wal_lsn_diff(%s, %s)", [lsn_after, lsn_before]).fetchone()
     total_jobs = figures["jobs_total"]
