@@ -5,6 +5,7 @@
                     [--history N] [--admin-jobs N]
     python -m bench drain pickup oneslot --against COMMIT
     python -m bench sustained [--sustained-minutes 6] | growth | storage [--storage-jobs N]
+    python -m bench fleet [--processes 2,6,12,24] [--jobs 200000] [--pool 20]
 
 With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``,
 ``durable`` and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and
@@ -34,6 +35,10 @@ block as the job table grows to 1,000,000 with statistics taken empty,
 bench/growth.py) and ``storage`` (bytes of 1,000,000 finished jobs after
 VACUUM, bench/storage.py) run only when named; ``oneslot`` (runworker's one
 slot against two bare transactions per row, bench/oneslot.py) too.
+``fleet`` (bench/fleet.py) runs only when named: worker processes as on
+separate machines, through PgBouncer with a pool of ``--pool`` server
+connections, drain ``--jobs`` no-op jobs, a third of them SIGKILLed midway, on
+a server of its own; ``--processes`` gives the process counts, one drain each.
 ``peers-enqueue`` runs the enqueue half of ``peers`` alone (single and bulk,
 ours and pgqueuer's, in turns). ``enqueue`` runs the enqueue figures of ``core`` alone: one job per
 transaction against a bare one-row INSERT commit, in turns, and batches of
@@ -45,6 +50,12 @@ from __future__ import annotations
 import argparse
 
 from .common import raw_connection, setup_django
+
+
+def fleet_processes(text: str) -> list[int]:
+    from .fleet import parse_processes
+
+    return parse_processes(text)
 
 
 def main() -> None:
@@ -74,6 +85,7 @@ def main() -> None:
             "growth",
             "storage",
             "oneslot",
+            "fleet",
         ],
     )
     parser.add_argument(
@@ -99,6 +111,30 @@ def main() -> None:
         type=int,
         default=1_000_000,
         help="finished jobs whose size the storage section measures",
+    )
+    parser.add_argument(
+        "--processes",
+        type=fleet_processes,
+        default=[24],
+        help="fleet: worker process counts, one drain each, e.g. 2,6,12,24 (default 24)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=200_000,
+        help="fleet: no-op jobs each drain takes (default 200,000; 20,000 to try it quickly)",
+    )
+    parser.add_argument(
+        "--pool",
+        type=int,
+        default=20,
+        help="fleet: PgBouncer's pool, the most server connections the fleet gets (default 20)",
+    )
+    parser.add_argument(
+        "--fleet-concurrency",
+        type=int,
+        default=20,
+        help="fleet: --concurrency of each worker process (default 20)",
     )
     parser.add_argument(
         "--against",
@@ -222,6 +258,10 @@ def main() -> None:
         from . import storage
 
         storage.run(conn, args.storage_jobs)
+    if "fleet" in args.sections:
+        from . import fleet
+
+        fleet.run(args.processes, args.jobs, args.pool, args.fleet_concurrency)
     if "peers" in args.sections or "peers-enqueue" in args.sections:
         from . import peers
 

@@ -7,10 +7,16 @@ actions (retry, promote, cancel, pause, resume) are POSTs with CSRF that call
 ``Admin`` and report through Django messages. Seeing needs the view
 permission; acting needs the change permission. Malformed ids, cursors and
 filters get a message or a 404, never a server error.
+
+With several stores (``stores.store_aliases()``), each page shows a store
+switch and every link carries ``?store=ALIAS``; a URL without one shows
+``WORKHORSE['DATABASE']``, so links made before a second store existed keep
+working, and an alias that is not a store is a 404 naming the stores.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime
 from typing import Any, cast
@@ -22,6 +28,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from . import admin_api
@@ -30,6 +37,7 @@ from .conf import get_settings
 from .exceptions import InvalidQueryError, UnknownQueueError
 from .limits import QUEUE_NAME_RE
 from .models import Job, Queue
+from .stores import store_aliases
 
 PAGE_SIZE = 50
 TIMELINE_PAGE = 100
@@ -54,6 +62,10 @@ _LEVEL = {
     "requested": messages.SUCCESS,
     "unchanged": messages.WARNING,
 }
+
+
+class NotAStore(Http404):
+    """A URL's ``?store=`` names no store."""
 
 
 def _report(request: HttpRequest, result: admin_api.ActionResult) -> None:
@@ -156,8 +168,67 @@ class OperatorAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def service(self) -> Admin:
-        return Admin()
+    def service(self, store: str | None = None) -> Admin:
+        return Admin(using=store)
+
+    def store(self, request: HttpRequest) -> str:
+        """The store a page shows or acts on: ``?store=``, else the default
+        one; Http404 for an alias that is not a store."""
+        stores = store_aliases()
+        given: str | None = request.GET.get("store")
+        if given is None:
+            return stores[0]
+        if given not in stores:
+            raise NotAStore(
+                f"{given[:40]!r} is not a django-workhorse store; the stores are "
+                f"{', '.join(stores)} (WORKHORSE['STORES'], docs/admin.md#several-stores)"
+            )
+        return given
+
+    def store_checked(self, view: Any) -> Any:
+        """``view``, answering a URL whose ``?store=`` is not a store with a
+        404 page that says so and links to the stores."""
+
+        @functools.wraps(view)
+        def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                response: HttpResponse = view(request, *args, **kwargs)
+            except NotAStore as exc:
+                switch = reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+                context = self.context(
+                    request,
+                    title="No such store",
+                    message=str(exc),
+                    **self.store_context(store_aliases()[0], switch, always=True),
+                )
+                return TemplateResponse(
+                    request, "admin/django_workhorse/no_store.html", context, status=404
+                )
+            return response
+
+        return checked
+
+    def store_context(self, store: str, switch_url: str, *, always: bool = False) -> dict[str, Any]:
+        """What the templates need to name ``store`` in their links: with one
+        store nothing (the URLs stay as they were), with several a
+        ``?store=`` suffix and the switch, whose links go to ``switch_url``."""
+        stores = store_aliases()
+        if len(stores) < 2 and not always:
+            return {"store": store, "store_suffix": "", "store_param": "", "store_links": []}
+        param = urlencode({"store": store})
+        return {
+            "store": store,
+            "store_suffix": "?" + param,
+            "store_param": param,
+            "store_links": [
+                {
+                    "alias": alias,
+                    "url": switch_url + "?" + urlencode({"store": alias}),
+                    "selected": alias == store,
+                }
+                for alias in stores
+            ],
+        }
 
     def _url_if_seen(self, request: HttpRequest, model: type[Job | Queue]) -> str | None:
         """The list page of ``model``, or None when the user may not see it."""
@@ -185,12 +256,19 @@ class OperatorAdmin(admin.ModelAdmin):
         }
 
 
+def in_store_query(in_store: dict[str, Any]) -> dict[str, str]:
+    """The ``store`` query parameter of a page's links, when they carry one."""
+    return {"store": in_store["store"]} if in_store["store_param"] else {}
+
+
 @admin.register(Job)
 class JobAdmin(OperatorAdmin):
     """The job list and the job page."""
 
     def get_urls(self) -> list[URLPattern]:
-        wrap = self.admin_site.admin_view
+        def wrap(view: Any) -> Any:
+            return self.admin_site.admin_view(self.store_checked(view))
+
         return [
             path("", wrap(self.changelist_view), name="django_workhorse_job_changelist"),
             path("act/", wrap(self.bulk_action_view), name="django_workhorse_job_bulk"),
@@ -215,7 +293,9 @@ class JobAdmin(OperatorAdmin):
         search = filters.pop("q")
         cursor = filters.pop("cursor")
         page: admin_api.Page[admin_api.JobRow] = admin_api.Page([], None)
-        service = self.service()
+        store = self.store(request)
+        in_store = self.store_context(store, reverse("admin:django_workhorse_job_changelist"))
+        service = self.service(store)
         try:
             kwargs = {k: v for k, v in filters.items() if v is not None}
             search = (search or "").strip()  # blank: no search
@@ -232,6 +312,7 @@ class JobAdmin(OperatorAdmin):
                     if snapshot is not None:
                         return HttpResponseRedirect(
                             reverse("admin:django_workhorse_job_page", args=[snapshot.id])
+                            + in_store["store_suffix"]
                         )
                 kwargs["idempotency_key"] = search
             page = service.list_jobs(cursor=cursor, limit=PAGE_SIZE, **kwargs)
@@ -286,6 +367,7 @@ class JobAdmin(OperatorAdmin):
             newer_url=link(page.previous_cursor),
             first_url="?" + base.urlencode() if cursor else None,
             bulk_actions=["retry", "cancel"],
+            **in_store,
         )
         return TemplateResponse(request, "admin/django_workhorse/job_list.html", context)
 
@@ -299,10 +381,13 @@ class JobAdmin(OperatorAdmin):
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         job_id = _job_id(object_id)
-        service = self.service()
+        store = self.store(request)
+        jobs_list = reverse("admin:django_workhorse_job_changelist")
+        in_store = self.store_context(store, jobs_list)
+        service = self.service(store)
         job = service.get_job(job_id)
         if job is None:
-            raise Http404(f"there is no job #{job_id}")
+            raise Http404(f"there is no job #{job_id} in store {store!r}")
         cursor = request.GET.get("timeline") or None
         try:
             timeline = service.get_job_timeline(job_id, cursor=cursor, limit=TIMELINE_PAGE)
@@ -332,14 +417,15 @@ class JobAdmin(OperatorAdmin):
         context = self.context(
             request,
             title=f"Job #{job.id}: {job.name}",
-            crumbs=[
-                ("Jobs", reverse("admin:django_workhorse_job_changelist")),
-                (f"#{job.id}", None),
-            ],
+            crumbs=[("Jobs", jobs_list + in_store["store_suffix"]), (f"#{job.id}", None)],
             job=job,
             entries=entries,
-            timeline_next=f"?timeline={timeline.next_cursor}" if timeline.next_cursor else None,
-            timeline_first="?" if cursor else None,
+            timeline_next=(
+                "?" + urlencode({"timeline": timeline.next_cursor, **in_store_query(in_store)})
+                if timeline.next_cursor
+                else None
+            ),
+            timeline_first="?" + in_store["store_param"] if cursor else None,
             job_actions=actions,
             job_buttons=[(name, JOB_ACTION_LABELS[name]) for name in actions],
             object_id=job.id,
@@ -363,6 +449,7 @@ class JobAdmin(OperatorAdmin):
                 "lease_expires_at": _when(job.lease_expires_at, "%H:%M:%S"),
                 "finished": _when(job.finished_at, "%Y-%m-%d %H:%M:%S.%f"),
             },
+            **in_store,
         )
         return TemplateResponse(request, "admin/django_workhorse/job_page.html", context)
 
@@ -374,7 +461,9 @@ class JobAdmin(OperatorAdmin):
             raise PermissionDenied
         job_id = _job_id(object_id)
         action = request.POST.get("action")
-        service = self.service()
+        store = self.store(request)
+        suffix = self.store_context(store, "")["store_suffix"]
+        service = self.service(store)
         if action == "retry":
             result = service.retry(job_id)
         elif action == "retry_ignoring_dependencies":
@@ -392,14 +481,20 @@ class JobAdmin(OperatorAdmin):
             if service.get_job(job_id) is None:
                 # The job page would be a 404 that shows neither message.
                 messages.error(request, f"there is no job #{job_id}")
-                return HttpResponseRedirect(reverse("admin:django_workhorse_job_changelist"))
-            return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
+                return HttpResponseRedirect(
+                    reverse("admin:django_workhorse_job_changelist") + suffix
+                )
+            return HttpResponseRedirect(
+                reverse("admin:django_workhorse_job_page", args=[job_id]) + suffix
+            )
         _report(request, result)
         if result.status == "unknown":
             # No job page to go back to (it would be a 404 that shows no
             # message): the job list shows why nothing was done.
-            return HttpResponseRedirect(reverse("admin:django_workhorse_job_changelist"))
-        return HttpResponseRedirect(reverse("admin:django_workhorse_job_page", args=[job_id]))
+            return HttpResponseRedirect(reverse("admin:django_workhorse_job_changelist") + suffix)
+        return HttpResponseRedirect(
+            reverse("admin:django_workhorse_job_page", args=[job_id]) + suffix
+        )
 
     def bulk_action_view(self, request: HttpRequest) -> HttpResponse:
         return require_POST(self._bulk)(request)
@@ -407,10 +502,13 @@ class JobAdmin(OperatorAdmin):
     def _bulk(self, request: HttpRequest) -> HttpResponse:
         if not self.has_change_permission(request):
             raise PermissionDenied
+        store = self.store(request)
         back = request.POST.get("next") or ""
         target = reverse("admin:django_workhorse_job_changelist")
         if back.startswith("?"):
             target += back
+        else:
+            target += self.store_context(store, "")["store_suffix"]
         action = request.POST.get("action")
         if action not in ("retry", "cancel"):
             messages.error(request, f"unknown action {action!r:.40}: use retry or cancel")
@@ -431,7 +529,7 @@ class JobAdmin(OperatorAdmin):
                 "nothing was done, select fewer",
             )
             return HttpResponseRedirect(target)
-        results = self.service().bulk(action, ids, by=_username(request))
+        results = self.service(store).bulk(action, ids, by=_username(request))
         done = [r for r in results if r.changed]
         if done:
             verb = "retried" if action == "retry" else "canceled"
@@ -465,7 +563,9 @@ class QueueAdmin(OperatorAdmin):
     """The queue dashboard, with pause and resume."""
 
     def get_urls(self) -> list[URLPattern]:
-        wrap = self.admin_site.admin_view
+        def wrap(view: Any) -> Any:
+            return self.admin_site.admin_view(self.store_checked(view))
+
         return [
             path("", wrap(self.changelist_view), name="django_workhorse_queue_changelist"),
             path("act/", wrap(self.action_view), name="django_workhorse_queue_act"),
@@ -477,7 +577,9 @@ class QueueAdmin(OperatorAdmin):
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         rows: list[dict[str, Any]] = []
-        for stats in self.service().queue_stats(count_limit=QUEUE_PAGE_COUNT_LIMIT):
+        store = self.store(request)
+        service = self.service(store)
+        for stats in service.queue_stats(count_limit=QUEUE_PAGE_COUNT_LIMIT):
             rows.append(
                 {
                     "stats": stats,
@@ -493,9 +595,10 @@ class QueueAdmin(OperatorAdmin):
         configured = get_settings().queues  # validated, as every Admin call reads them
         for row in rows:
             row["concurrency"] = (configured.get(row["stats"].name) or {}).get("concurrency")
-        schedules = self.service().list_schedules()
+        schedules = service.list_schedules()
+        in_store = self.store_context(store, reverse("admin:django_workhorse_queue_changelist"))
         context = self.context(
-            request, title="Queues", rows=rows, states=STATES, schedules=schedules
+            request, title="Queues", rows=rows, states=STATES, schedules=schedules, **in_store
         )
         return TemplateResponse(request, "admin/django_workhorse/queues.html", context)
 
@@ -507,7 +610,8 @@ class QueueAdmin(OperatorAdmin):
             raise PermissionDenied
         action = request.POST.get("action")
         name = request.POST.get("queue", "")
-        service = self.service()
+        store = self.store(request)
+        service = self.service(store)
         try:
             if action == "pause":
                 _report(request, service.pause_queue(name))
@@ -517,4 +621,7 @@ class QueueAdmin(OperatorAdmin):
                 messages.error(request, f"unknown action {action!r:.40}: use pause or resume")
         except (InvalidQueryError, UnknownQueueError) as exc:
             messages.error(request, str(exc))
-        return HttpResponseRedirect(reverse("admin:django_workhorse_queue_changelist"))
+        return HttpResponseRedirect(
+            reverse("admin:django_workhorse_queue_changelist")
+            + self.store_context(store, "")["store_suffix"]
+        )

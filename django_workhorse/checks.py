@@ -10,7 +10,9 @@ first registered decides), workhorse.E003 (a ``WORKHORSE["SCHEDULES"]``
 entry names a job that is not registered, or its payload does not fit the
 job or is not JSON),
 workhorse.W004 (a schedule with ``catch_up="latest"`` has slots closer together
-than ``SCHEDULE_SWEEP_INTERVAL``: each sweep enqueues only the latest of them).
+than ``SCHEDULE_SWEEP_INTERVAL``: each sweep enqueues only the latest of them),
+workhorse.E008 (``WORKHORSE["STORES"]`` is not a list of aliases of
+settings.DATABASES, or leaves out ``DATABASE`` or an alias a job is bound to).
 """
 
 from __future__ import annotations
@@ -107,6 +109,40 @@ def migrations_pending(alias: str) -> bool:
     loader = MigrationLoader(connections[alias], ignore_no_migrations=True)
     leaves = loader.graph.leaf_nodes("django_workhorse")
     return any(leaf not in loader.applied_migrations for leaf in leaves)
+
+
+@register("workhorse")
+def check_stores(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """``WORKHORSE['STORES']``: the admin and ``workhorse_status`` show the
+    stores it lists, so a store it leaves out would hide that store's jobs."""
+    from .stores import stores_problems, unlisted_bindings
+
+    listed = raw_settings().get("STORES")
+    hint = (
+        "List every database alias that holds jobs in WORKHORSE['STORES'], or remove the "
+        "key to have WORKHORSE['DATABASE'] and every alias a job is bound to; "
+        "see docs/admin.md#several-stores."
+    )
+    messages = [
+        Error(
+            f"WORKHORSE['STORES'] {problem}",
+            hint=hint,
+            obj="settings.WORKHORSE",
+            id="workhorse.E008",
+        )
+        for problem in stores_problems(listed)
+    ]
+    messages += [
+        Error(
+            f"job {name!r} is bound to database {alias!r}, which WORKHORSE['STORES'] leaves "
+            "out: the admin and workhorse_status would not show its jobs",
+            hint=f"Add {alias!r} to WORKHORSE['STORES'].",
+            obj=name,
+            id="workhorse.E008",
+        )
+        for name, alias in unlisted_bindings(listed)
+    ]
+    return messages
 
 
 @register("workhorse")

@@ -34,6 +34,7 @@ from .limits import (
 
 DEFAULTS: dict[str, Any] = {
     "DATABASE": "default",
+    "STORES": None,
     "DEFAULT_QUEUE": JOB_DEFAULTS.queue,
     "DEFAULT_MAX_ATTEMPTS": JOB_DEFAULTS.max_attempts,
     "CONCURRENCY": 1,

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 
+from django.conf import settings
 from django.utils import timezone
 
 import django_workhorse as workhorse
@@ -301,3 +302,7 @@ def broken_retry_delay() -> None:
 
 # Jobs with checkpoints and sleeps, and handlers that misbehave.
 from . import durable_jobs, poison_jobs  # noqa: E402, F401
+
+if "second" in settings.DATABASES:
+    # Jobs bound to the second store exist only when the project has one.
+    from . import second_store  # noqa: F401

@@ -2,6 +2,7 @@
 
 Everything that differs between machines comes from the environment through
 django-environ; ``DATABASE_URL`` defaults to the local PostgreSQL server.
+``DATABASE_URL_SECOND``, when set, adds the alias ``second``: a second store.
 """
 
 from pathlib import Path
@@ -61,6 +62,10 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL")}
+if env("DATABASE_URL_SECOND", default=""):
+    # A second primary, a store of its own: the jobs of jobtests/second_store.py
+    # are bound to it, and `runworker --database second` serves them.
+    DATABASES["second"] = env.db("DATABASE_URL_SECOND")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 USE_TZ = True

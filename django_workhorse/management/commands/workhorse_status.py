@@ -1,5 +1,9 @@
 """``manage.py workhorse_status [--json] [--watch SECONDS]``: the queue table,
-the workers and the repeatable schedules, for terminals and scripts."""
+the workers and the repeatable schedules, for terminals and scripts.
+
+Without ``--database`` it shows every store (``stores.store_aliases()``): one
+store as before, several each under a heading (in JSON, an object of
+snapshots by alias under ``"stores"``)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from ...admin_api import STATES, Admin
+from ...stores import store_aliases
 from ._operator import database_alias
 
 
@@ -142,6 +147,11 @@ def table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def stores_table(by_store: dict[str, dict[str, Any]]) -> str:
+    """Each store's table under a heading naming its alias."""
+    return "\n\n".join(f"== store {alias}\n{table(data)}" for alias, data in by_store.items())
+
+
 def schedule_table(schedules: list[dict[str, Any]]) -> list[str]:
     """The schedules section of the text output."""
     if not schedules:
@@ -191,7 +201,11 @@ class Command(BaseCommand):
             default=None,
             help="with --watch: stop after this many refreshes",
         )
-        parser.add_argument("--database", default=None, help="database alias (default: DATABASE)")
+        parser.add_argument(
+            "--database",
+            default=None,
+            help="show this database alias only (default: every store, see WORKHORSE['STORES'])",
+        )
 
     def handle(
         self,
@@ -207,17 +221,21 @@ class Command(BaseCommand):
             raise CommandError(
                 f"--count {count} counts the refreshes of --watch; add --watch SECONDS"
             )
-        admin = Admin(using=database_alias(database))
+        admins = [Admin(using=database_alias(database))] + (
+            [Admin(using=alias) for alias in store_aliases()[1:]] if database is None else []
+        )
         shown = 0
         try:
             while True:
-                data = snapshot(admin)
-                if as_json:
-                    self.stdout.write(_dumps(data))
+                if len(admins) == 1:
+                    data = snapshot(admins[0])
+                    text = _dumps(data) if as_json else table(data)
                 else:
-                    if watch is not None and shown:
-                        self.stdout.write("")
-                    self.stdout.write(table(data))
+                    by_store = {admin.using: snapshot(admin) for admin in admins}
+                    text = _dumps({"stores": by_store}) if as_json else stores_table(by_store)
+                if not as_json and watch is not None and shown:
+                    self.stdout.write("")
+                self.stdout.write(text)
                 shown += 1
                 if watch is None or (count is not None and shown >= count):
                     return
