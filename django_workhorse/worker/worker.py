@@ -34,7 +34,8 @@ from ..conf import import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
 from ..durable import LeaseLost, RunTicket
-from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
+from ..exceptions import InvalidPayloadError, JobTimeout, SchemaVersionError
+from ..outcomes import admit
 from ..payloads import encode_result
 from . import instruments, limits, sidecars
 from .cancels import (
@@ -48,7 +49,7 @@ from .cancels import (
 from .checkpoints import RunConnections
 from .claims import ClaimSession
 from .connection import connect, retry_delays
-from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
+from .execution import AsyncSlots, Finished, Running, SyncSlots
 from .failures import call_stall_hook, log_recovered, report_lost
 from .heartbeat import Heartbeat
 from .ledger import Ledger
@@ -579,25 +580,9 @@ class Worker:
             # Its cancel was heard between the claim and now: apply it now,
             # not at the next heartbeat.
             self._on_cancel(job.job_id, job.fence, owner, "a notification, before it started")
-        error: Exception
-        if job.unreadable is not None:  # a poison job fails alone, never retried
-            error = InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
-            self._done(Finished(running, False, error=error, retryable=False))
-            return None
-        if definition is None:
-            error = UnknownJobError(
-                f"no job named {job.name!r} is registered in worker {self.worker_id}; deploy "
-                "the code that defines it (the attempt is retried with backoff)"
-            )
-            self._done(Finished(running, False, error=error))
-            return None
-        try:
-            definition.check_payload(job.payload)
-        except InvalidPayloadError as exc:
-            error = InvalidPayloadError(
-                f"{exc}; the payload no longer fits the handler, fix the handler or the job"
-            )
-            self._done(Finished(running, False, error=error, retryable=False))
+        refusal = admit(job, definition, f"worker {self.worker_id}")
+        if refusal is not None:
+            self._done(Finished(running, False, error=refusal.error, retryable=refusal.retryable))
             return None
         return running
 

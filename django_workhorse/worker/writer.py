@@ -35,6 +35,7 @@ from .. import store
 from ..durable import SleepRequested
 from ..exceptions import InvalidPayloadError
 from ..hooks import JobCanceled, JobFailure
+from ..outcomes import error_json
 from ..payloads import encode_result
 from . import instruments
 from .cancels import call_cancel_hook, log_canceled, of_run, stored_reason
@@ -44,7 +45,6 @@ from .failures import (
     Failure,
     call_hook,
     classify,
-    error_json,
     log_failure,
     log_sleep,
     report_lost,

@@ -300,4 +300,4 @@ def broken_retry_delay() -> None:
 
 
 # Jobs with checkpoints and sleeps, and handlers that misbehave.
-from . import durable_jobs, poison_jobs  # noqa: E402, F401
+from . import durable_jobs, fates, poison_jobs  # noqa: E402, F401
