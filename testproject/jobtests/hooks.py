@@ -6,6 +6,8 @@ raises, to show that a broken hook does not disturb job processing.
 
 from __future__ import annotations
 
+import time
+
 from django_workhorse import JobCanceled, JobFailure
 
 from .models import FailureCall
@@ -60,3 +62,10 @@ def record_canceled(canceled: JobCanceled) -> None:
         exception_type="JobCanceled",
         exception_message=canceled.reason or "",
     )
+
+
+def record_then_hang(failure: JobFailure) -> None:
+    """A hook that never returns (a socket without a timeout, say): records
+    its call, then sleeps for an hour."""
+    _store("record_then_hang", failure)
+    time.sleep(3600)

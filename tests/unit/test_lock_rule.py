@@ -73,6 +73,11 @@ CONFINED = {
         "_threads": "_wake_one, whose callers hold self._cond",
         "_waking": "_wake_one, whose callers hold self._cond",
     },
+    "HookCalls": {
+        "_started": "start(), called by Worker.run before the hook threads exist",
+        "_current": "the hook thread (_serve); the watchdog only reads it",
+        "_reported": "the watchdog thread (_watch)",
+    },
     "Supervisor": "a process of its own: its fields are its main thread's",
 }
 
