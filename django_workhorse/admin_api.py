@@ -19,7 +19,7 @@ from typing import Any, Generic, Literal, TypeVar
 from django.core import signing
 from django.db import connections, transaction
 
-from . import durable, store
+from . import store
 from .conf import get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
 from .limits import (
@@ -376,7 +376,7 @@ class Admin:
         )
         sleeping_until = None
         if row["state"] == JobState.SCHEDULED:
-            wakes = {durable.wake_time(c) for c in stored}
+            wakes = {c.wake_time() for c in stored}
             if row["run_at"] in wakes:
                 sleeping_until = row["run_at"]
         return snapshot_of(row, checkpoints=checkpoints, sleeping_until=sleeping_until)
@@ -584,19 +584,31 @@ class Admin:
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40)))
             direction, from_id = key[0], key[1]
         with connections[self.using].cursor() as db:
-            rows = store.list_jobs(
-                db,
-                queue=queue,
-                name=name,
-                state=state,
-                created_after=created_after,
-                created_before=created_before,
-                before_id=from_id if direction == "older" else None,
-                after_id=from_id if direction == "newer" else None,
-                limit=limit + 1,
-                idempotency_key=idempotency_key,
-            )
-        more = len(rows) > limit
+
+            def page(before_id: int | None, after_id: int | None, size: int) -> list[Any]:
+                return store.list_jobs(
+                    db,
+                    queue=queue,
+                    name=name,
+                    state=state,
+                    created_after=created_after,
+                    created_before=created_before,
+                    before_id=before_id,
+                    after_id=after_id,
+                    limit=size,
+                    idempotency_key=idempotency_key,
+                )
+
+            older_page = direction == "older"
+            # One row past the page tells whether there is more, but the SQL
+            # function pages at most MAX_PAGE rows: a page of MAX_PAGE asks
+            # for the row past it on its own.
+            fetch = min(limit + 1, MAX_PAGE)
+            rows = page(from_id if older_page else None, None if older_page else from_id, fetch)
+            more = len(rows) > limit
+            if fetch == limit and len(rows) == limit:
+                edge = rows[-1]["job_id"] if older_page else rows[0]["job_id"]
+                more = bool(page(edge if older_page else None, None if older_page else edge, 1))
         if direction == "older":
             rows = rows[:limit]
             has_older, has_newer = more, from_id is not None

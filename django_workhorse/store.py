@@ -403,6 +403,15 @@ class CheckpointRow:
     """Why Python could not decode the stored result (only SQL callers can
     store such JSON), or None; ``result`` is then the JSON text."""
 
+    def wake_time(self) -> datetime | None:
+        """The wake time a sleep row records, or None."""
+        if self.kind != "sleep" or not isinstance(self.result, dict):
+            return None
+        try:
+            return datetime.fromisoformat(self.result["wake_at"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
 
 def get_checkpoints(cursor: Cursor, job_id: int) -> list[CheckpointRow]:
     """The recorded stages and sleeps of one job, oldest first."""

@@ -30,9 +30,8 @@ from django.db import connections, transaction
 
 from . import outcomes, registry, store
 from .conf import get_settings
-from .context import JobContext, reset_current, set_current
+from .context import JobContext, LeaseLost, RunTicket, SleepRequested, reset_current, set_current
 from .definitions import JobDefinition
-from .durable import RunTicket, SleepRequested
 from .exceptions import InvalidPayloadError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .limits import queue_name_problem
@@ -301,6 +300,8 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
             value = _run_handler(definition, job, context, alias)
         except SleepRequested as request:
             sleep = request
+        except LeaseLost:
+            raise  # the run no longer holds its job: nothing of it can be written
         except _TimedOut as timeout:
             error, timed_out = timeout.error, True
         except BaseException as exc:  # SystemExit and KeyboardInterrupt too, as a worker
@@ -387,7 +388,7 @@ def _run_handler(
     except BaseException as exc:
         # Past the deadline the attempt timed out, however the handler ended
         # (a cancelled async one raises TimeoutError here).
-        if timeout and time.monotonic() - started >= timeout:
+        if timeout and time.monotonic() - started >= timeout and type(exc) is not LeaseLost:
             raise _TimedOut(error) from exc
         raise
     finally:

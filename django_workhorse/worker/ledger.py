@@ -81,7 +81,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from ..durable import LeaseLost
+from ..context import LeaseLost
 from ..exceptions import JobCancelled
 from ..outcomes import timeout_error
 from ..states import AttemptOutcome

@@ -31,9 +31,8 @@ from django.db import connections
 
 from .. import registry, store
 from ..conf import import_callable
-from ..context import JobContext
+from ..context import JobContext, LeaseLost, RunTicket
 from ..definitions import JobDefinition
-from ..durable import LeaseLost, RunTicket
 from ..exceptions import InvalidPayloadError, JobTimeout, SchemaVersionError
 from ..outcomes import admit
 from ..payloads import encode_result

@@ -37,7 +37,7 @@ from typing import Any, cast
 import psycopg
 
 from .. import store
-from ..durable import SleepRequested
+from ..context import SleepRequested
 from ..exceptions import InvalidPayloadError
 from ..hooks import JobCanceled, JobFailure
 from ..outcomes import error_json

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from django_workhorse import store
-from django_workhorse.durable import SleepRequested
+from django_workhorse.context import SleepRequested
 from django_workhorse.hooks import JobFailure
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished
