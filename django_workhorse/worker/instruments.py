@@ -10,8 +10,10 @@ they are, nothing is imported.
 
 from __future__ import annotations
 
+import math
 import queue
 import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,15 +44,13 @@ class Instruments:
     def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
         jobs, pickups = store.claim_many_observed(cursor, *args)
         if self.metrics_on and jobs:
-            # A claim is mostly one queue: look its histogram up once.
-            last_queue: str | None = None
-            histogram: Any = None
+            # Observed per claim, not per job: a claim is mostly one queue.
+            by_queue: dict[str, list[float]] = {}
             for job, pickup in zip(jobs, pickups, strict=True):
-                if pickup is None:
-                    continue
-                if job.queue != last_queue:
-                    last_queue, histogram = job.queue, metrics.pickup_histogram(job.queue)
-                histogram.observe(pickup if pickup > 0.0 else 0.0)
+                if pickup is not None:
+                    by_queue.setdefault(job.queue, []).append(pickup if pickup > 0.0 else 0.0)
+            for queue_name, seconds in by_queue.items():
+                observe_many(metrics.pickup_histogram(queue_name), seconds)
         return jobs
 
     def observe_runs(self) -> None:
@@ -58,16 +58,18 @@ class Instruments:
         writer's thread: the handler threads only put them on a queue, and
         take no histogram lock on the way from one run to the next."""
         timed, histograms = self._timed, self._run_histograms
+        batch: dict[tuple[str, str], list[float]] = {}
         while True:
             try:
                 queue_name, name, seconds = timed.get_nowait()
             except queue.Empty:
-                return
-            key = (queue_name, name)
+                break
+            batch.setdefault((queue_name, name), []).append(seconds)
+        for key, values in batch.items():
             histogram = histograms.get(key)
             if histogram is None:
-                histogram = histograms[key] = metrics.run_histogram(queue_name, name)
-            histogram.observe(seconds)
+                histogram = histograms[key] = metrics.run_histogram(*key)
+            observe_many(histogram, values)
 
     def call(self, running: Running) -> Any:
         job = running.job
@@ -116,6 +118,31 @@ class Instruments:
             if self.metrics_on:
                 self._timed.put((job.queue, job.name, time.perf_counter() - started))
             spans.end(span)
+
+
+def observe_many(histogram: Any, values: Sequence[float]) -> None:
+    """Observe ``values`` in ``histogram`` with one increment of its sum and
+    one of each bucket they fall in, not one of each per value.
+
+    In multiprocess mode (``--processes``, or any worker serving metrics)
+    every increment is a write to a memory-mapped file: observed one at a
+    time, a drain's run and pickup times cost ~13 us a job, a quarter of a
+    no-op job's time. A histogram without the parts this relies on (another
+    ``prometheus_client``) is observed value by value.
+    """
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    total = getattr(histogram, "_sum", None)
+    if bounds is None or buckets is None or total is None or len(values) == 1:
+        for value in values:
+            histogram.observe(value)
+        return
+    # The first bucket whose upper bound is at least the value, as observe()
+    # picks it; the last bound is +Inf.
+    counts = Counter(bisect_left(bounds, value) for value in values)
+    total.inc(math.fsum(values))
+    for index, count in counts.items():
+        buckets[min(index, len(buckets) - 1)].inc(count)
 
 
 ACTIVE: Instruments | None = None
