@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,6 +42,8 @@ STATES = LIVE_STATES + TERMINAL_STATES
 """Every state a job can be in, live first."""
 
 MAX_PAGE = 1000
+_UNSET: Any = object()
+"""A keyword argument not given (``set_queue_limits``'s old ``concurrency=``)."""
 MAX_JOB_ID = 2**63 - 1
 MAX_BUCKETS = 1000
 """Throughput slices of one ``queue_stats`` call (the dashboard draws 12)."""
@@ -424,15 +427,20 @@ class Admin:
         self,
         name: str,
         *,
-        concurrency: int | None = None,
+        global_concurrency: int | None = None,
         rate: int | None = None,
         period: float | timedelta | None = None,
+        concurrency: Any = _UNSET,
     ) -> store.QueueLimits:
         """Set the limits of queue ``name`` for every worker at once: at most
-        ``concurrency`` active jobs, and at most ``rate`` jobs started per
-        ``period`` (seconds or a timedelta). None removes that limit, so a
-        call states the whole policy. The claim enforces both; idle workers
-        are woken. Returns the limits in force and whether they ``changed``.
+        ``global_concurrency`` active jobs across the fleet, and at most
+        ``rate`` jobs started per ``period`` (seconds or a timedelta). None
+        removes that limit, so a call states the whole policy. The claim
+        enforces both; idle workers are woken. Returns the limits in force
+        and whether they ``changed``.
+
+        ``concurrency=`` is the old name of ``global_concurrency`` (it warns:
+        ``concurrency`` everywhere else means slots per worker).
 
         Raises UnknownQueueError for a queue neither this code nor this
         database knows (no job registered for this database uses it,
@@ -446,15 +454,28 @@ class Admin:
         from .conf import duration_seconds, queue_limit_problems
         from .exceptions import InvalidQueueLimitError
 
+        if concurrency is not _UNSET:
+            if global_concurrency is not None:
+                raise TypeError(
+                    "set_queue_limits() got both global_concurrency= and concurrency= (its "
+                    "old name): pass global_concurrency= alone"
+                )
+            warnings.warn(
+                "set_queue_limits(concurrency=...) is deprecated: call it global_concurrency=, "
+                "the cap on the queue's active jobs across every worker (concurrency elsewhere "
+                "means slots per worker)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            global_concurrency = concurrency
         name = check_queue_name(name)  # malformed: InvalidQueryError, as pause_queue
-        problems = queue_limit_problems(concurrency, rate, period)
+        problems = queue_limit_problems(global_concurrency, rate, period)
         if problems:
-            text = "; ".join(problems).replace("'global_concurrency'", "concurrency")
-            raise InvalidQueueLimitError(f"queue {name!r}: {text}")
+            raise InvalidQueueLimitError(f"queue {name!r}: {'; '.join(problems)}")
         self._require_known_queue(name)
         seconds = duration_seconds(period) if period is not None else None
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
-            return store.set_queue_limits(cursor, name, concurrency, rate, seconds)
+            return store.set_queue_limits(cursor, name, global_concurrency, rate, seconds)
 
     def _require_known_queue(self, name: str) -> None:
         """Raise UnknownQueueError unless ``name`` is a queue this code or this

@@ -39,7 +39,7 @@ import psycopg
 from .. import store
 from ..context import SleepRequested
 from ..exceptions import InvalidPayloadError
-from ..hooks import JobCanceled, JobFailure
+from ..hooks import JobCancel, JobFailure
 from ..outcomes import error_json
 from ..payloads import encode_result
 from . import instruments
@@ -98,7 +98,7 @@ class Writer(threading.Thread):
         alias: str,
         hook: Callable[[JobFailure], object] | None,
         in_flight: Callable[[], int],
-        cancel_hook: Callable[[JobCanceled], object] | None = None,
+        cancel_hook: Callable[[JobCancel], object] | None = None,
         hooks: HookCalls,
         on_written: Callable[[list[Running]], None],
         on_error: Callable[[BaseException], None],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from django_workhorse import JobCanceled, JobFailure
+from django_workhorse import JobCancel, JobFailure
 
 from .models import FailureCall
 
@@ -47,7 +47,7 @@ def record_then_exit(failure: JobFailure) -> None:
     raise SystemExit(3)
 
 
-def record_canceled(canceled: JobCanceled) -> None:
+def record_canceled(canceled: JobCancel) -> None:
     """``ON_JOB_CANCELED``: stored as a ``FailureCall`` of hook 'record_canceled',
     its reason as the message."""
     FailureCall.objects.create(
@@ -59,7 +59,7 @@ def record_canceled(canceled: JobCanceled) -> None:
         max_attempts=canceled.max_attempts,
         will_retry=False,
         timed_out=False,
-        exception_type="JobCanceled",
+        exception_type="JobCancel",
         exception_message=canceled.reason or "",
     )
 
