@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import queue
+import threading
 import time
 from bisect import bisect_left
 from collections import Counter
@@ -146,6 +147,10 @@ def observe_many(histogram: Any, values: Sequence[float]) -> None:
 
 
 ACTIVE: Instruments | None = None
+"""The switch: what is on in this process, set by ``configure`` as the worker
+starts (under ``_lock``, tests/unit/test_lock_rule.py) and only read after.
+The hooks read it once per call, so a call sees one value throughout."""
+_lock = threading.Lock()
 
 
 def configure(settings: WorkhorseSettings, worker_id: str) -> None:
@@ -154,9 +159,11 @@ def configure(settings: WorkhorseSettings, worker_id: str) -> None:
     if settings.queue_metrics_interval is not None:
         metrics.enable()
     tracing_on = tracing.provider_configured()
-    ACTIVE = (
+    active = (
         Instruments(settings, worker_id, tracing_on) if tracing_on or metrics.enabled() else None
     )
+    with _lock:
+        ACTIVE = active
 
 
 def claim_many(
