@@ -712,6 +712,19 @@ def claim_many_observed(
     return [_claimed(r, (_trace_context(r[10]), r[11])) for r in rows], [r[12] for r in rows]
 
 
+def claim_observations(
+    cursor: Cursor, job_ids: Sequence[int]
+) -> list[tuple[tuple[dict[str, str] | None, float] | None, float | None]]:
+    """For jobs just claimed, in their order: the ``trace`` a ``ClaimedJob``
+    carries (stored trace context, seconds from enqueue to the claim), and
+    the pickup (seconds from due to the claim); None for a job no longer live."""
+    cursor.execute("SELECT * FROM workhorse_claim_observations_v1(%s::bigint[])", [_ints(job_ids)])
+    return [
+        ((_trace_context(r[1]), r[2]) if r[2] is not None else None, r[3])
+        for r in cursor.fetchall()
+    ]
+
+
 def _trace_context(raw: str | None) -> dict[str, str] | None:
     """A stored trace context as a propagation carrier (text keys to text
     values), or None when there is none or it cannot be read (a run is never

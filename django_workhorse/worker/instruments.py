@@ -4,12 +4,16 @@
 ``opentelemetry-api`` is installed and the application has set a tracer
 provider, metrics when they were enabled (a metrics port, or
 ``QUEUE_METRICS_INTERVAL``). With both off ``ACTIVE`` is None and every hook
-costs one attribute test: claims are the plain claim, handlers are called as
-they are, nothing is imported.
+costs one attribute test: handlers are called as they are, nothing is
+imported. Either way a claim is the plain claim and a result is recorded by
+the same SQL: what tracing and metrics need about the jobs claimed is read
+after the claim (``observe_claimed``), so switching them on adds a read, and
+changes no route a result takes to the database.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import queue
 import threading
@@ -17,11 +21,16 @@ import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import psycopg
 
 from .. import metrics, store, tracing
 from ..conf import WorkhorseSettings
 from ..store import Cursor
+
+logger = logging.getLogger("django_workhorse.worker")
 
 if TYPE_CHECKING:
     from ..definitions import JobDefinition
@@ -41,13 +50,23 @@ class Instruments:
         # The run-time histogram child of each (queue, name): one dict look-up
         # per run instead of a call through the metrics module.
         self._run_histograms: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
 
-    def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
-        jobs, pickups = store.claim_many_observed(cursor, *args)
-        if self.metrics_on and jobs:
+    def observe_claimed(
+        self, cursor: Cursor, jobs: list[store.ClaimedJob]
+    ) -> list[store.ClaimedJob]:
+        """``jobs`` with their trace context (tracing on), their pickup times
+        observed (metrics on): one read after the claim, whichever call made it."""
+        observations = store.claim_observations(cursor, [job.job_id for job in jobs])
+        if self.tracing is not None:
+            jobs = [
+                job if trace is None else replace(job, trace=trace)
+                for job, (trace, _) in zip(jobs, observations, strict=True)
+            ]
+        if self.metrics_on:
             # Observed per claim, not per job: a claim is mostly one queue.
             by_queue: dict[str, list[float]] = {}
-            for job, pickup in zip(jobs, pickups, strict=True):
+            for job, (_, pickup) in zip(jobs, observations, strict=True):
                 if pickup is not None:
                     by_queue.setdefault(job.queue, []).append(pickup if pickup > 0.0 else 0.0)
             for queue_name, seconds in by_queue.items():
@@ -55,9 +74,14 @@ class Instruments:
         return jobs
 
     def observe_runs(self) -> None:
-        """Observe the run times handed over since the last call, on the
-        writer's thread: the handler threads only put them on a queue, and
-        take no histogram lock on the way from one run to the next."""
+        """Observe the run times handed over since the last call, once
+        their results are written (by the writer, or with a claim): the
+        handler threads only put them on a queue, and take no histogram lock
+        on the way from one run to the next."""
+        with self._lock:  # the writer's thread, and the thread that wrote with a claim
+            self._observe_timed()
+
+    def _observe_timed(self) -> None:
         timed, histograms = self._timed, self._run_histograms
         batch: dict[tuple[str, str], list[float]] = {}
         while True:
@@ -173,12 +197,33 @@ def claim_many(
     limits: Sequence[int],
     lease_seconds: float,
 ) -> list[store.ClaimedJob]:
-    """The worker's claim: ``store.claim_many``, or its observed form while
-    tracing or metrics are on (same jobs, one round trip)."""
+    """The worker's claim: ``store.claim_many``, whatever is switched on,
+    then ``observe_claimed``."""
+    return observe_claimed(
+        cursor, store.claim_many(cursor, worker_id, queues, limits, lease_seconds)
+    )
+
+
+def observe_claimed(cursor: Cursor, jobs: list[store.ClaimedJob]) -> list[store.ClaimedJob]:
+    """After any claim (the plain one, or the one that writes successes
+    first): with tracing or metrics on, what they need about each job, read
+    in one more call; with both off, ``jobs`` as they are and no call. The
+    SQL that claims and the SQL that records results are the same either way."""
     active = ACTIVE
-    if active is None:
-        return store.claim_many(cursor, worker_id, queues, limits, lease_seconds)
-    return active.claim(cursor, worker_id, queues, limits, lease_seconds)
+    if active is None or not jobs:
+        return jobs
+    try:
+        return active.observe_claimed(cursor, jobs)
+    except psycopg.Error as exc:
+        # The claim committed: its jobs are this worker's and run, unobserved;
+        # the next claim finds out whether the connection must be replaced.
+        logger.warning(
+            "workhorse: could not read what tracing and metrics need about %s claimed job(s) "
+            "(%s); they run unobserved",
+            len(jobs),
+            str(exc).strip(),
+        )
+        return jobs
 
 
 def _definition(running: Running) -> JobDefinition[..., Any]:

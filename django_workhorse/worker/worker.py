@@ -62,6 +62,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     resolve_options,
 )
 from .retention import RetentionSweeper, start_retention
+from .routes import SuccessRoute
 from .vacuum import VacuumSweeper, start_vacuum
 from .wakeups import Listener
 from .writer import Writer
@@ -122,7 +123,8 @@ class Worker:
         # read and written by the claim loop only.
         self._db_clock_ahead = 0.0
         # One slot in all: its handler thread claims the next job (_carry_on).
-        self._one_slot = sum(options.concurrency.values()) == 1
+        self.route = SuccessRoute.choose(options.concurrency)
+        self._one_slot = self.route.carries_on
         self._run_connections = RunConnections(options.alias)
         self._checkpoint_cursor = self._run_connections.cursor
         self._sync: dict[str, SyncSlots] = {}
@@ -196,16 +198,17 @@ class Worker:
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
             limits.sync(cursor, self.settings, self.options.queues)
         self._sidecars = sidecars.start(self.options, conn)
-        # Held successes ride with the plain claim only; an observed claim
-        # (tracing or metrics on, configured just above) goes its own way.
-        self.ledger.hold_successes(instruments.ACTIVE is None)
+        # Whatever tracing and metrics are (configured just above): they read
+        # what they need after the claim (instruments.observe_claimed).
+        self.ledger.hold_successes(True)
         self._start_threads()
         registry.on_register(self._on_register)
         logger.info(
-            "workhorse worker %s serving %s on database %r",
+            "workhorse worker %s serving %s on database %r; successes recorded %s",
             self.worker_id,
             ", ".join(f"{q}({n})" for q, n in self.options.concurrency.items()),
             self.options.alias,
+            self.route.value,
         )
         try:
             self._loop()
@@ -489,6 +492,7 @@ class Worker:
             if not ok:
                 report_lost(item.running, "success")
         instruments.count_successes(items, succeeded)
+        instruments.observe_runs()  # their run times, as the writer does after a batch
         # The loop is this thread: it goes on by itself, no wake-up needed.
         self.ledger.written([item.running for item in items])
         return owner, jobs
