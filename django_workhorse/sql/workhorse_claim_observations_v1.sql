@@ -4,10 +4,10 @@
 -- (waited_seconds), and how long after it was due (pickup_seconds), in
 -- seconds on the database clock, in the order of p_job_ids.
 --
--- A read of its own, after whichever call claimed the jobs (the plain claim,
--- or workhorse_succeed_and_claim_v1 writing successes and claiming in one
--- call): the claim and the writing of results are the same SQL whether
--- tracing or metrics are on or not. The claim's time is the attempt's start
+-- A read of its own, after workhorse_succeed_and_claim_v1 wrote held
+-- successes and claimed in one call: those successes are then written by the
+-- same SQL whether tracing or metrics are on or not (a plain claim gets the
+-- same figures in its own round trip from workhorse_claim_many_observed_v1). The claim's time is the attempt's start
 -- (attempt_started_at, the claim's now()), and run_at is still the due time
 -- (the claim does not move it), so the figures are those the claim would
 -- have computed itself. A job that is no longer live by then (acked

@@ -5,10 +5,11 @@
 provider, metrics when they were enabled (a metrics port, or
 ``QUEUE_METRICS_INTERVAL``). With both off ``ACTIVE`` is None and every hook
 costs one attribute test: handlers are called as they are, nothing is
-imported. Either way a claim is the plain claim and a result is recorded by
-the same SQL: what tracing and metrics need about the jobs claimed is read
-after the claim (``observe_claimed``), so switching them on adds a read, and
-changes no route a result takes to the database.
+imported. With either on, a plain claim is its observed form (the same
+claim, and what they need about each job, in one round trip); a claim that
+writes held successes first is the same call as with both off, followed by a
+read of what they need (``observe_claimed``). Switching them on changes no
+route a result takes to the database.
 """
 
 from __future__ import annotations
@@ -52,26 +53,40 @@ class Instruments:
         self._run_histograms: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
+    def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
+        """The claim with what tracing and metrics need, in the same round
+        trip (``workhorse_claim_many_observed_v1``)."""
+        jobs, pickups = store.claim_many_observed(cursor, *args)
+        self._observe_pickups(jobs, pickups)
+        return jobs
+
     def observe_claimed(
         self, cursor: Cursor, jobs: list[store.ClaimedJob]
     ) -> list[store.ClaimedJob]:
-        """``jobs`` with their trace context (tracing on), their pickup times
-        observed (metrics on): one read after the claim, whichever call made it."""
+        """``jobs`` claimed by a call that wrote successes first, with their
+        trace context (tracing on) and their pickup times observed (metrics
+        on): one read after that call (``workhorse_claim_observations_v1``)."""
         observations = store.claim_observations(cursor, [job.job_id for job in jobs])
         if self.tracing is not None:
             jobs = [
                 job if trace is None else replace(job, trace=trace)
                 for job, (trace, _) in zip(jobs, observations, strict=True)
             ]
-        if self.metrics_on:
-            # Observed per claim, not per job: a claim is mostly one queue.
-            by_queue: dict[str, list[float]] = {}
-            for job, (_, pickup) in zip(jobs, observations, strict=True):
-                if pickup is not None:
-                    by_queue.setdefault(job.queue, []).append(pickup if pickup > 0.0 else 0.0)
-            for queue_name, seconds in by_queue.items():
-                observe_many(metrics.pickup_histogram(queue_name), seconds)
+        self._observe_pickups(jobs, [pickup for _, pickup in observations])
         return jobs
+
+    def _observe_pickups(
+        self, jobs: Sequence[store.ClaimedJob], pickups: Sequence[float | None]
+    ) -> None:
+        if not self.metrics_on or not jobs:
+            return
+        # Observed per claim, not per job: a claim is mostly one queue.
+        by_queue: dict[str, list[float]] = {}
+        for job, pickup in zip(jobs, pickups, strict=True):
+            if pickup is not None:
+                by_queue.setdefault(job.queue, []).append(pickup if pickup > 0.0 else 0.0)
+        for queue_name, seconds in by_queue.items():
+            observe_many(metrics.pickup_histogram(queue_name), seconds)
 
     def observe_runs(self) -> None:
         """Observe the run times handed over since the last call, once
@@ -197,18 +212,19 @@ def claim_many(
     limits: Sequence[int],
     lease_seconds: float,
 ) -> list[store.ClaimedJob]:
-    """The worker's claim: ``store.claim_many``, whatever is switched on,
-    then ``observe_claimed``."""
-    return observe_claimed(
-        cursor, store.claim_many(cursor, worker_id, queues, limits, lease_seconds)
-    )
+    """The worker's claim: ``store.claim_many``, or its observed form while
+    tracing or metrics are on (same jobs, one round trip)."""
+    active = ACTIVE
+    if active is None:
+        return store.claim_many(cursor, worker_id, queues, limits, lease_seconds)
+    return active.claim(cursor, worker_id, queues, limits, lease_seconds)
 
 
 def observe_claimed(cursor: Cursor, jobs: list[store.ClaimedJob]) -> list[store.ClaimedJob]:
-    """After any claim (the plain one, or the one that writes successes
-    first): with tracing or metrics on, what they need about each job, read
-    in one more call; with both off, ``jobs`` as they are and no call. The
-    SQL that claims and the SQL that records results are the same either way."""
+    """After a claim that wrote successes first (``succeed_and_claim``): with
+    tracing or metrics on, what they need about each job, read in one more
+    call; with both off, ``jobs`` as they are and no call. So held successes
+    are recorded by the same SQL whether tracing and metrics are on or not."""
     active = ACTIVE
     if active is None or not jobs:
         return jobs

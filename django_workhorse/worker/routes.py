@@ -7,8 +7,9 @@ written with the loop's next claim (``succeed_and_claim``), one round trip
 per job; and a worker with one slot in all writes it with the next claim from
 the handler's own thread, which runs the job it gets (``Worker._carry_on``).
 Which of these a worker uses depends on its slots alone: tracing and metrics
-change nothing here (``instruments.observe_claimed`` reads what they need
-after whichever claim). The worker names its route in its start-up line.
+change nothing here (after a claim that wrote successes,
+``instruments.observe_claimed`` reads what they need). The worker names its
+route in its start-up line.
 """
 
 from __future__ import annotations
