@@ -45,6 +45,7 @@ from .exceptions import (
     JobAlreadyRegistered,
     JobCancelled,
     JobNotFoundError,
+    JobTimeout,
     NotInJobError,
     ReadOnlyModelError,
     SchemaVersionError,
@@ -57,7 +58,7 @@ from .exceptions import (
     WorkhorseError,
 )
 from .handles import JobHandle
-from .hooks import JobCanceled, JobFailure
+from .hooks import JobCancel, JobFailure, deprecated_name
 from .store import QueueLimits, ScheduleRow
 
 __all__ = [
@@ -74,7 +75,7 @@ __all__ = [
     "InvalidQueryError",
     "InvalidQueueLimitError",
     "JobAlreadyRegistered",
-    "JobCanceled",
+    "JobCancel",
     "JobCancelled",
     "JobContext",
     "JobDecorator",
@@ -86,6 +87,7 @@ __all__ = [
     "JobOptions",
     "JobRow",
     "JobSnapshot",
+    "JobTimeout",
     "NotInJobError",
     "Page",
     "QueueLimits",
@@ -108,3 +110,8 @@ __all__ = [
     "fixed",
     "job",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Old names, kept a while with a ``DeprecationWarning`` (``JobCanceled``)."""
+    return deprecated_name(__name__, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ from typing import Any, Generic, Literal, TypeVar
 from django.core import signing
 from django.db import connections, transaction
 
-from . import durable, store
+from . import store
 from .conf import get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
 from .limits import (
@@ -41,6 +42,8 @@ STATES = LIVE_STATES + TERMINAL_STATES
 """Every state a job can be in, live first."""
 
 MAX_PAGE = 1000
+_UNSET: Any = object()
+"""A keyword argument not given (``set_queue_limits``'s old ``concurrency=``)."""
 MAX_JOB_ID = 2**63 - 1
 MAX_BUCKETS = 1000
 """Throughput slices of one ``queue_stats`` call (the dashboard draws 12)."""
@@ -376,7 +379,7 @@ class Admin:
         )
         sleeping_until = None
         if row["state"] == JobState.SCHEDULED:
-            wakes = {durable.wake_time(c) for c in stored}
+            wakes = {c.wake_time() for c in stored}
             if row["run_at"] in wakes:
                 sleeping_until = row["run_at"]
         return snapshot_of(row, checkpoints=checkpoints, sleeping_until=sleeping_until)
@@ -424,15 +427,20 @@ class Admin:
         self,
         name: str,
         *,
-        concurrency: int | None = None,
+        global_concurrency: int | None = None,
         rate: int | None = None,
         period: float | timedelta | None = None,
+        concurrency: Any = _UNSET,
     ) -> store.QueueLimits:
         """Set the limits of queue ``name`` for every worker at once: at most
-        ``concurrency`` active jobs, and at most ``rate`` jobs started per
-        ``period`` (seconds or a timedelta). None removes that limit, so a
-        call states the whole policy. The claim enforces both; idle workers
-        are woken. Returns the limits in force and whether they ``changed``.
+        ``global_concurrency`` active jobs across the fleet, and at most
+        ``rate`` jobs started per ``period`` (seconds or a timedelta). None
+        removes that limit, so a call states the whole policy. The claim
+        enforces both; idle workers are woken. Returns the limits in force
+        and whether they ``changed``.
+
+        ``concurrency=`` is the old name of ``global_concurrency`` (it warns:
+        ``concurrency`` everywhere else means slots per worker).
 
         Raises UnknownQueueError for a queue neither this code nor this
         database knows (no job registered for this database uses it,
@@ -446,15 +454,28 @@ class Admin:
         from .conf import duration_seconds, queue_limit_problems
         from .exceptions import InvalidQueueLimitError
 
+        if concurrency is not _UNSET:
+            if global_concurrency is not None:
+                raise TypeError(
+                    "set_queue_limits() got both global_concurrency= and concurrency= (its "
+                    "old name): pass global_concurrency= alone"
+                )
+            warnings.warn(
+                "set_queue_limits(concurrency=...) is deprecated: call it global_concurrency=, "
+                "the cap on the queue's active jobs across every worker (concurrency elsewhere "
+                "means slots per worker)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            global_concurrency = concurrency
         name = check_queue_name(name)  # malformed: InvalidQueryError, as pause_queue
-        problems = queue_limit_problems(concurrency, rate, period)
+        problems = queue_limit_problems(global_concurrency, rate, period)
         if problems:
-            text = "; ".join(problems).replace("'global_concurrency'", "concurrency")
-            raise InvalidQueueLimitError(f"queue {name!r}: {text}")
+            raise InvalidQueueLimitError(f"queue {name!r}: {'; '.join(problems)}")
         self._require_known_queue(name)
         seconds = duration_seconds(period) if period is not None else None
         with transaction.atomic(using=self.using), connections[self.using].cursor() as cursor:
-            return store.set_queue_limits(cursor, name, concurrency, rate, seconds)
+            return store.set_queue_limits(cursor, name, global_concurrency, rate, seconds)
 
     def _require_known_queue(self, name: str) -> None:
         """Raise UnknownQueueError unless ``name`` is a queue this code or this
@@ -584,19 +605,31 @@ class Admin:
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40)))
             direction, from_id = key[0], key[1]
         with connections[self.using].cursor() as db:
-            rows = store.list_jobs(
-                db,
-                queue=queue,
-                name=name,
-                state=state,
-                created_after=created_after,
-                created_before=created_before,
-                before_id=from_id if direction == "older" else None,
-                after_id=from_id if direction == "newer" else None,
-                limit=limit + 1,
-                idempotency_key=idempotency_key,
-            )
-        more = len(rows) > limit
+
+            def page(before_id: int | None, after_id: int | None, size: int) -> list[Any]:
+                return store.list_jobs(
+                    db,
+                    queue=queue,
+                    name=name,
+                    state=state,
+                    created_after=created_after,
+                    created_before=created_before,
+                    before_id=before_id,
+                    after_id=after_id,
+                    limit=size,
+                    idempotency_key=idempotency_key,
+                )
+
+            older_page = direction == "older"
+            # One row past the page tells whether there is more, but the SQL
+            # function pages at most MAX_PAGE rows: a page of MAX_PAGE asks
+            # for the row past it on its own.
+            fetch = min(limit + 1, MAX_PAGE)
+            rows = page(from_id if older_page else None, None if older_page else from_id, fetch)
+            more = len(rows) > limit
+            if fetch == limit and len(rows) == limit:
+                edge = rows[-1]["job_id"] if older_page else rows[0]["job_id"]
+                more = bool(page(edge if older_page else None, None if older_page else edge, 1))
         if direction == "older":
             rows = rows[:limit]
             has_older, has_newer = more, from_id is not None

@@ -86,14 +86,11 @@ class WorkhorseSettings:
     """The validated ``WORKHORSE`` settings, durations in seconds."""
 
     database: str
-    default_queue: str
-    default_max_attempts: int
     concurrency: int
     queues: Mapping[str, Mapping[str, Any]]
     lock_duration: float
     lock_renew_interval: float
     stalled_interval: float
-    max_stalled_count: int
     poll_interval: float
     schedule_sweep_interval: float
     queue_metrics_interval: float | None
@@ -474,14 +471,11 @@ def get_settings(
     vacuum = raw["VACUUM_INTERVAL"]
     return WorkhorseSettings(
         database=raw["DATABASE"],
-        default_queue=raw["DEFAULT_QUEUE"],
-        default_max_attempts=raw["DEFAULT_MAX_ATTEMPTS"],
         concurrency=raw["CONCURRENCY"],
         queues=dict(raw["QUEUES"]),
         lock_duration=lock,
         lock_renew_interval=lock / 2 if renew is None else duration_seconds(renew),
         stalled_interval=duration_seconds(raw["STALLED_INTERVAL"]),
-        max_stalled_count=raw["MAX_STALLED_COUNT"],
         poll_interval=duration_seconds(raw["POLL_INTERVAL"]),
         schedule_sweep_interval=duration_seconds(raw["SCHEDULE_SWEEP_INTERVAL"]),
         queue_metrics_interval=None if metrics is None else duration_seconds(metrics),

@@ -44,6 +44,14 @@ class JobCancelled(WorkhorseError):
     """Raised inside a handler whose job an operator cancelled."""
 
 
+class JobTimeout(WorkhorseError, TimeoutError):
+    """An attempt ran longer than its job's ``timeout``.
+
+    A ``TimeoutError``, so that a job declaring ``retry_on=(TimeoutError,)``
+    has its timed-out attempts retried (a job's own timeout is otherwise not
+    an exception it could name in ``retry_on``)."""
+
+
 class InvalidCheckpointError(WorkhorseError, ValueError):
     """A checkpoint or sleep was given a bad name, a result that is not JSON,
     or a wake time that is not valid; nothing was written."""

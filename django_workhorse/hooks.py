@@ -4,13 +4,15 @@ The worker builds a ``JobFailure`` after each failed run is recorded (a
 failure that will be retried, a terminal one, a timeout, or a job that
 stalled past its ``max_stalled``) and passes it to the hook. It is part of
 the public surface (``django_workhorse.JobFailure``) so that a hook can be
-typed; the worker is not imported to get it. ``JobCanceled`` is the same for
-a run that ended canceled (``django_workhorse.JobCanceled``).
+typed; the worker is not imported to get it. ``JobCancel`` is the same for
+a run that ended canceled (``django_workhorse.JobCancel``).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class JobFailure:
 
 
 @dataclass(frozen=True)
-class JobCanceled:
+class JobCancel:
     """What ``WORKHORSE['ON_JOB_CANCELED']`` receives once a canceled run is recorded."""
 
     job_id: int
@@ -47,3 +49,27 @@ class JobCanceled:
     max_attempts: int
     reason: str | None
     """The reason given to ``Admin.cancel``, if any."""
+
+
+_RENAMED = {"JobCanceled": "JobCancel"}
+"""Old public names: ``JobCanceled`` differed from the exception
+``JobCancelled`` by one letter and meant something else."""
+
+
+def deprecated_name(module: str, name: str) -> Any:
+    """The object an old name stands for, with a ``DeprecationWarning``; an
+    ``AttributeError`` for any other name (module ``__getattr__``)."""
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{module}.{name} is deprecated: it is {module}.{new} (what ON_JOB_CANCELED "
+        "receives), not to be confused with the exception JobCancelled",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return globals()[new]
+
+
+def __getattr__(name: str) -> Any:
+    return deprecated_name(__name__, name)

@@ -1,8 +1,17 @@
-"""Which job names exist in this process, and the handler behind each."""
+"""Which job names exist in this process, and the handler behind each.
+
+The table is the process's, read and written from any thread (a worker's
+claim loop looks names up while a Django task registers itself on first
+use): every change of ``_jobs``, ``_listeners`` and ``_resolvers`` happens
+under ``_lock`` (tests/unit/test_lock_rule.py checks it), and readers take a
+copy. Listeners and resolvers are called outside the lock, since they may
+register in turn.
+"""
 
 from __future__ import annotations
 
 import difflib
+import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +21,7 @@ from .limits import shown
 if TYPE_CHECKING:
     from .definitions import JobDefinition
 
+_lock = threading.Lock()
 _jobs: dict[str, JobDefinition[..., Any]] = {}
 _listeners: list[Callable[[JobDefinition[..., Any]], object]] = []
 _resolvers: list[Callable[[str], JobDefinition[..., Any] | None]] = []
@@ -39,21 +49,23 @@ def register(definition: JobDefinition[..., Any]) -> None:
 
     Registering the same function again (a module imported twice) is allowed.
     """
-    existing = _jobs.get(definition.name)
-    if existing is not None and existing.func is not definition.func:
-        same_origin = (existing.func.__module__, existing.func.__qualname__) == (
-            definition.func.__module__,
-            definition.func.__qualname__,
-        )
-        if not same_origin:
-            raise JobAlreadyRegistered(
-                f"job name {definition.name!r} is already taken by "
-                f"{existing.func.__module__}.{existing.func.__qualname__}; give "
-                f"{definition.func.__module__}.{definition.func.__qualname__} another name "
-                "with @workhorse.job(name=...)"
+    with _lock:
+        existing = _jobs.get(definition.name)
+        if existing is not None and existing.func is not definition.func:
+            same_origin = (existing.func.__module__, existing.func.__qualname__) == (
+                definition.func.__module__,
+                definition.func.__qualname__,
             )
-    _jobs[definition.name] = definition
-    for listener in list(_listeners):
+            if not same_origin:
+                raise JobAlreadyRegistered(
+                    f"job name {definition.name!r} is already taken by "
+                    f"{existing.func.__module__}.{existing.func.__qualname__}; give "
+                    f"{definition.func.__module__}.{definition.func.__qualname__} another name "
+                    "with @workhorse.job(name=...)"
+                )
+        _jobs[definition.name] = definition
+        listeners = list(_listeners)
+    for listener in listeners:
         listener(definition)
 
 
@@ -77,7 +89,8 @@ def get(name: str) -> JobDefinition[..., Any]:
 def _known_near(name: str, listed: int = 10) -> str:
     """The registered names for a message: all of them when there are few,
     else how many there are and the closest to ``name``."""
-    names = sorted(_jobs)
+    with _lock:
+        names = sorted(_jobs)
     if len(names) <= listed:
         return "registered: " + (", ".join(names) or "none")
     close = difflib.get_close_matches(name[:210], names, n=5, cutoff=0.6)
@@ -94,14 +107,16 @@ def _resolve_or_raise(name: str) -> JobDefinition[..., Any]:
 
 def all_jobs() -> JobTable:
     """A copy of every registered job by name (``get`` also tries the resolvers)."""
-    return JobTable(_jobs)
+    with _lock:
+        return JobTable(_jobs)
 
 
 def add_resolver(resolver: Callable[[str], JobDefinition[..., Any] | None]) -> None:
     """Ask ``resolver(name)`` for a job nobody registered under ``name``; it
     registers and returns the definition, or returns None. Added once."""
-    if resolver not in _resolvers:
-        _resolvers.append(resolver)
+    with _lock:
+        if resolver not in _resolvers:
+            _resolvers.append(resolver)
 
 
 def resolve(name: str) -> JobDefinition[..., Any] | None:
@@ -115,12 +130,14 @@ def resolve(name: str) -> JobDefinition[..., Any] | None:
 
 def on_register(listener: Callable[[JobDefinition[..., Any]], object]) -> None:
     """Call ``listener(definition)`` for each job registered from now on."""
-    _listeners.append(listener)
+    with _lock:
+        _listeners.append(listener)
 
 
 def remove_listener(listener: Callable[[JobDefinition[..., Any]], object]) -> None:
-    if listener in _listeners:
-        _listeners.remove(listener)
+    with _lock:
+        if listener in _listeners:
+            _listeners.remove(listener)
 
 
 def known_queues(alias: str, configured: Iterable[str]) -> list[str]:
@@ -128,6 +145,8 @@ def known_queues(alias: str, configured: Iterable[str]) -> list[str]:
     ``configured`` ones (those ``WORKHORSE["QUEUES"]`` names), sorted: what a
     worker of that database serves by default, and what the admin knows
     before any job was enqueued."""
-    names = {d.queue for d in list(_jobs.values()) if d.using == alias}
+    with _lock:
+        definitions = list(_jobs.values())
+    names = {d.queue for d in definitions if d.using == alias}
     names.update(configured)
     return sorted(names)

@@ -404,6 +404,15 @@ class CheckpointRow:
     """Why Python could not decode the stored result (only SQL callers can
     store such JSON), or None; ``result`` is then the JSON text."""
 
+    def wake_time(self) -> datetime | None:
+        """The wake time a sleep row records, or None."""
+        if self.kind != "sleep" or not isinstance(self.result, dict):
+            return None
+        try:
+            return datetime.fromisoformat(self.result["wake_at"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
 
 def get_checkpoints(cursor: Cursor, job_id: int) -> list[CheckpointRow]:
     """The recorded stages and sleeps of one job, oldest first."""
@@ -710,6 +719,19 @@ def claim_many_observed(
     )
     rows = cursor.fetchall()
     return [_claimed(r, (_trace_context(r[10]), r[11])) for r in rows], [r[12] for r in rows]
+
+
+def claim_observations(
+    cursor: Cursor, job_ids: Sequence[int]
+) -> list[tuple[tuple[dict[str, str] | None, float] | None, float | None]]:
+    """For jobs just claimed, in their order: the ``trace`` a ``ClaimedJob``
+    carries (stored trace context, seconds from enqueue to the claim), and
+    the pickup (seconds from due to the claim); None for a job no longer live."""
+    cursor.execute("SELECT * FROM workhorse_claim_observations_v1(%s::bigint[])", [_ints(job_ids)])
+    return [
+        ((_trace_context(r[1]), r[2]) if r[2] is not None else None, r[3])
+        for r in cursor.fetchall()
+    ]
 
 
 def _trace_context(raw: str | None) -> dict[str, str] | None:

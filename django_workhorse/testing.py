@@ -15,10 +15,12 @@ functions directly. docs/testing.md has examples.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
-import logging
 import os
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,17 +28,14 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.db import connections, transaction
 
-from . import registry, store
+from . import outcomes, registry, store
 from .conf import get_settings
-from .context import JobContext, reset_current, set_current
+from .context import JobContext, LeaseLost, RunTicket, SleepRequested, reset_current, set_current
 from .definitions import JobDefinition
-from .durable import RunTicket, SleepRequested
-from .exceptions import InvalidCheckpointError, InvalidPayloadError, JobCancelled, UnknownJobError
+from .exceptions import InvalidPayloadError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .limits import queue_name_problem
 from .payloads import encode_result
-
-logger = logging.getLogger("django_workhorse.testing")
 
 CLAIM_BATCH = 100
 """Jobs claimed per queue per round; the leases are long since nothing renews them."""
@@ -224,7 +223,7 @@ def _release(jobs: list[store.ClaimedJob], worker_id: str, alias: str) -> None:
             store.release_many(cursor, worker_id, [j.job_id for j in jobs], [j.fence for j in jobs])
 
 
-def _call(definition: JobDefinition[..., Any], payload: dict[str, Any], alias: str) -> Any:
+def _call(definition: JobDefinition[..., Any], job: store.ClaimedJob, alias: str) -> Any:
     """The handler's return value; inside a test's transaction, under a
     savepoint, so that a failing handler leaves the test's transaction usable.
 
@@ -233,11 +232,14 @@ def _call(definition: JobDefinition[..., Any], payload: dict[str, Any], alias: s
     keeps the writes a handler commits before it sleeps.
 
     The handler runs in a copy of the test's ``contextvars``, as a worker's
-    run does: what it sets there stays out of the next run and the test."""
+    run does: what it sets there stays out of the next run and the test. An
+    async handler runs under its job's timeout, cancelled at the deadline as
+    a worker cancels it."""
+    payload = job.payload
 
     def call() -> Any:
         if definition.is_async:
-            return contextvars.copy_context().run(async_to_sync(definition.func), **payload)
+            return contextvars.copy_context().run(async_to_sync(_under_timeout), definition, job)
         return contextvars.copy_context().run(definition.func, **payload)
 
     if not connections[alias].in_atomic_block:
@@ -249,6 +251,11 @@ def _call(definition: JobDefinition[..., Any], payload: dict[str, Any], alias: s
         except SleepRequested as request:
             sleep = request
     raise sleep
+
+
+async def _under_timeout(definition: JobDefinition[..., Any], job: store.ClaimedJob) -> Any:
+    async with asyncio.timeout(job.timeout):
+        return await definition.func(**job.payload)
 
 
 def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
@@ -263,8 +270,10 @@ def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
 
 
 def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
-    from .worker.failures import error_json  # the worker's error envelope, unchanged
-
+    """Run one claimed job and record how it ended, as a worker records it:
+    the admission checks, the stored error and the retry decision are the
+    worker's own (``outcomes.py``); only the running differs (in this
+    thread, under a savepoint in a ``db`` test)."""
     definition = registry.all_jobs().get(job.name)
     context = JobContext(
         job_id=job.job_id,
@@ -276,37 +285,32 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         using=alias,
         _run=RunTicket(worker_id, job.fence, connections[alias].cursor),
     )
-    token = set_current(context)
     sleep: SleepRequested | None = None
-    error: Exception | None = None
+    error: BaseException | None = None
     value: Any = None
     encoded = ""
-    refused = False  # a payload or return value a worker fails without retry
-    try:
-        if job.unreadable is not None:  # as a worker: fails alone, never retried
-            refused = True
-            raise InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
-        if definition is None:
-            raise UnknownJobError(f"no job named {job.name!r} is registered")
+    retryable = True
+    timed_out = False
+    refusal = outcomes.admit(job, definition, "run_jobs")
+    if refusal is not None:
+        error, retryable = refusal.error, refusal.retryable
+    else:
+        assert definition is not None, "admit refuses a job without a handler"
         try:
-            definition.check_payload(job.payload)
-        except InvalidPayloadError as exc:
-            refused = True  # as a worker: the same payload would not fit next time
-            raise InvalidPayloadError(
-                f"{exc}; the payload no longer fits the handler, fix the handler or the job"
-            ) from None
-        value = _call(definition, job.payload, alias)
-        try:
-            encoded = encode_result(value)
-        except InvalidPayloadError:
-            refused = True
-            raise
-    except SleepRequested as request:
-        sleep = request
-    except Exception as exc:
-        error = exc
-    finally:
-        reset_current(token)
+            value = _run_handler(definition, job, context, alias)
+        except SleepRequested as request:
+            sleep = request
+        except LeaseLost:
+            raise  # the run no longer holds its job: nothing of it can be written
+        except _TimedOut as timeout:
+            error, timed_out = timeout.error, True
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt too, as a worker
+            error = exc
+        if error is None and sleep is None:
+            try:
+                encoded = encode_result(value)
+            except InvalidPayloadError as exc:
+                error, retryable = exc, False  # the same value would be refused again
     with connections[alias].cursor() as cursor:
         if error is not None and connections[alias].in_atomic_block:
             _rewrite_checkpoints(cursor, context)
@@ -327,30 +331,19 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         if error is None:
             store.succeed_many(cursor, worker_id, [job.job_id], [job.fence], [encoded])
             return JobRun(job.job_id, job.name, job.queue, job.attempt, True, value=value)
-        retryable = (
-            definition is not None
-            and not refused
-            and not isinstance(error, JobCancelled | InvalidCheckpointError)
-            and definition.should_retry(error)
+        kind = outcomes.closing_kind(error, timed_out=timed_out)
+        retry = outcomes.retry_decision(
+            definition, error, job.attempt, kind=kind, retryable=retryable
         )
-        delay = None
-        if definition is not None and retryable:
-            try:
-                delay = definition.retry_delay(job.attempt)
-            except Exception as hook_exc:  # as a worker does: the stored policy decides
-                logger.error(
-                    "workhorse: backoff callable of %s failed: %s", definition.name, hook_exc
-                )
         (result,) = store.fail_many(
             cursor,
             worker_id,
             [job.job_id],
             [job.fence],
-            [error_json(error)],
-            # A handler that raises JobCancelled ends its job canceled, as in a worker.
-            ["canceled" if isinstance(error, JobCancelled) else "failed"],
-            [retryable],
-            [delay],
+            [outcomes.error_json(error)],
+            [kind],
+            [retry.retryable],
+            [retry.delay],
         )
     return JobRun(
         job.job_id,
@@ -361,6 +354,50 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         error=error,
         will_retry=result.will_retry,
     )
+
+
+class _TimedOut(Exception):
+    """A run that went past its job's timeout: its attempt closes timed out,
+    whatever the handler did afterwards, as under a worker."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _run_handler(
+    definition: JobDefinition[..., Any], job: store.ClaimedJob, context: JobContext, alias: str
+) -> Any:
+    """The handler's return value, with ``context`` as the current job.
+
+    A sync handler cannot be stopped at its deadline (a worker abandons its
+    thread; this one is the test's): the run's context is marked ended at the
+    deadline, as a worker marks it, and once the handler returns its attempt
+    closes timed out. An async one is cancelled at the deadline."""
+    timeout = job.timeout
+    error = outcomes.timeout_error(timeout, abandoned=False)
+    timer = None
+    if timeout and not definition.is_async:
+        timer = threading.Timer(timeout, context._record_end, (error,))
+        timer.daemon = True
+        timer.start()
+    token = set_current(context)
+    started = time.monotonic()
+    try:
+        value = _call(definition, job, alias)
+    except BaseException as exc:
+        # Past the deadline the attempt timed out, however the handler ended
+        # (a cancelled async one raises TimeoutError here).
+        if timeout and time.monotonic() - started >= timeout and type(exc) is not LeaseLost:
+            raise _TimedOut(error) from exc
+        raise
+    finally:
+        reset_current(token)
+        if timer is not None:
+            timer.cancel()
+    if timeout and time.monotonic() - started > timeout:
+        raise _TimedOut(error)
+    return value
 
 
 _ABSENT = object()

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .conf import installed
-from .durable import SleepRequested
+from .context import SleepRequested
 from .exceptions import JobCancelled
 
 AUTO_PARENT_WINDOW = 60.0

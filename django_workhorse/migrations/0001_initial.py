@@ -59,6 +59,10 @@ class Migration(migrations.Migration):
             "workhorse_claim_many_observed_v1.sql",
             drops_function="workhorse_claim_many_observed_v1",
         ),
+        RunSQLFile(
+            "workhorse_claim_observations_v1.sql",
+            drops_function="workhorse_claim_observations_v1",
+        ),
         RunSQLFile("workhorse_get_attempts_v1.sql", drops_function="workhorse_get_attempts_v1"),
         RunSQLFile("workhorse_make_due_v1.sql", drops_function="workhorse_make_due_v1"),
         RunSQLFile("workhorse_live_queues_v1.sql", drops_function="workhorse_live_queues_v1"),

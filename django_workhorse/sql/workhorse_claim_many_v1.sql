@@ -13,7 +13,12 @@
 --
 -- SKIP LOCKED lets any number of workers claim at once without waiting on
 -- each other; the LATERAL per queue keeps each probe on the ready index with
--- its own LIMIT instead of sorting all ready rows of all queues.
+-- its own LIMIT instead of sorting all ready rows of all queues. The rows
+-- are locked FOR NO KEY UPDATE, the lock the UPDATE takes anyway (no key
+-- column changes), not FOR UPDATE: a transaction enqueueing a dependent holds
+-- its prerequisite FOR KEY SHARE until it commits, which FOR UPDATE conflicts
+-- with. SKIP LOCKED then skipped the prerequisite, and the dependent's commit
+-- wakes no worker (it is blocked): a ready job waited for the next poll.
 CREATE OR REPLACE FUNCTION workhorse_claim_many_v1(
     p_worker text,
     p_queues text[],
@@ -147,7 +152,7 @@ BEGIN
             WHERE rt.state = 'scheduled' AND rt.queue = u.q AND rt.run_at <= now()
             ORDER BY rt.run_at
             LIMIT u.l
-            FOR UPDATE SKIP LOCKED
+            FOR NO KEY UPDATE SKIP LOCKED
         ) s
     ),
     promoted AS (
@@ -171,7 +176,7 @@ BEGIN
         WHERE rt.state = 'ready' AND rt.queue = u.q
         ORDER BY rt.priority DESC, rt.run_at, rt.job_id
         LIMIT u.l
-        FOR UPDATE SKIP LOCKED
+        FOR NO KEY UPDATE SKIP LOCKED
     ) r;
     IF v_ids IS NULL THEN
         RETURN;

@@ -26,8 +26,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from ..context import current_job
-from ..durable import LeaseLost, SleepRequested
+from ..context import LeaseLost, SleepRequested, current_job
 from ..exceptions import InvalidCheckpointError, InvalidPayloadError, JobCancelled
 from ..payloads import result_problem
 from .compat import (

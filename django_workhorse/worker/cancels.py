@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 
 from .. import store
-from ..hooks import JobCanceled
+from ..hooks import JobCancel
 from ..store import Recovered
 from .execution import Running
 from .logs import job_extra
@@ -45,7 +45,7 @@ def log_recovered_cancel(item: Recovered) -> None:
     )
 
 
-def call_cancel_hook(hook: Callable[[JobCanceled], object] | None, canceled: JobCanceled) -> None:
+def call_cancel_hook(hook: Callable[[JobCancel], object] | None, canceled: JobCancel) -> None:
     """Tell ``ON_JOB_CANCELED`` about a recorded cancel; a hook that raises is
     logged and processing goes on."""
     if hook is None:
@@ -60,13 +60,13 @@ def call_cancel_hook(hook: Callable[[JobCanceled], object] | None, canceled: Job
         )
 
 
-def of_run(running: Running, reason: str | None) -> JobCanceled:
+def of_run(running: Running, reason: str | None) -> JobCancel:
     job = running.job
-    return JobCanceled(job.job_id, job.name, job.queue, job.attempt, job.max_attempts, reason)
+    return JobCancel(job.job_id, job.name, job.queue, job.attempt, job.max_attempts, reason)
 
 
-def of_recovered(item: Recovered, reason: str | None) -> JobCanceled:
-    return JobCanceled(item.job_id, item.name, item.queue, item.attempt, item.max_attempts, reason)
+def of_recovered(item: Recovered, reason: str | None) -> JobCancel:
+    return JobCancel(item.job_id, item.name, item.queue, item.attempt, item.max_attempts, reason)
 
 
 def stored_reason(cursor: store.Cursor, job_id: int) -> str | None:

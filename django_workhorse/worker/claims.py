@@ -72,6 +72,7 @@ class ClaimSession:
         """Record successes of runs claimed under the current owner name,
         then claim as ``claim`` does, in one call (see ``store``)."""
         assert self._cursor is not None, "claims are made while connected"
-        return store.succeed_and_claim(
+        succeeded, jobs = store.succeed_and_claim(
             self._cursor, self.owner, job_ids, fences, results_json, queues, limits, lease_seconds
         )
+        return succeeded, instruments.observe_claimed(self._cursor, jobs)

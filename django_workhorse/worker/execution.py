@@ -27,19 +27,13 @@ from psycopg.pq import TransactionStatus
 
 from ..context import JobContext, reset_current, set_current
 from ..definitions import JobDefinition
+from ..exceptions import JobTimeout
+from ..outcomes import timeout_error
 from ..states import AttemptOutcome
 from ..store import ClaimedJob
 from . import instruments
 
 logger = logging.getLogger("django_workhorse.worker")
-
-
-class JobTimeout(TimeoutError):
-    """The attempt ran longer than the job's ``timeout``.
-
-    A ``TimeoutError``, so that a job declaring ``retry_on=(TimeoutError,)``
-    has its timed-out attempts retried (a job's own timeout is otherwise not
-    an exception it could name in ``retry_on``)."""
 
 
 @dataclass(eq=False)
@@ -331,7 +325,7 @@ class AsyncSlots:
 
     async def _run(self, running: Running) -> None:
         timeout = running.job.timeout
-        error = JobTimeout(f"the attempt ran longer than its timeout of {timeout} s")
+        error = timeout_error(timeout, abandoned=False)
         mark: asyncio.TimerHandle | None = None
         when: float | None = None
         value: Any = None

@@ -4,61 +4,19 @@ log lines about it, and the ``ON_JOB_FAILURE`` call."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..exceptions import InvalidCheckpointError, JobCancelled, StalledJobError
+from ..exceptions import JobCancelled, StalledJobError
 from ..hooks import JobFailure
+from ..outcomes import describe, retry_decision
 from ..states import AttemptOutcome
 from ..store import FailResult, Recovered
 from .execution import Finished, Running
 from .logs import job_extra
 
 logger = logging.getLogger("django_workhorse.worker")
-
-TRACEBACK_LIMIT = 16_000
-MESSAGE_LIMIT = 16_000
-
-
-def error_envelope(exc: BaseException, *, message: str | None = None) -> dict[str, str]:
-    """The JSON stored for a failed attempt: exception class, message, traceback."""
-    cls = type(exc)
-    text = "".join(traceback.format_exception(exc))
-    return {
-        "type": f"{cls.__module__}.{cls.__qualname__}",
-        "message": storable(message if message is not None else describe(exc)),
-        "traceback": storable(text[-TRACEBACK_LIMIT:]),
-    }
-
-
-def describe(exc: BaseException) -> str:
-    """``str(exc)``, cut to ``MESSAGE_LIMIT`` characters, for the record and
-    the log lines of a failure.
-
-    The exception is the handler's: its ``__str__`` may raise (which, on the
-    writer's thread, would stop the worker) or return megabytes (stored in
-    every outcome row and log line).
-    """
-    try:
-        text = str(exc)
-    except BaseException as failure:  # the handler's code, run on the worker's thread
-        return f"<str() of the {type(exc).__name__} raised {type(failure).__name__}>"
-    if len(text) > MESSAGE_LIMIT:
-        text = f"{text[:MESSAGE_LIMIT]}... ({len(text) - MESSAGE_LIMIT} more characters)"
-    return text
-
-
-def storable(text: str) -> str:
-    """``text`` with what jsonb cannot hold replaced: lone surrogates (from
-    ``surrogateescape`` file names, say) and NUL characters."""
-    return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "\\u0000")
-
-
-def error_json(exc: BaseException, *, message: str | None = None) -> str:
-    return json.dumps(error_envelope(exc, message=message), separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,18 +60,10 @@ def classify(item: Finished) -> Failure:
     exc = item.error
     assert exc is not None, "only failed runs are classified"
     running = item.running
-    definition = running.definition
-    # A checkpoint result that is not JSON would be refused again: not retried.
-    retryable = item.retryable and not isinstance(exc, InvalidCheckpointError)
-    if definition is not None and retryable:
-        retryable = definition.should_retry(exc)
-    delay = None
-    if definition is not None and retryable:
-        try:
-            delay = definition.retry_delay(running.job.attempt)
-        except BaseException as hook_exc:  # user code: SystemExit and the like too
-            logger.error("workhorse: backoff callable of %s failed: %s", definition.name, hook_exc)
-    return Failure(item, item.kind, retryable, delay)
+    retry = retry_decision(
+        running.definition, exc, running.job.attempt, kind=item.kind, retryable=item.retryable
+    )
+    return Failure(item, item.kind, retry.retryable, retry.delay)
 
 
 def log_failure(running: Running, result: FailResult, kind: str, exc: BaseException) -> None:

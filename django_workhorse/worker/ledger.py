@@ -81,10 +81,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from ..durable import LeaseLost
+from ..context import LeaseLost
 from ..exceptions import JobCancelled
+from ..outcomes import timeout_error
 from ..states import AttemptOutcome
-from .execution import Finished, JobTimeout, Running
+from .execution import Finished, Running
 
 EARLY_CANCELS_KEPT = 1000
 """Cancels of runs not going here that the ledger remembers, newest last.
@@ -158,10 +159,7 @@ class Ledger:
                 running.timed_out = True
                 del self._running[running.job.job_id]
                 self._writing[running] = None
-                error = JobTimeout(
-                    f"the attempt ran longer than its timeout of {running.job.timeout} s; its "
-                    "thread is abandoned and the slot stays busy until it returns"
-                )
+                error = timeout_error(running.job.timeout, abandoned=True)
                 running.context._record_end(error)
                 self._hand_over(
                     Finished(

@@ -9,18 +9,26 @@ attributes through ``extra``; other records have none of them.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from ..context import peek_current
 
 _installed = False
+_lock = threading.Lock()
 
 
 def install_record_factory() -> None:
     """Wrap the current log record factory once per process."""
     global _installed
-    if _installed:
-        return
+    with _lock:
+        if _installed:
+            return
+        _install()
+        _installed = True
+
+
+def _install() -> None:
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -35,7 +43,6 @@ def install_record_factory() -> None:
         return record
 
     logging.setLogRecordFactory(factory)
-    _installed = True
 
 
 def use_log_format(log_format: str, worker_id: str) -> None:

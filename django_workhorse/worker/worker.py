@@ -19,22 +19,22 @@ one half-way.
 
 from __future__ import annotations
 
+import functools
 import logging
-import queue
 import signal
 import threading
 import time
 from typing import Any
 
 import psycopg
-from django.db import close_old_connections
+from django.db import connections
 
 from .. import registry, store
 from ..conf import import_callable
-from ..context import JobContext
+from ..context import JobContext, LeaseLost, RunTicket
 from ..definitions import JobDefinition
-from ..durable import LeaseLost, RunTicket
-from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
+from ..exceptions import InvalidPayloadError, JobTimeout, SchemaVersionError
+from ..outcomes import admit
 from ..payloads import encode_result
 from . import instruments, limits, sidecars
 from .cancels import (
@@ -48,9 +48,10 @@ from .cancels import (
 from .checkpoints import RunConnections
 from .claims import ClaimSession
 from .connection import connect, retry_delays
-from .execution import AsyncSlots, Finished, JobTimeout, Running, SyncSlots
+from .execution import AsyncSlots, Finished, Running, SyncSlots
 from .failures import call_stall_hook, log_recovered, report_lost
 from .heartbeat import Heartbeat
+from .hookcalls import HookCalls
 from .ledger import Ledger
 from .linger import Linger
 from .logs import install_record_factory, job_extra
@@ -61,6 +62,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     resolve_options,
 )
 from .retention import RetentionSweeper, start_retention
+from .routes import SuccessRoute
 from .vacuum import VacuumSweeper, start_vacuum
 from .wakeups import Listener
 from .writer import Writer
@@ -100,11 +102,14 @@ class Worker:
             import_callable(options.on_job_canceled) if options.on_job_canceled else None
         )
         self._linger = Linger()
-        self._stall_failures: queue.SimpleQueue[store.Recovered] = queue.SimpleQueue()
+        # Every ON_JOB_FAILURE / ON_JOB_CANCELED call runs there, after the
+        # end it reports is recorded (hookcalls.py).
+        self._hooks = HookCalls()
         self._writer = Writer(
             alias=options.alias,
             hook=self._hook,
             cancel_hook=self._cancel_hook,
+            hooks=self._hooks,
             in_flight=self._running_count,
             on_written=self._written,
             on_error=self._on_writer_error,
@@ -118,7 +123,8 @@ class Worker:
         # read and written by the claim loop only.
         self._db_clock_ahead = 0.0
         # One slot in all: its handler thread claims the next job (_carry_on).
-        self._one_slot = sum(options.concurrency.values()) == 1
+        self.route = SuccessRoute.choose(options.concurrency)
+        self._one_slot = self.route.carries_on
         self._run_connections = RunConnections(options.alias)
         self._checkpoint_cursor = self._run_connections.cursor
         self._sync: dict[str, SyncSlots] = {}
@@ -192,16 +198,17 @@ class Worker:
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
             limits.sync(cursor, self.settings, self.options.queues)
         self._sidecars = sidecars.start(self.options, conn)
-        # Held successes ride with the plain claim only; an observed claim
-        # (tracing or metrics on, configured just above) goes its own way.
-        self.ledger.hold_successes(instruments.ACTIVE is None)
+        # Whatever tracing and metrics are (configured just above): they read
+        # what they need after the claim (instruments.observe_claimed).
+        self.ledger.hold_successes(True)
         self._start_threads()
         registry.on_register(self._on_register)
         logger.info(
-            "workhorse worker %s serving %s on database %r",
+            "workhorse worker %s serving %s on database %r; successes recorded %s",
             self.worker_id,
             ", ".join(f"{q}({n})" for q, n in self.options.concurrency.items()),
             self.options.alias,
+            self.route.value,
         )
         try:
             self._loop()
@@ -218,6 +225,8 @@ class Worker:
             self._sync[name] = SyncSlots(count, self._finished_sync, f"workhorse-{name}")
         if needs_async:
             self._async = AsyncSlots(self._done, "workhorse")
+        if self._hook is not None or self._cancel_hook is not None:
+            self._hooks.start()
         self._writer.start()
         self._listener = Listener(
             alias=self.options.alias,
@@ -304,7 +313,6 @@ class Worker:
         self._wake.clear()
         if self.ledger.error is not None:
             raise self.ledger.error
-        self._report_stall_failures()
         self._expire_timeouts()
         if self._forced.is_set():
             return True
@@ -484,6 +492,7 @@ class Worker:
             if not ok:
                 report_lost(item.running, "success")
         instruments.count_successes(items, succeeded)
+        instruments.observe_runs()  # their run times, as the writer does after a batch
         # The loop is this thread: it goes on by itself, no wake-up needed.
         self.ledger.written([item.running for item in items])
         return owner, jobs
@@ -579,25 +588,9 @@ class Worker:
             # Its cancel was heard between the claim and now: apply it now,
             # not at the next heartbeat.
             self._on_cancel(job.job_id, job.fence, owner, "a notification, before it started")
-        error: Exception
-        if job.unreadable is not None:  # a poison job fails alone, never retried
-            error = InvalidPayloadError(f"{job.unreadable}; the job cannot run, enqueue it again")
-            self._done(Finished(running, False, error=error, retryable=False))
-            return None
-        if definition is None:
-            error = UnknownJobError(
-                f"no job named {job.name!r} is registered in worker {self.worker_id}; deploy "
-                "the code that defines it (the attempt is retried with backoff)"
-            )
-            self._done(Finished(running, False, error=error))
-            return None
-        try:
-            definition.check_payload(job.payload)
-        except InvalidPayloadError as exc:
-            error = InvalidPayloadError(
-                f"{exc}; the payload no longer fits the handler, fix the handler or the job"
-            )
-            self._done(Finished(running, False, error=error, retryable=False))
+        refusal = admit(job, definition, f"worker {self.worker_id}")
+        if refusal is not None:
+            self._done(Finished(running, False, error=refusal.error, retryable=refusal.retryable))
             return None
         return running
 
@@ -681,36 +674,35 @@ class Worker:
         self._wake.set()  # a stopping worker may be waiting for this run
 
     def _on_recovered(self, recovered: list[store.Recovered]) -> None:
+        """Jobs the stall sweep took back (on the heartbeat's thread): logged
+        here, their hooks called on the hook thread, never on this one (a
+        slow hook must not let leases expire)."""
         for item in recovered:
             if item.canceled:
                 log_recovered_cancel(item)
                 if self._cancel_hook is not None:
-                    self._stall_failures.put(item)
+                    self._hooks.submit(
+                        item.job_id,
+                        "on_job_canceled",
+                        functools.partial(self._call_recovered_cancel_hook, item),
+                    )
                 continue
             log_recovered(item)
             if item.failed and self._hook is not None:
-                # The hook runs on the claim loop's thread, never on the
-                # heartbeat's: a slow hook must not let leases expire.
-                self._stall_failures.put(item)
+                self._hooks.submit(
+                    item.job_id,
+                    "on_job_failure",
+                    functools.partial(call_stall_hook, self._hook, item),
+                )
         self._wake.set()
 
-    def _report_stall_failures(self) -> None:
-        called = False
-        while True:
-            try:
-                item = self._stall_failures.get_nowait()
-            except queue.Empty:
-                break
-            if item.canceled:
-                assert self._session.conn is not None, "the loop runs connected"
-                with self._claim_lock, self._session.conn.cursor() as cursor:
-                    reason = stored_reason(cursor, item.job_id)
-                call_cancel_hook(self._cancel_hook, of_recovered(item, reason))
-            else:
-                call_stall_hook(self._hook, item)
-            called = True
-        if called:
-            close_old_connections()  # a hook may have used the ORM on this thread
+    def _call_recovered_cancel_hook(self, item: store.Recovered) -> None:
+        """On the hook thread: ``ON_JOB_CANCELED`` for a job the stall sweep
+        ended canceled, with the reason its envelope holds (read with the
+        thread's Django connection, closed after the hook calls)."""
+        with connections[self.options.alias].cursor() as cursor:
+            reason = stored_reason(cursor, item.job_id)
+        call_cancel_hook(self._cancel_hook, of_recovered(item, reason))
 
     # -- shutdown ----------------------------------------------------------
 
@@ -753,6 +745,8 @@ class Worker:
             try:
                 self._writer.stop()
             finally:
+                # After the writer: its last batch's hook calls are queued by now.
+                self._hooks.stop()
                 self._close()
 
     def _release(self, leftover: list[Running]) -> None:
@@ -786,16 +780,20 @@ class Worker:
             self._report_release_cancels(canceled)
 
     def _report_release_cancels(self, canceled: list[Running]) -> None:
-        """Log each job the release ended canceled and tell ``ON_JOB_CANCELED``."""
+        """Log each job the release ended canceled; ``ON_JOB_CANCELED`` is
+        called on the hook thread."""
         conn = self._session.conn
         assert conn is not None, "the release ran connected"
         for running in canceled:
             with conn.cursor() as cursor:
                 reason = stored_reason(cursor, running.job.job_id)
             log_canceled(running, reason)
-            call_cancel_hook(self._cancel_hook, of_run(running, reason))
-        if self._cancel_hook is not None:
-            close_old_connections()  # a hook may have used the ORM on this thread
+            if self._cancel_hook is not None:
+                self._hooks.submit(
+                    running.job.job_id,
+                    "on_job_canceled",
+                    functools.partial(call_cancel_hook, self._cancel_hook, of_run(running, reason)),
+                )
 
     def _close(self) -> None:
         if self._sidecars:

@@ -1,5 +1,10 @@
 """The writer thread: records finished runs in batches, from its own connection.
 
+It records and logs; it never calls the application's hooks: once a batch
+is written, its ``ON_JOB_FAILURE`` and ``ON_JOB_CANCELED`` calls go to the
+hook thread (``hookcalls.py``), so a slow or hanging hook never holds up
+the next batch.
+
 A handler's slot is free as soon as it returns; its result waits here for the
 next batch. Each batch is one transaction of at most three SQL calls
 (``succeed_many``, ``fail_many`` and ``sleep_many``), whatever its size, so
@@ -22,6 +27,7 @@ and is handed to the worker, which stops.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import threading
@@ -29,12 +35,12 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import psycopg
-from django.db import close_old_connections
 
 from .. import store
-from ..durable import SleepRequested
+from ..context import SleepRequested
 from ..exceptions import InvalidPayloadError
-from ..hooks import JobCanceled, JobFailure
+from ..hooks import JobCancel, JobFailure
+from ..outcomes import error_json
 from ..payloads import encode_result
 from . import instruments
 from .cancels import call_cancel_hook, log_canceled, of_run, stored_reason
@@ -44,11 +50,11 @@ from .failures import (
     Failure,
     call_hook,
     classify,
-    error_json,
     log_failure,
     log_sleep,
     report_lost,
 )
+from .hookcalls import HookCalls
 from .linger import Linger
 from .logs import job_extra
 
@@ -92,7 +98,8 @@ class Writer(threading.Thread):
         alias: str,
         hook: Callable[[JobFailure], object] | None,
         in_flight: Callable[[], int],
-        cancel_hook: Callable[[JobCanceled], object] | None = None,
+        cancel_hook: Callable[[JobCancel], object] | None = None,
+        hooks: HookCalls,
         on_written: Callable[[list[Running]], None],
         on_error: Callable[[BaseException], None],
         give_up: threading.Event,
@@ -101,6 +108,7 @@ class Writer(threading.Thread):
         self.alias = alias
         self.hook = hook
         self.cancel_hook = cancel_hook
+        self.hooks = hooks
         self.in_flight = in_flight
         self.on_written = on_written
         self.on_error = on_error
@@ -408,7 +416,7 @@ class Writer(threading.Thread):
                     with self._cursor() as cursor:
                         reason = stored_reason(cursor, item.running.job.job_id)
                     log_canceled(item.running, reason)
-                    call_cancel_hook(self.cancel_hook, of_run(item.running, reason))
+                    self._cancel_hook(item.running, reason)
                 elif ok:
                     log_sleep(item.running, request.name, run_at)
                 elif self._own_attempt(item.running, SLEPT) is not None:
@@ -437,12 +445,22 @@ class Writer(threading.Thread):
                 if failure.canceled or result.canceled:
                     # A cancel is not a failure: ON_JOB_CANCELED, not ON_JOB_FAILURE.
                     log_canceled(running, result.reason)
-                    call_cancel_hook(self.cancel_hook, of_run(running, result.reason))
+                    self._cancel_hook(running, result.reason)
                     continue
                 log_failure(running, result, failure.kind, failure.exception)
-                call_hook(self.hook, failure, result)
+                if self.hook is not None:
+                    self.hooks.submit(
+                        running.job.job_id,
+                        "on_job_failure",
+                        functools.partial(call_hook, self.hook, failure, result),
+                    )
             instruments.count_failures(failures, failed)
-            if self.hook is not None or self.cancel_hook is not None:
-                # A hook may use the ORM on this thread: treat its calls as
-                # one request and let Django close what it opened.
-                close_old_connections()
+
+    def _cancel_hook(self, running: Running, reason: str | None) -> None:
+        """Hand ``ON_JOB_CANCELED`` for a recorded cancel to the hook thread."""
+        if self.cancel_hook is not None:
+            self.hooks.submit(
+                running.job.job_id,
+                "on_job_canceled",
+                functools.partial(call_cancel_hook, self.cancel_hook, of_run(running, reason)),
+            )

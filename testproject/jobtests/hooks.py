@@ -6,7 +6,9 @@ raises, to show that a broken hook does not disturb job processing.
 
 from __future__ import annotations
 
-from django_workhorse import JobCanceled, JobFailure
+import time
+
+from django_workhorse import JobCancel, JobFailure
 
 from .models import FailureCall
 
@@ -45,7 +47,7 @@ def record_then_exit(failure: JobFailure) -> None:
     raise SystemExit(3)
 
 
-def record_canceled(canceled: JobCanceled) -> None:
+def record_canceled(canceled: JobCancel) -> None:
     """``ON_JOB_CANCELED``: stored as a ``FailureCall`` of hook 'record_canceled',
     its reason as the message."""
     FailureCall.objects.create(
@@ -57,6 +59,13 @@ def record_canceled(canceled: JobCanceled) -> None:
         max_attempts=canceled.max_attempts,
         will_retry=False,
         timed_out=False,
-        exception_type="JobCanceled",
+        exception_type="JobCancel",
         exception_message=canceled.reason or "",
     )
+
+
+def record_then_hang(failure: JobFailure) -> None:
+    """A hook that never returns (a socket without a timeout, say): records
+    its call, then sleeps for an hour."""
+    _store("record_then_hang", failure)
+    time.sleep(3600)

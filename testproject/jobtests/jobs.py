@@ -301,7 +301,7 @@ def broken_retry_delay() -> None:
 
 
 # Jobs with checkpoints and sleeps, and handlers that misbehave.
-from . import durable_jobs, poison_jobs  # noqa: E402, F401
+from . import durable_jobs, fates, poison_jobs  # noqa: E402, F401
 
 if "second" in settings.DATABASES:
     # Jobs bound to the second store exist only when the project has one.

@@ -66,6 +66,14 @@ def retries_in_an_hour(message: str) -> None:
     raise PlannedFailure(message)
 
 
+@task(queue_name="jobtests.tasks", max_attempts=2, timeout=1, backoff=workhorse.fixed(0))
+def fate_task(kind: str) -> str:
+    """Ends as ``kind`` says (``jobtests.fates.end_as``)."""
+    from .fates import end_as
+
+    return end_as(kind)
+
+
 @task(queue_name="jobtests.tasks")
 def gives_up(message: str) -> None:
     """Ends its job canceled on its first attempt, though attempts remain."""

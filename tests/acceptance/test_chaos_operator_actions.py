@@ -124,7 +124,7 @@ def test_operator_actions_racing_workers_keep_the_documented_promises(workers, w
     print(f"operator chaos seed {seed} (WORKHORSE_SOAK_SEED={seed} replays it), {ACTIONS} actions")
     admin = workhorse.Admin()
     for queue, limit in LIMITS.items():
-        admin.set_queue_limits(queue, concurrency=limit)
+        admin.set_queue_limits(queue, global_concurrency=limit)
     ids: list[int] = []
     for _ in range(60):
         ids.append(enqueue_one(rng, ids))

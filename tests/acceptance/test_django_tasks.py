@@ -222,7 +222,7 @@ def test_a_sync_task_past_its_timeout_finishes_as_its_attempt_was_recorded(
 
     assert result.status == TaskResultStatus.FAILED
     assert [e.exception_class_path for e in result.errors] == [
-        "django_workhorse.worker.execution.JobTimeout"
+        "django_workhorse.exceptions.JobTimeout"
     ]
     assert labels(job_id, "signal:") == [
         "signal:enqueued:READY",

@@ -173,7 +173,7 @@ def test_a_timed_out_run_cannot_record_its_stage_and_stops_there(start_worker, w
     snapshot = Admin().get_job(handle.id)
     assert (snapshot.state, snapshot.error["type"]) == (
         "failed",
-        "django_workhorse.worker.execution.JobTimeout",
+        "django_workhorse.exceptions.JobTimeout",
     )
     assert snapshot.checkpoints == ()
     assert runs(handle.id, "after") == []

@@ -197,7 +197,7 @@ def test_the_admin_api_reads_and_acts_under_the_least_privilege_role(alias_as):
     assert [q.name for q in admin.queue_stats()] == ["least-privilege-admin"]
     assert admin.list_schedules() == []
     assert admin.workers()["holding_jobs"] == []
-    assert admin.set_queue_limits("least-privilege-admin", concurrency=2).status == "changed"
+    assert admin.set_queue_limits("least-privilege-admin", global_concurrency=2).status == "changed"
     assert admin.pause_queue("least-privilege-admin").changed
     assert admin.resume_queue("least-privilege-admin").changed
     assert admin.promote(later.id).state == "ready"

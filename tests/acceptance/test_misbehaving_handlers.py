@@ -14,7 +14,7 @@ from jobtests.models import RunRecord
 from jobtests.poison_jobs import amate, apoison, mate, poison
 
 from django_workhorse.models import AttemptHistory, JobOutcome
-from django_workhorse.worker.failures import MESSAGE_LIMIT
+from django_workhorse.outcomes import MESSAGE_LIMIT
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -250,7 +250,7 @@ def test_an_async_handler_that_never_yields_past_its_timeout_is_timed_out(start_
     it past its deadline was recorded as a success."""
     outcome, _ = run_among_mates(start_worker, wait_until, "never_yields", is_async=True, timeout=1)
     assert outcome.state == "failed"
-    assert outcome.error["type"] == "django_workhorse.worker.execution.JobTimeout"
+    assert outcome.error["type"] == "django_workhorse.exceptions.JobTimeout"
     assert AttemptHistory.objects.get(job_id=outcome.job_id).outcome == "timed_out"
 
 

@@ -428,7 +428,7 @@ def test_the_queues_page_stops_counting_at_its_limit_and_shows_the_queues_limits
     monkeypatch.setattr(admin_module, "QUEUE_PAGE_COUNT_LIMIT", 2)
     for _ in range(3):
         ReadyJobFactory(queue="shop")
-    Admin().set_queue_limits("shop", concurrency=4)
+    Admin().set_queue_limits("shop", global_concurrency=4)
 
     body = operator_client.get(QUEUES).content.decode()
 

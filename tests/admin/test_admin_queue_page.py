@@ -45,7 +45,7 @@ def test_the_queues_page_shows_the_per_worker_concurrency_of_workhorse_queues(
 
 def test_the_queues_page_says_a_rate_limit_per_its_period(operator_client):
     ReadyJobFactory(queue="page-rate")
-    Admin().set_queue_limits("page-rate", concurrency=2, rate=100, period=60)
+    Admin().set_queue_limits("page-rate", global_concurrency=2, rate=100, period=60)
 
     body = operator_client.get(QUEUES).content.decode()
 

@@ -265,7 +265,7 @@ def test_queue_stats_find_the_oldest_ready_job_across_priorities():
 
 @pytest.mark.django_db
 def test_queue_stats_show_a_queues_limits_and_a_policy_row_without_jobs():
-    Admin().set_queue_limits("email", concurrency=2, rate=10, period=60)
+    Admin().set_queue_limits("email", global_concurrency=2, rate=10, period=60)
 
     (limited,) = [q for q in Admin().queue_stats() if q.name == "email"]
 

@@ -12,7 +12,7 @@ import pytest
 from django.utils.module_loading import import_string
 
 from django_workhorse import Admin, JobCancelled, store
-from django_workhorse.worker.failures import error_envelope
+from django_workhorse.outcomes import error_envelope
 from tests.factories import ActiveJobFactory, BlockedJobFactory, ReadyJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

@@ -28,7 +28,7 @@ from jobtests.tasks import (
 
 from django_workhorse import Admin, enqueue, store
 from django_workhorse.conf import RetentionSettings
-from django_workhorse.durable import LeaseLost
+from django_workhorse.context import LeaseLost
 from django_workhorse.exceptions import StalledJobError
 from django_workhorse.models import Job
 from django_workhorse.retention import prune
@@ -713,7 +713,7 @@ def test_a_task_run_that_lost_its_lease_says_ready_not_failed_on_its_last_attemp
     sent = finished_statuses(run)
 
     # Its job belongs to another run now, which decides how the task ends.
-    assert sent == [(TaskResultStatus.READY, ["django_workhorse.durable.LeaseLost"])]
+    assert sent == [(TaskResultStatus.READY, ["django_workhorse.context.LeaseLost"])]
 
 
 @pytest.mark.django_db(transaction=True, available_apps=["django_workhorse", "jobtests"])

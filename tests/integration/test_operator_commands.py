@@ -50,7 +50,7 @@ def test_status_json_is_for_machines():
 def test_status_shows_each_queues_limits():
     ReadyJobFactory(queue="status-limits")
     ReadyJobFactory(queue="status-free")
-    Admin().set_queue_limits("status-limits", concurrency=3, rate=100, period=60)
+    Admin().set_queue_limits("status-limits", global_concurrency=3, rate=100, period=60)
 
     text = run("workhorse_status")
     data = json.loads(run("workhorse_status", "--json"))

@@ -31,8 +31,10 @@ def enqueue(count: int) -> list[int]:
 @override_settings(WORKHORSE=SETTINGS)
 def test_setting_limits_says_whether_they_changed():
     admin = Admin()
-    first = admin.set_queue_limits(QUEUE, concurrency=2, rate=100, period=timedelta(minutes=1))
-    again = admin.set_queue_limits(QUEUE, concurrency=2, rate=100, period=60)
+    first = admin.set_queue_limits(
+        QUEUE, global_concurrency=2, rate=100, period=timedelta(minutes=1)
+    )
+    again = admin.set_queue_limits(QUEUE, global_concurrency=2, rate=100, period=60)
     removed = admin.set_queue_limits(QUEUE)
 
     assert (first.status, first.concurrency, first.rate, first.period) == ("changed", 2, 100, 60)
@@ -40,9 +42,23 @@ def test_setting_limits_says_whether_they_changed():
     assert (removed.status, removed.concurrency, removed.rate) == ("changed", None, None)
 
 
+@override_settings(WORKHORSE=SETTINGS)
+def test_the_old_name_concurrency_still_sets_the_global_cap_and_warns():
+    with pytest.warns(DeprecationWarning, match=r"call it global_concurrency="):
+        limits = Admin().set_queue_limits(QUEUE, concurrency=3)
+
+    assert (limits.status, limits.concurrency) == ("changed", 3)
+
+
+@override_settings(WORKHORSE=SETTINGS)
+def test_both_names_at_once_are_refused():
+    with pytest.raises(TypeError, match="pass global_concurrency= alone"):
+        Admin().set_queue_limits(QUEUE, global_concurrency=3, concurrency=3)
+
+
 def test_an_unknown_queue_is_a_clear_error():
     with pytest.raises(UnknownQueueError, match=r"unknown queue 'nowhere'.*known: "):
-        Admin().set_queue_limits("nowhere", concurrency=1)
+        Admin().set_queue_limits("nowhere", global_concurrency=1)
 
 
 @pytest.mark.parametrize("name", [None, 5, "bad name", "email\n", "q" * 54])
@@ -50,13 +66,13 @@ def test_a_malformed_queue_name_is_refused_as_pause_queue_refuses_it(name):
     """It was an UnknownQueueError (a LookupError) saying the name is not a
     string; pause_queue and resume_queue raise InvalidQueryError."""
     with pytest.raises(InvalidQueryError, match=r"is not a queue name: use 1 to 53"):
-        Admin().set_queue_limits(name, concurrency=1)
+        Admin().set_queue_limits(name, global_concurrency=1)
 
 
 @pytest.mark.parametrize(
     ("limits", "message"),
     [
-        ({"concurrency": 0}, "concurrency must be a whole number from 1"),
+        ({"global_concurrency": 0}, "'global_concurrency' must be a whole number from 1"),
         ({"rate": 10}, "'rate' and 'period' go together"),
         ({"rate": 0, "period": 1}, "'rate' must be a whole number from 1 to 10000"),
         ({"rate": 5, "period": -1}, "'period' must be more than 0"),
@@ -74,7 +90,7 @@ def test_a_bad_limit_is_a_clear_error(limits, message):
 @override_settings(WORKHORSE=SETTINGS)
 def test_a_concurrency_limit_caps_active_jobs_across_claimers(cursor, db_rows):
     ids = enqueue(5)
-    Admin().set_queue_limits(QUEUE, concurrency=2)
+    Admin().set_queue_limits(QUEUE, global_concurrency=2)
 
     first = store.claim_many(cursor, "worker-a", [QUEUE], [4], 30)
     second = store.claim_many(cursor, "worker-b", [QUEUE], [4], 30)

@@ -52,7 +52,7 @@ def test_a_finish_wakes_a_limited_queue_whose_claim_was_held_back_and_an_unlimit
 ):
     limited = ActiveJobFactory(queue="notify-limited", worker="w")
     unlimited = ActiveJobFactory(queue="notify-free", worker="w")
-    Admin().set_queue_limits("notify-limited", concurrency=1)
+    Admin().set_queue_limits("notify-limited", global_concurrency=1)
     ReadyJobFactory(queue="notify-limited")
     with connection.cursor() as cursor:
         assert store.claim_many(cursor, "w2", ["notify-limited"], [1], 30) == []
@@ -71,7 +71,7 @@ def test_a_finish_wakes_a_limited_queue_whose_claim_was_held_back_and_an_unlimit
 
 def test_a_finish_in_a_limited_queue_that_held_no_claim_back_sends_nothing(listen):
     job = ActiveJobFactory(queue="notify-roomy", worker="w")
-    Admin().set_queue_limits("notify-roomy", concurrency=5)
+    Admin().set_queue_limits("notify-roomy", global_concurrency=5)
     ReadyJobFactory(queue="notify-roomy")
     with connection.cursor() as cursor:
         assert len(store.claim_many(cursor, "w2", ["notify-roomy"], [1], 30)) == 1
@@ -91,7 +91,7 @@ def test_a_claim_held_back_while_a_finish_is_in_flight_learns_of_the_place_it_fr
     NOTIFY; the held-back worker's next-run lookup waits for that finish and
     reports the place free."""
     running = ActiveJobFactory(queue="notify-race", worker="w")
-    Admin().set_queue_limits("notify-race", concurrency=1)
+    Admin().set_queue_limits("notify-race", global_concurrency=1)
     ReadyJobFactory(queue="notify-race")
     session = listen("notify-race")
     finisher = pg_connect()
@@ -130,9 +130,9 @@ def test_a_limit_change_notifies_the_queue(listen):
     ScheduledJobFactory(queue="notify-limits")
     session = listen("notify-limits")
 
-    assert Admin().set_queue_limits("notify-limits", concurrency=3).status == "changed"
+    assert Admin().set_queue_limits("notify-limits", global_concurrency=3).status == "changed"
     assert heard(session) == ["workhorse:notify-limits"]
-    assert Admin().set_queue_limits("notify-limits", concurrency=3).status == "unchanged"
+    assert Admin().set_queue_limits("notify-limits", global_concurrency=3).status == "unchanged"
     assert silent(session)
 
 

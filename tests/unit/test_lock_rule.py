@@ -73,12 +73,17 @@ CONFINED = {
         "_threads": "_wake_one, whose callers hold self._cond",
         "_waking": "_wake_one, whose callers hold self._cond",
     },
+    "HookCalls": {
+        "_started": "start(), called by Worker.run before the hook threads exist",
+        "_current": "the hook thread (_serve); the watchdog only reads it",
+        "_reported": "the watchdog thread (_watch)",
+    },
     "Supervisor": "a process of its own: its fields are its main thread's",
 }
 
 
 FOREIGN = {
-    ("logs.py", "install_record_factory"): "annotates the log record the factory just built",
+    ("logs.py", "_install"): "annotates the log record the factory just built",
 }
 """Functions that may assign attributes of an object they did not get from
 another thread."""
@@ -275,4 +280,103 @@ class Ledger:
         ("bad", "_running", False),
         ("bad", None, False),
         ("good", "_running", True),
+    ]
+
+
+def _module_state_changes(path: Path) -> list[tuple[str, int, bool]]:
+    """(function, line, under ``with _lock``) of each change a function makes
+    to its module's own state: a ``global`` name assigned, a module-level
+    container assigned into, deleted from or changed by a mutating call."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    module_names = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    found: list[tuple[str, int, bool]] = []
+
+    def module_level(node: ast.AST, declared: set[str]) -> bool:
+        while isinstance(node, ast.Subscript | ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and (node.id in declared or node.id in module_names)
+
+    def walk(node: ast.AST, function: str, declared: set[str], locked: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                if isinstance(child, ast.ClassDef):
+                    continue  # fields of instances: the checks above
+                names = {
+                    name
+                    for statement in ast.walk(child)
+                    if isinstance(statement, ast.Global)
+                    for name in statement.names
+                }
+                walk(child, child.name, names, False)
+                continue
+            inner = locked
+            if isinstance(child, ast.With) and any(
+                ast.unparse(item.context_expr) == "_lock" for item in child.items
+            ):
+                inner = True
+            if function != "<module>":
+                targets: list[ast.AST] = []
+                if isinstance(child, ast.Assign):
+                    targets = list(child.targets)
+                elif isinstance(child, ast.AugAssign | ast.AnnAssign):
+                    targets = [child.target]
+                elif isinstance(child, ast.Delete):
+                    targets = list(child.targets)
+                for target in targets:
+                    plain = isinstance(target, ast.Name)
+                    if (plain and target.id in declared) or (
+                        not plain and module_level(target, declared)
+                    ):
+                        found.append((function, child.lineno, inner))
+                if (
+                    isinstance(child, ast.Call)
+                    and isinstance(child.func, ast.Attribute)
+                    and child.func.attr in MUTATORS
+                    and isinstance(child.func.value, ast.Name)
+                    and child.func.value.id in module_names
+                ):
+                    found.append((function, child.lineno, inner))
+            walk(child, function, declared, inner)
+
+    walk(tree, "<module>", set(), False)
+    return found
+
+
+PROCESS_STATE = [
+    PACKAGE.parent / "registry.py",
+    *sorted(PACKAGE.glob("*.py")),
+]
+"""The registry (read by every thread of a worker) and the worker's modules:
+their module-level state is the process's, shared by all its threads."""
+
+
+def test_process_wide_state_changes_only_under_its_modules_lock():
+    outside = [
+        f"{path.name}:{line} {function}"
+        for path in PROCESS_STATE
+        for function, line, locked in _module_state_changes(path)
+        if not locked
+    ]
+    assert not outside, "\n".join(outside)
+
+
+def test_the_process_state_checker_sees_a_change_outside_the_lock(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import threading\n_lock = threading.Lock()\n_jobs = {}\nACTIVE = None\n"
+        "def good(k, v):\n    global ACTIVE\n    with _lock:\n        _jobs[k] = v\n"
+        "        ACTIVE = v\n"
+        "def bad(k, v):\n    global ACTIVE\n    _jobs.pop(k)\n    ACTIVE = v\n"
+    )
+    assert [(f, locked) for f, _, locked in _module_state_changes(source)] == [
+        ("good", True),
+        ("good", True),
+        ("bad", False),
+        ("bad", False),
     ]

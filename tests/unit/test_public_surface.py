@@ -27,3 +27,31 @@ def test_every_exception_of_the_package_is_public():
         and value.__module__ == exceptions.__name__
     }
     assert errors - set(workhorse.__all__) == set()
+
+
+def test_job_timeout_is_public():
+    from django_workhorse.exceptions import JobTimeout
+
+    assert workhorse.JobTimeout is JobTimeout
+    assert issubclass(workhorse.JobTimeout, TimeoutError)
+
+
+def test_what_on_job_canceled_receives_has_one_name_and_the_old_one_warns():
+    import pytest
+
+    from django_workhorse import hooks
+
+    assert "JobCanceled" not in workhorse.__all__
+    with pytest.warns(DeprecationWarning, match=r"django_workhorse\.JobCanceled is deprecated"):
+        old = workhorse.JobCanceled
+    assert old is workhorse.JobCancel is hooks.JobCancel
+    with pytest.warns(DeprecationWarning, match="not to be confused with the exception"):
+        from django_workhorse.hooks import JobCanceled  # noqa: F401
+    assert workhorse.JobCancelled is not workhorse.JobCancel
+
+
+def test_an_unknown_name_is_still_an_attribute_error():
+    import pytest
+
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        workhorse.NoSuchThing  # noqa: B018

@@ -18,6 +18,7 @@ from django_workhorse import store
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished, Running
 from django_workhorse.worker.heartbeat import Heartbeat
+from django_workhorse.worker.hookcalls import HookCalls
 from django_workhorse.worker.ledger import Ledger
 from django_workhorse.worker.writer import Writer
 from tests.helpers import poll_until
@@ -66,6 +67,7 @@ def test_a_renewal_refused_because_the_success_committed_is_not_a_lost_lease(own
             done.set()
 
     writer = Writer(
+        hooks=HookCalls(),
         alias="default",
         hook=None,
         in_flight=lambda: ledger.running_count(),

@@ -10,6 +10,7 @@ from django_workhorse.context import JobContext
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished, Running
 from django_workhorse.worker.heartbeat import Heartbeat
+from django_workhorse.worker.hookcalls import HookCalls
 from django_workhorse.worker.ledger import Ledger
 from django_workhorse.worker.writer import Writer
 from tests.helpers import poll_until
@@ -45,6 +46,7 @@ def test_a_batch_of_two_owners_is_renewed_and_written_under_each_owner(cursor):
     runs = claim("owner-w", 2) + claim("owner-w+1", 2)
     lost: list[int] = []
     writer = Writer(
+        hooks=HookCalls(),
         alias="default",
         hook=None,
         in_flight=lambda: 0,

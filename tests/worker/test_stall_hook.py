@@ -1,7 +1,8 @@
 """A job failed by too many stalls reaches ``ON_JOB_FAILURE`` from the worker
 that recovered it, with ``stalled=True``, ``will_retry=False`` and a
-``StalledJobError``, on the claim loop's thread, never on the heartbeat's
-(docs/worker.md, "Recovery")."""
+``StalledJobError``, on the hook thread, never on the heartbeat's (a slow
+hook must not let leases expire) nor the claim loop's (docs/worker.md,
+"Recovery")."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _clear() -> None:
     CALLS.clear()
 
 
-def test_a_job_failed_for_stalling_reaches_the_hook_on_the_claim_loops_thread(start_worker):
+def test_a_job_failed_for_stalling_reaches_the_hook_on_the_hook_thread(start_worker):
     with override_settings(WORKHORSE={"MAX_STALLED_COUNT": 0}):
         # Claimed by a worker that is gone: its lease expires at once.
         made = ActiveJobFactory(queue=QUEUE, worker="gone", lease_seconds=0.001)
@@ -56,5 +57,5 @@ def test_a_job_failed_for_stalling_reaches_the_hook_on_the_claim_loops_thread(st
     assert str(failure.exception) == (
         "the job stalled 1 times (max_stalled is 0): its worker stopped renewing the lease"
     )
-    assert thread is worker.thread  # the claim loop runs on the thread of Worker.run()
+    assert thread.name == "workhorse-hooks"
     assert made.snapshot().state == "failed"

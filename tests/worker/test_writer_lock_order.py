@@ -19,6 +19,7 @@ import psycopg
 from django_workhorse import store
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished
+from django_workhorse.worker.hookcalls import HookCalls
 from django_workhorse.worker.writer import Writer
 from tests.helpers import poll_until
 from tests.worker import jobs
@@ -58,6 +59,7 @@ def test_a_mixed_batch_does_not_deadlock_with_a_renewal_in_job_id_order(cursor):
         Finished(run_of(claimed[first], OWNER), False, error=RuntimeError("boom"), retryable=False),
     ]
     writer = Writer(
+        hooks=HookCalls(),
         alias="default",
         hook=None,
         in_flight=lambda: 0,

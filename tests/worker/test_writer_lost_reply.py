@@ -20,10 +20,11 @@ import psycopg
 import pytest
 
 from django_workhorse import store
-from django_workhorse.durable import SleepRequested
+from django_workhorse.context import SleepRequested
 from django_workhorse.hooks import JobFailure
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished
+from django_workhorse.worker.hookcalls import HookCalls
 from django_workhorse.worker.writer import Writer
 from tests.worker import jobs
 from tests.worker.conftest import IN_PROCESS
@@ -61,7 +62,10 @@ def test_a_write_committed_before_its_reply_was_lost_is_not_reported_lost(
     ):
         (claimed,) = store.claim_many(claim_cursor, OWNER, ["inproc.gated"], [1], 30)
     hooked: list[JobFailure] = []
+    hooks = HookCalls()
+    hooks.start()
     writer = Writer(
+        hooks=hooks,
         alias="default",
         hook=hooked.append,
         in_flight=lambda: 0,
@@ -83,6 +87,7 @@ def test_a_write_committed_before_its_reply_was_lost_is_not_reported_lost(
     writer.put(item)
     writer.stop()  # once what was handed over is written
     writer.join(10)
+    hooks.stop()  # once the hook calls handed over have run
     assert "written again" in caplog.text
     assert "lease lost" not in caplog.text
     if outcome == "success":
