@@ -8,6 +8,8 @@ and slots). The supervisor:
   forwarded, and counts as the first (graceful) signal;
 - asks the kernel to SIGTERM a child whose supervisor dies (Linux), so no
   child outlives a SIGKILLed supervisor;
+- starts a fresh child in place of one that ended its run with exit 0
+  (``--max-jobs``, ``--max-seconds``);
 - restarts a child that dies while running, and gives up (exit 1) when
   children keep dying within BOOT_WINDOW seconds of their start, which means
   they cannot start at all.
@@ -110,6 +112,18 @@ class Supervisor:
                 if self.stopping:
                     codes[index] = code
                     self.children[index] = None
+                    continue
+                if code == 0:
+                    # Only --max-jobs / --max-seconds end a child with 0: it
+                    # asks to be replaced by a fresh process, now.
+                    logger.info(
+                        "workhorse supervisor: worker %s (pid %s) finished its run; starting "
+                        "a fresh one",
+                        index,
+                        child.pid,
+                    )
+                    self._spawn(index)
+                    alive = True
                     continue
                 quick = time.monotonic() - self.started[index] < BOOT_WINDOW
                 self.boot_failures = self.boot_failures + 1 if quick else 0

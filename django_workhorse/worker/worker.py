@@ -33,6 +33,7 @@ from .. import registry, store
 from ..conf import import_callable
 from ..context import JobContext
 from ..definitions import JobDefinition
+from ..discovery import unknown_job_message
 from ..durable import LeaseLost, RunTicket
 from ..exceptions import InvalidPayloadError, SchemaVersionError, UnknownJobError
 from ..payloads import encode_result
@@ -60,6 +61,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     make_worker_id,
     resolve_options,
 )
+from .recycle import Recycle
 from .retention import RetentionSweeper, start_retention
 from .vacuum import VacuumSweeper, start_vacuum
 from .wakeups import Listener
@@ -128,6 +130,7 @@ class Worker:
         self._sidecars: sidecars.Sidecars | None = None
         self._retention: RetentionSweeper | None = None
         self._vacuum: VacuumSweeper | None = None
+        self._recycle = Recycle(options.max_jobs, options.max_seconds)
 
     @property
     def owner(self) -> str:
@@ -308,6 +311,12 @@ class Worker:
         self._expire_timeouts()
         if self._forced.is_set():
             return True
+        if self._recycle.due() and not self._stopping.is_set():
+            logger.info(
+                "workhorse: %s reached; finishing the running jobs, then exiting",
+                self._recycle.reason(),
+            )
+            self._stopping.set()
         if self._stopping.is_set():
             self._hand_held_over(self.ledger.hold_successes(False))  # no more claims
             if self._stop_deadline is None:
@@ -324,10 +333,11 @@ class Worker:
             settled = self.ledger.settled() and (
                 self._heartbeat is None or self._heartbeat.swept.is_set()
             )
-            free = self._free_slots()
+            free = self._recycle.limit(self._free_slots())
             if self._stopping.is_set() or self.ledger.error is not None:
                 return False  # the next pass handles it
             claimed = self._claim(free)
+            self._recycle.claimed(claimed)
         if claimed:
             if not self.ledger.has_free_slot():
                 # Every slot is taken: nothing for a pass to do before one
@@ -376,6 +386,8 @@ class Worker:
                 wait = due - self._db_clock_ahead - time.time() + 0.001
                 timeout = min(timeout, max(0.01, wait))
         deadlines = self.ledger.sync_deadlines()
+        if self._recycle.deadline is not None:
+            deadlines = [*deadlines, self._recycle.deadline]
         if deadlines:
             timeout = min(timeout, max(0.0, min(deadlines) - time.monotonic()))
         return timeout
@@ -498,7 +510,7 @@ class Worker:
         next on this thread, if ``_carry_on`` claimed one; else as ``_done``."""
         if self._one_slot and not self._stopping.is_set() and self.ledger.error is None:
             with self._claim_lock:
-                if self.ledger.carry_on(item):
+                if self._recycle.room() and self.ledger.carry_on(item):
                     return self._carry_on(item)
         self._done(item)
         return None
@@ -530,6 +542,7 @@ class Worker:
             self._wake.set()  # the loop claims from here on, or a burst worker is done
             return None
         (job,) = jobs
+        self._recycle.claimed(1)
         definition = registry.all_jobs().get(job.name)
         nxt = self._start(job, owner, definition, time.monotonic())
         if nxt is None:
@@ -585,10 +598,7 @@ class Worker:
             self._done(Finished(running, False, error=error, retryable=False))
             return None
         if definition is None:
-            error = UnknownJobError(
-                f"no job named {job.name!r} is registered in worker {self.worker_id}; deploy "
-                "the code that defines it (the attempt is retried with backoff)"
-            )
+            error = UnknownJobError(unknown_job_message(job.name, self.worker_id))
             self._done(Finished(running, False, error=error))
             return None
         try:

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from ...admin_api import STATES, Admin
+from ...preflight import explained
 from ._operator import database_alias
 
 
@@ -216,6 +217,9 @@ class Command(BaseCommand):
                     return
                 time.sleep(watch)
         except DatabaseError as exc:
+            better = explained(exc, admin.using)
+            if better is not None:
+                raise CommandError(str(better)) from None
             raise CommandError(f"cannot read the queues: {exc}") from exc
         except KeyboardInterrupt:
             return
