@@ -54,6 +54,7 @@ class Supervisor:
         self.boot_failures = 0
         self._received: list[int] = []
         """Signals received and not yet forwarded (the handler only notes them)."""
+        self._forwarded: set[int] = set()
 
     def _spawn(self, index: int) -> None:
         child = subprocess.Popen(
@@ -79,6 +80,7 @@ class Supervisor:
         """Send each signal received since the last call to every live child, once."""
         while self._received:
             signum = self._received.pop(0)
+            self._forwarded.add(signum)
             for child in self.children:
                 if child is not None and child.poll() is None:
                     child.send_signal(signum)
@@ -110,7 +112,10 @@ class Supervisor:
                     continue
                 metrics.child_exited(child.pid)
                 if self.stopping:
-                    codes[index] = code
+                    # Killed by the very signal forwarded to stop it: it was
+                    # still starting (a started worker handles the signal),
+                    # had claimed nothing, and stopped as asked.
+                    codes[index] = 0 if code < 0 and -code in self._forwarded else code
                     self.children[index] = None
                     continue
                 if code == 0:

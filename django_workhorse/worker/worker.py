@@ -173,7 +173,10 @@ class Worker:
                 name,
                 self.settings.shutdown_grace,
             )
-            self.request_stop()
+            if self._stopping.is_set():  # --max-jobs or --max-seconds began it
+                self._wake.set()
+            else:
+                self.request_stop()
         else:
             logger.warning("workhorse: second %s, stopping now", name)
             self._stopping.set()
