@@ -492,6 +492,8 @@ class JobDefinition(_Enqueuer[P, R]):
         """The module the handler is defined in (a Django task's for the Tasks backend)."""
         self.import_path = f"{func.__module__}.{func.__qualname__}"
         """The handler's import path (a Django task's path for the Tasks backend)."""
+        self.runs_logged_elsewhere = False
+        """True for a Django task: ``django.tasks`` logs its start and end."""
         self.name = name or self.import_path
         if problem := job_name_problem(self.name):
             raise InvalidJobOptionError(problem)

@@ -52,7 +52,8 @@ else:
                              "PORT": os.environ["SMALL_PROJECT_PORT"],
                              "USER": os.environ["SMALL_PROJECT_USER"]}}
 USE_TZ = True
-TASKS = {"default": {"BACKEND": "django_workhorse.tasks.WorkhorseBackend"}}
+TASKS = {"default": {"BACKEND": "django_workhorse.tasks.WorkhorseBackend",
+                     "QUEUES": ["default", "queue-1"]}}
 MARKERS = Path(os.environ["SMALL_PROJECT_MARKERS"])
 """
 
@@ -88,6 +89,18 @@ def report(label: str) -> str:
     return label
 """
 
+TASKS = """
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2 and the django-tasks backport
+    from django_tasks import task
+
+
+@task
+def shout(word: str) -> str:
+    return word.upper()
+"""
+
 SPY = """
 from django.conf import settings
 
@@ -117,6 +130,7 @@ class SmallProject:
             "myapp/__init__.py": "",
             "myapp/jobs.py": JOBS,
             "myapp/tasks_elsewhere.py": ELSEWHERE,
+            "myapp/tasks.py": TASKS,
             "outsider/__init__.py": "",
             "outsider/spy.py": SPY,
         }

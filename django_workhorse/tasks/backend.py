@@ -277,6 +277,7 @@ class WorkhorseBackend(BaseTaskBackend):
             raise InvalidTask(f"task {name}: {exc}") from None
         # Where a worker finds it: the task, not run_task.
         definition.import_path, definition.defined_in = name, task.func.__module__
+        definition.runs_logged_elsewhere = True
         registry.register(definition)
         self._definitions[name] = definition
         return definition

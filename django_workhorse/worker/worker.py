@@ -54,7 +54,7 @@ from .failures import call_stall_hook, log_recovered, report_lost
 from .heartbeat import Heartbeat
 from .ledger import Ledger
 from .linger import Linger
-from .logs import install_record_factory, job_extra
+from .logs import install_record_factory, job_extra, log_start, log_success
 from .options import (  # noqa: F401  (re-exported: runworker and tests import them here)
     WorkerOptions,
     check_store,
@@ -511,11 +511,12 @@ class Worker:
     def _finished_sync(self, item: Finished) -> Running | None:
         """A sync handler returned (on its slot's thread): the run to start
         next on this thread, if ``_carry_on`` claimed one; else as ``_done``."""
+        log_success(item)
         if self._one_slot and not self._stopping.is_set() and self.ledger.error is None:
             with self._claim_lock:
                 if self._recycle.room() and self.ledger.carry_on(item):
                     return self._carry_on(item)
-        self._done(item)
+        self._done(item, logged=True)
         return None
 
     def _carry_on(self, item: Finished) -> Running | None:
@@ -612,14 +613,17 @@ class Worker:
             )
             self._done(Finished(running, False, error=error, retryable=False))
             return None
+        log_start(running)
         return running
 
     # -- finish ------------------------------------------------------------
 
-    def _done(self, item: Finished) -> None:
+    def _done(self, item: Finished, logged: bool = False) -> None:
         """A handler returned (called on its thread): the ledger frees the
         slot and hands the result to the writer; a freed slot may end the
         claim linger and wakes the loop."""
+        if not logged:
+            log_success(item)
         freed = self.ledger.finish(item)
         if freed is not None and self._linger.arrived(freed) and not self._wake.is_set():
             self._wake.set()

@@ -199,3 +199,47 @@ def test_a_stored_name_outside_the_installed_apps_is_never_imported_by_get_resul
     assert read.returncode == 0, read.stderr
     assert read.stdout.startswith("does not exist:")
     assert spy_imports(migrated_project) == []
+
+
+# -- logs with startproject's settings (DEBUG=True, Django's default LOGGING) ----
+
+ENQUEUE_BOTH = """
+from myapp.jobs import hello
+from myapp.tasks import shout
+print(hello.enqueue(name="logs").id, shout.enqueue("logs").id)
+"""
+
+
+def lines_with(text: str, *parts: str) -> list[str]:
+    return [line for line in text.splitlines() if all(part in line for part in parts)]
+
+
+def test_a_verbose_worker_under_debug_prints_each_event_once(migrated_project):
+    enqueued = migrated_project.shell(ENQUEUE_BOTH)
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id, task_id = enqueued.stdout.split()
+
+    done = migrated_project.manage("runworker", "--burst", "-v", "2")
+
+    assert done.returncode == 0, done.stderr
+    log = done.stderr
+    assert len(lines_with(log, "workhorse worker ", " serving ")) == 1
+    assert (
+        len(lines_with(log, f"job myapp.jobs.hello default #{job_id} attempt 1/", "started")) == 1
+    )
+    assert len(lines_with(log, f"job myapp.jobs.hello default #{job_id} succeeded in ")) == 1
+    # A task's start and end are Django's lines (django.tasks), each printed once.
+    assert len(lines_with(log, f"Task id={task_id} path=myapp.tasks.shout state=RUNNING")) == 1
+    assert len(lines_with(log, f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL")) == 1
+    assert lines_with(log, "job myapp.tasks.shout") == []
+
+
+def test_a_quiet_worker_prints_nothing_for_a_job_that_succeeds(migrated_project):
+    enqueued = migrated_project.shell("from myapp.jobs import hello; print(hello.enqueue().id)")
+    job_id = enqueued.stdout.strip()
+
+    done = migrated_project.manage("runworker", "--burst")
+
+    assert done.returncode == 0, done.stderr
+    assert lines_with(done.stderr, f"#{job_id}") == []
+    assert lines_with(done.stderr, " serving ") == []

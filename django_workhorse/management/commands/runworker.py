@@ -245,8 +245,17 @@ class Command(BaseCommand):
         logging.getLogger("django_workhorse").setLevel(
             VERBOSITY_LEVELS.get(options["verbosity"], logging.DEBUG)
         )
-        if not logging.getLogger().handlers and not logging.getLogger("django_workhorse").handlers:
-            logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        ours = logging.getLogger("django_workhorse")
+        if not logging.getLogger().handlers and not ours.handlers:
+            # Django's default LOGGING gives the root logger no handler: the
+            # worker's records get one of their own. Not the root's: Django's
+            # "django" logger prints (with DEBUG) and propagates to the root,
+            # so each django.tasks line would be printed twice.
+            handler = logging.StreamHandler()
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+            )
+            ours.addHandler(handler)
         try:
             overrides = {
                 key: options[dest]
