@@ -118,7 +118,7 @@ def _as_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _chart(counts: list[int], width: int = 120, height: int = 28) -> dict[str, Any]:
+def _chart(counts: list[int], width: int = 72, height: int = 28) -> dict[str, Any]:
     """Bars of a throughput chart, as SVG coordinates the template draws."""
     peak = max(counts, default=0) or 1
     step = width / max(len(counts), 1)
@@ -310,9 +310,15 @@ class JobAdmin(OperatorAdmin):
                 "started": _when(e.started_at, "%H:%M:%S.%f"),
                 "error_text": _as_text(e.error),
                 "data_text": _as_text(e.data),
+                "label": _event_label(e),
             }
             for e in timeline.items
         ]
+        earlier_errors = (
+            [e for e in timeline.items if e.source == "attempt" and e.error]
+            if job.state == "succeeded" and job.error
+            else []
+        )
         actions = [
             name
             for name, states in JOB_ACTIONS.items()
@@ -328,6 +334,7 @@ class JobAdmin(OperatorAdmin):
             ],
             job=job,
             entries=entries,
+            earlier_errors=earlier_errors,
             timeline_next=f"?timeline={timeline.next_cursor}" if timeline.next_cursor else None,
             timeline_first="?" if cursor else None,
             job_actions=actions,
@@ -434,6 +441,19 @@ class JobAdmin(OperatorAdmin):
         return HttpResponseRedirect(target)
 
 
+def _event_label(entry: Any) -> str:
+    """What a timeline event says. A ``promoted`` event is written by an
+    operator's promote (its data says ``by``) or by the claim that moves a
+    job whose time came (a delay, a retry's backoff, a sleep) from scheduled
+    to ready: the admin tells them apart."""
+    if entry.source == "attempt" or entry.kind != "promoted":
+        return str(entry.kind)
+    data = entry.data if isinstance(entry.data, dict) else {}
+    if data.get("by") == "operator":
+        return "promoted by an operator"
+    return "retry due" if entry.attempt else "due"
+
+
 QUEUE_PAGE_COUNT_LIMIT = 1000
 """The queues page counts each live state of a queue up to this many jobs and
 shows "1,000+" beyond, so that it reads a bounded number of index entries
@@ -485,7 +505,12 @@ class QueueAdmin(OperatorAdmin):
             row["concurrency"] = (configured.get(row["stats"].name) or {}).get("concurrency")
         schedules = self.service().list_schedules()
         context = self.context(
-            request, title="Queues", rows=rows, states=STATES, schedules=schedules
+            request,
+            title="Queues",
+            rows=rows,
+            states=STATES,
+            schedules=schedules,
+            workers_connected=self.service().workers()["connected"],
         )
         return TemplateResponse(request, "admin/django_workhorse/queues.html", context)
 
