@@ -171,11 +171,14 @@ def belongs_to_project(module: str) -> bool:
     to run: inside an installed app, in a package that is a Django app
     (it has an ``apps.py``) or in the package of the settings module.
 
-    Modules outside these (a test suite, a script, ``__main__``) may define
-    jobs that the same process runs (``run_jobs``, a worker started by the
-    test); they are left to the system check's warning."""
+    Test modules (``tests``, ``test_*``, ``conftest``, in an app or not),
+    scripts and ``__main__`` may define jobs that the same process runs
+    (``run_jobs``, a worker started by the test): they are left alone."""
     from django.conf import settings
 
+    parts = module.split(".")
+    if any(p in ("tests", "test", "conftest") or p.startswith("test_") for p in parts):
+        return False  # a test module, even one inside an app (myapp/tests.py)
     if installed_app_of(module) is not None:
         return True
     top = module.split(".")[0]
