@@ -101,6 +101,15 @@ def shout(word: str) -> str:
     return word.upper()
 """
 
+RENAMED = """
+import django_workhorse as workhorse
+
+
+@workhorse.job(name="monthly-report")
+def monthly() -> None:
+    return None
+"""
+
 SPY = """
 from django.conf import settings
 
@@ -131,6 +140,7 @@ class SmallProject:
             "myapp/jobs.py": JOBS,
             "myapp/tasks_elsewhere.py": ELSEWHERE,
             "myapp/tasks.py": TASKS,
+            "myapp/renamed.py": RENAMED,
             "outsider/__init__.py": "",
             "outsider/spy.py": SPY,
         }

@@ -145,6 +145,19 @@ def test_a_job_outside_jobs_py_runs_under_runworker(migrated_project):
     assert json.loads(state.stdout) == ["succeeded", "monthly"]
 
 
+def test_a_renamed_job_no_worker_would_find_is_refused_at_enqueue_in_one_line(migrated_project):
+    done = migrated_project.shell("from myapp.renamed import monthly; monthly.enqueue()")
+
+    assert done.returncode == 1
+    line = last_line(done.stderr)
+    assert line.startswith(
+        "django_workhorse.exceptions.UnknownJobError: job 'monthly-report' is defined in "
+        "myapp.renamed, which app loading does not import"
+    )
+    assert "define it in myapp/jobs.py (or import it there), or drop name=" in line
+    assert line.endswith("nothing was enqueued")
+
+
 ENQUEUE_FROM_SQL = """
 from django.db import connection
 with connection.cursor() as cursor:
