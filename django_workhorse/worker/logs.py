@@ -79,6 +79,15 @@ def _logged_here(running: Running) -> bool:
     )
 
 
+def _extra(running: Running) -> dict[str, Any] | None:
+    """The job's annotations, unless the record factory adds them already
+    (an async run ends in its job's context): ``extra`` may not repeat them."""
+    if peek_current() is not None:
+        return None
+    job = running.job
+    return job_extra(job.job_id, job.queue, job.attempt, job.name)
+
+
 def log_start(running: Running) -> None:
     """INFO (``runworker -v 2``): a job's attempt starts."""
     if not _logged_here(running):
@@ -91,7 +100,7 @@ def log_start(running: Running) -> None:
         job.job_id,
         job.attempt,
         job.max_attempts,
-        extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
+        extra=_extra(running),
     )
 
 
@@ -107,5 +116,5 @@ def log_success(item: Finished) -> None:
         job.queue,
         job.job_id,
         time.monotonic() - item.running.started,
-        extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
+        extra=_extra(item.running),
     )
