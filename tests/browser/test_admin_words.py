@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import override_settings
 
 from django_workhorse import Admin, store
-from tests.browser.test_admin_browser import log_in, screenshot, staff
+from tests.browser.pages import log_in, screenshot, staff
 from tests.factories import (
     ActiveJobFactory,
     FailedJobFactory,

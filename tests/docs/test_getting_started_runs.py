@@ -64,14 +64,23 @@ def page_blocks() -> list[tuple[str, str]]:
     return [(lang, code) for lang, code in BLOCK_RE.findall(text) if lang in ("python", "console")]
 
 
+SKIPPED_DIRS = (".git", ".venv*", "*.egg-info", "build", "dist", "__pycache__", ".*_cache")
+"""Left out of the copy when the checkout is not a git work tree."""
+
+
 def checkout_copy(target: Path) -> Path:
-    """The checkout's files as git sees them (tracked, and new ones not ignored)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=CHECKOUT,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
+    """The checkout's files as git sees them (tracked, and new ones not
+    ignored); without git, the tree but for virtualenvs, builds and caches."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=CHECKOUT,
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        shutil.copytree(CHECKOUT, target, ignore=shutil.ignore_patterns(*SKIPPED_DIRS))
+        return target
     for name in filter(None, listed.split("\0")):
         source = CHECKOUT / name
         if source.is_file():
