@@ -13,8 +13,10 @@ workhorse.W004 (a schedule with ``catch_up="latest"`` has slots closer together
 than ``SCHEDULE_SWEEP_INTERVAL``: each sweep enqueues only the latest of them),
 workhorse.E004 (a database alias that holds jobs is not PostgreSQL),
 workhorse.W005 (a job no worker would find: defined under a name of its own
-in a module that app loading does not import) and workhorse.W006 (a job
-defined in a module of no installed app). docs/settings.md lists them all.
+in a module that app loading does not import), workhorse.W006 (a job
+defined in a module of no installed app) and workhorse.W007 (a job found by
+its import path on a queue no worker serves by default). docs/settings.md
+lists them all.
 """
 
 from __future__ import annotations
@@ -316,6 +318,49 @@ def check_job_locations(app_configs: object = None, **kwargs: object) -> list[Wa
                 hint=f'{fix[0].upper()}{fix[1:]}; docs/worker.md, "Where jobs are found".',
                 obj=definition.name,
                 id="workhorse.W005" if installed_app_of(module) else "workhorse.W006",
+            )
+        )
+    return messages + unserved_queue_warnings()
+
+
+def unserved_queue_warnings() -> list[Warning]:
+    """workhorse.W007: a job found by its import path (its module is not
+    imported by app loading) on a queue that a worker started without
+    ``--queues`` would not serve: nothing it knows at start uses the queue."""
+    from .discovery import belongs_to_project, defining_module, found_by_name
+    from .servable import task_queues
+
+    if problems():
+        return []  # the job defaults cannot be read: workhorse.E001 says why
+    raw = raw_settings()
+    configured = raw.get("QUEUES")
+    named = set(configured) if isinstance(configured, Mapping) else set()
+    default_alias = raw.get("DATABASE", "default")
+    jobs = list(registry.all_jobs().values())
+    messages: list[Warning] = []
+    for definition in jobs:
+        if definition.registered_while_apps_load or not found_by_name(definition):
+            continue
+        if not belongs_to_project(defining_module(definition)):
+            continue
+        alias, queue = definition.using, definition.queue
+        served = {d.queue for d in jobs if d.registered_while_apps_load and d.using == alias}
+        served |= named | task_queues(alias)
+        if alias == default_alias:
+            served.add(raw.get("DEFAULT_QUEUE", "default"))
+        if queue in served:
+            continue
+        messages.append(
+            Warning(
+                f"job {definition.name!r} is found by its import path (app loading does not "
+                f"import {defining_module(definition)}), but its queue {queue!r} is used by no "
+                "job a worker knows at start: a worker started without --queues does not "
+                "serve it",
+                hint=f"Name it in WORKHORSE['QUEUES'] ({{{queue!r}: {{}}}}), start workers with "
+                f"--queues {queue}, or define the job in its app's jobs.py; docs/worker.md, "
+                '"Where jobs are found".',
+                obj=definition.name,
+                id="workhorse.W007",
             )
         )
     return messages

@@ -16,14 +16,17 @@ def isolated_registry(monkeypatch):
     monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
 
 
-def defined_in(module: str, *, name: str | None = None) -> workhorse.JobDefinition:
-    """A job as if ``@workhorse.job(name=...)`` ran in ``module`` after app loading."""
+def defined_in(
+    module: str, *, name: str | None = None, queue: str | None = None
+) -> workhorse.JobDefinition:
+    """A job as if ``@workhorse.job(name=..., queue=...)`` ran in ``module``
+    after app loading."""
 
     def handler() -> None: ...
 
     handler.__module__ = module
     handler.__qualname__ = "handler"
-    definition = workhorse.JobDefinition(handler, name=name)
+    definition = workhorse.JobDefinition(handler, name=name, queue=queue)
     registry.register(definition)
     return definition
 
@@ -78,3 +81,19 @@ def test_enqueue_of_a_job_no_worker_would_find_is_refused_with_the_fix():
     assert "defined in jobtests.reports" in message
     assert "define it in jobtests/jobs.py" in message
     assert message.endswith("nothing was enqueued")
+
+
+def test_a_job_found_by_its_path_on_a_queue_no_worker_serves_by_default_is_W007():
+    defined_in("jobtests.reports", queue="reports-only")
+
+    (warning,) = warnings_for("jobtests.reports.handler")
+
+    assert warning.id == "workhorse.W007"
+    assert "its queue 'reports-only' is used by no job a worker knows at start" in warning.msg
+    assert "WORKHORSE['QUEUES']" in warning.hint and "--queues reports-only" in warning.hint
+
+
+def test_a_job_found_by_its_path_on_the_default_queue_needs_nothing_more():
+    defined_in("jobtests.reports")
+
+    assert warnings_for("jobtests.reports.handler") == []
