@@ -63,10 +63,21 @@ def installed_app_of(module: str) -> str | None:
     return best
 
 
+def is_test_module(module: str) -> bool:
+    """A test suite's module (``tests``, ``test_*``, ``conftest``), in an app or not."""
+    return any(
+        part in ("tests", "test", "conftest") or part.startswith("test_")
+        for part in module.split(".")
+    )
+
+
 def may_import(module: str) -> bool:
     """Whether a stored name may lead this process to import ``module``:
-    it is already imported (nothing runs), or it lies inside an installed app."""
-    return module in sys.modules or installed_app_of(module) is not None
+    it is already imported (nothing runs), or it lies inside an installed
+    app and is not one of its test modules."""
+    if module in sys.modules:
+        return True
+    return installed_app_of(module) is not None and not is_test_module(module)
 
 
 def import_for(name: str) -> bool:
@@ -176,9 +187,8 @@ def belongs_to_project(module: str) -> bool:
     (``run_jobs``, a worker started by the test): they are left alone."""
     from django.conf import settings
 
-    parts = module.split(".")
-    if any(p in ("tests", "test", "conftest") or p.startswith("test_") for p in parts):
-        return False  # a test module, even one inside an app (myapp/tests.py)
+    if is_test_module(module):
+        return False  # even one inside an app (myapp/tests.py)
     if installed_app_of(module) is not None:
         return True
     top = module.split(".")[0]
