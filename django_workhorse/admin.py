@@ -139,7 +139,7 @@ def _details(data: Any) -> str | None:
     return "; ".join(f"{k}: {v}" for k, v in data.items() if k != "error") or None
 
 
-def _chart(counts: list[int], width: int = 120, height: int = 28) -> dict[str, Any]:
+def _chart(counts: list[int], width: int = 72, height: int = 28) -> dict[str, Any]:
     """Bars of a throughput chart, as SVG coordinates the template draws."""
     peak = max(counts, default=0) or 1
     step = width / max(len(counts), 1)
@@ -405,9 +405,15 @@ class JobAdmin(OperatorAdmin):
                 "error_text": _as_text(e.error),
                 "data_text": _as_text(e.data),
                 "details": _details(e.data),
+                "label": _event_label(e),
             }
             for e in timeline.items
         ]
+        earlier_errors = (
+            [e for e in timeline.items if e.source == "attempt" and e.error]
+            if job.state == "succeeded" and job.error
+            else []
+        )
         actions = [
             name
             for name, states in JOB_ACTIONS.items()
@@ -420,6 +426,7 @@ class JobAdmin(OperatorAdmin):
             crumbs=[("Jobs", jobs_list + in_store["store_suffix"]), (f"#{job.id}", None)],
             job=job,
             entries=entries,
+            earlier_errors=earlier_errors,
             timeline_next=(
                 "?" + urlencode({"timeline": timeline.next_cursor, **in_store_query(in_store)})
                 if timeline.next_cursor
@@ -542,6 +549,19 @@ class JobAdmin(OperatorAdmin):
         return HttpResponseRedirect(target)
 
 
+def _event_label(entry: Any) -> str:
+    """What a timeline event says. A ``promoted`` event is written by an
+    operator's promote (its data says ``by``) or by the claim that moves a
+    job whose time came (a delay, a retry's backoff, a sleep) from scheduled
+    to ready: the admin tells them apart."""
+    if entry.source == "attempt" or entry.kind != "promoted":
+        return str(entry.kind)
+    data = entry.data if isinstance(entry.data, dict) else {}
+    if data.get("by") == "operator":
+        return "promoted by an operator"
+    return "retry due" if entry.attempt else "due"
+
+
 QUEUE_PAGE_COUNT_LIMIT = 1000
 """The queues page counts each live state of a queue up to this many jobs and
 shows "1,000+" beyond, so that it reads a bounded number of index entries
@@ -598,7 +618,13 @@ class QueueAdmin(OperatorAdmin):
         schedules = service.list_schedules()
         in_store = self.store_context(store, reverse("admin:django_workhorse_queue_changelist"))
         context = self.context(
-            request, title="Queues", rows=rows, states=STATES, schedules=schedules, **in_store
+            request,
+            title="Queues",
+            rows=rows,
+            states=STATES,
+            schedules=schedules,
+            workers_connected=service.workers()["connected"],
+            **in_store,
         )
         return TemplateResponse(request, "admin/django_workhorse/queues.html", context)
 

@@ -11,13 +11,22 @@ class WorkhorseConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import pre_migrate
         from django.utils.module_loading import autodiscover_modules
 
-        from . import checks  # noqa: F401  (registers the checks)
+        from . import (
+            checks,  # noqa: F401  (registers the checks)
+            registry,
+        )
+        from .discovery import defined_job, remember_apps
 
+        remember_apps()
+        pre_migrate.connect(refuse_other_databases, sender=self)
+        # A job defined outside jobs.py is found by its import path, inside
+        # the installed apps only (docs/worker.md, "Where jobs are found").
+        registry.add_resolver(defined_job)
         autodiscover_modules("jobs")
         if uses_tasks_backend():
-            from . import registry
             from .tasks.backend import resolve_task_job
 
             # A job named by a task's path finds its task on first use; a
@@ -36,3 +45,15 @@ def uses_tasks_backend() -> bool:
         and params.get("BACKEND") == "django_workhorse.tasks.WorkhorseBackend"
         for params in configured.values()
     )
+
+
+def refuse_other_databases(using: str, **kwargs: object) -> None:
+    """``migrate`` on a database that holds jobs and is not PostgreSQL stops
+    before it applies anything, with one line that says what to change."""
+    from django.core.management.base import CommandError
+
+    from .checks import store_aliases
+    from .preflight import not_postgresql
+
+    if using in store_aliases() and (problem := not_postgresql(using)):
+        raise CommandError(problem)

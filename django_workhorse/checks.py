@@ -11,13 +11,21 @@ entry names a job that is not registered, or its payload does not fit the
 job or is not JSON),
 workhorse.W004 (a schedule with ``catch_up="latest"`` has slots closer together
 than ``SCHEDULE_SWEEP_INTERVAL``: each sweep enqueues only the latest of them),
+workhorse.E004 (a database alias that holds jobs is not PostgreSQL),
+workhorse.W005 (a job no worker would find: defined under a name of its own
+in a module that app loading does not import), workhorse.W006 (a job
+defined in a module of no installed app), workhorse.W007 (a job found by
+its import path on a queue no worker serves by default) and
 workhorse.E008 (``WORKHORSE["STORES"]`` is not a list of aliases of
 settings.DATABASES, or leaves out ``DATABASE`` or an alias a job is bound to).
+docs/settings.md lists them all.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from django.core.checks import Error, Tags, Warning, register
@@ -26,6 +34,7 @@ from django.db import DatabaseError, connections
 
 from . import registry, store
 from .conf import import_callable, problems, raw_settings, setting_path
+from .preflight import not_postgresql
 
 if TYPE_CHECKING:
     from .definitions import JobDefinition
@@ -72,13 +81,37 @@ def check_schema(
     alias of each job bound elsewhere with ``@job(using=...)``."""
     if not databases:
         return []
-    stores = {raw_settings().get("DATABASE", "default")}
-    stores.update(d._using for d in registry.all_jobs().values() if d._using is not None)
     return [
         message
-        for alias in sorted(stores)
-        if alias in databases and alias in connections
+        for alias in store_aliases()
+        if alias in databases and not not_postgresql(alias)
         for message in schema_messages(alias)
+    ]
+
+
+def store_aliases() -> list[str]:
+    """The database aliases that hold jobs, among ``settings.DATABASES``:
+    ``WORKHORSE['DATABASE']`` and each alias a job is bound to."""
+    stores = {raw_settings().get("DATABASE", "default")}
+    stores.update(d._using for d in registry.all_jobs().values() if d._using is not None)
+    return sorted(alias for alias in stores if isinstance(alias, str) and alias in connections)
+
+
+@register("workhorse")
+def check_postgresql(app_configs: object = None, **kwargs: object) -> list[Error]:
+    """A store alias on another database (``startproject`` gives SQLite):
+    ``migrate``, ``enqueue`` and ``runworker`` would fail; ``check`` says so
+    first. Read from the settings; no connection is opened."""
+    return [
+        Error(
+            problem,
+            hint="django-workhorse keeps its jobs in PostgreSQL only; docs/getting-started.md "
+            "shows the DATABASES entry.",
+            obj=f"settings.DATABASES[{alias!r}]",
+            id="workhorse.E004",
+        )
+        for alias in store_aliases()
+        if (problem := not_postgresql(alias))
     ]
 
 
@@ -98,8 +131,27 @@ def schema_messages(alias: str) -> list[Error | Warning]:
     if problem is None:
         return []
     if migrations_pending(alias):
+        if inside_migrate():
+            return []  # the command about to apply them need not be told to run
         return [Warning(f"database {alias!r}: {problem}", id="workhorse.W002")]
     return [Error(f"database {alias!r}: {problem}", id="workhorse.E002")]
+
+
+def inside_migrate() -> bool:
+    """Whether these checks run for Django's ``migrate`` command.
+
+    ``migrate`` runs the database checks before it applies anything, and
+    Django tells a check nothing about who asked; the command is found on
+    the call stack (a few dozen frames, walked once per ``check``).
+    """
+    from django.core.management.commands.migrate import Command as Migrate
+
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if isinstance(frame.f_locals.get("self"), Migrate):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def migrations_pending(alias: str) -> bool:
@@ -276,6 +328,75 @@ def check_schedule_periods(app_configs: object = None, **kwargs: object) -> list
                 ),
                 obj=name,
                 id="workhorse.W004",
+            )
+        )
+    return messages
+
+
+@register("workhorse")
+def check_job_locations(app_configs: object = None, **kwargs: object) -> list[Warning]:
+    """Jobs of the project's code that a worker process would not find:
+    the same test that refuses their enqueue (``discovery.enqueue_refusal``).
+    Only jobs this process has imported can be seen here; enqueue refuses
+    the others when they are used."""
+    from .discovery import belongs_to_project, defining_module, installed_app_of, unfindable
+
+    messages: list[Warning] = []
+    for definition in registry.all_jobs().values():
+        module = defining_module(definition)
+        found = unfindable(definition)
+        if found is None or not belongs_to_project(module):
+            continue
+        message, fix = found
+        messages.append(
+            Warning(
+                message,
+                hint=f'{fix[0].upper()}{fix[1:]}; docs/worker.md, "Where jobs are found".',
+                obj=definition.name,
+                id="workhorse.W005" if installed_app_of(module) else "workhorse.W006",
+            )
+        )
+    return messages + unserved_queue_warnings()
+
+
+def unserved_queue_warnings() -> list[Warning]:
+    """workhorse.W007: a job found by its import path (its module is not
+    imported by app loading) on a queue that a worker started without
+    ``--queues`` would not serve: nothing it knows at start uses the queue."""
+    from .discovery import belongs_to_project, defining_module, found_by_name
+    from .servable import task_queues
+
+    if problems():
+        return []  # the job defaults cannot be read: workhorse.E001 says why
+    raw = raw_settings()
+    configured = raw.get("QUEUES")
+    named = set(configured) if isinstance(configured, Mapping) else set()
+    default_alias = raw.get("DATABASE", "default")
+    jobs = list(registry.all_jobs().values())
+    messages: list[Warning] = []
+    for definition in jobs:
+        if definition.registered_while_apps_load or not found_by_name(definition):
+            continue
+        if not belongs_to_project(defining_module(definition)):
+            continue
+        alias, queue = definition.using, definition.queue
+        served = {d.queue for d in jobs if d.registered_while_apps_load and d.using == alias}
+        served |= named | task_queues(alias)
+        if alias == default_alias:
+            served.add(raw.get("DEFAULT_QUEUE", "default"))
+        if queue in served:
+            continue
+        messages.append(
+            Warning(
+                f"job {definition.name!r} is found by its import path (app loading does not "
+                f"import {defining_module(definition)}), but its queue {queue!r} is used by no "
+                "job a worker knows at start: a worker started without --queues does not "
+                "serve it",
+                hint=f"Name it in WORKHORSE['QUEUES'] ({{{queue!r}: {{}}}}), start workers with "
+                f"--queues {queue}, or define the job in its app's jobs.py; docs/worker.md, "
+                '"Where jobs are found".',
+                obj=definition.name,
+                id="workhorse.W007",
             )
         )
     return messages

@@ -27,13 +27,19 @@ from typing import (
 )
 
 from asgiref.sync import sync_to_async
-from django.db import connections, transaction
+from django.apps import apps
+from django.db import DatabaseError, connections, transaction
 
-from . import registry, schedules, store, tracing
+from . import discovery, preflight, registry, schedules, store, tracing
 from .backoff import BackoffSpec, custom_delay, policy_of
 from .conf import SettingsJobDefaults, duration_seconds, job_defaults
 from .defaults import JOB_DEFAULTS
-from .exceptions import InvalidJobOptionError, InvalidPayloadError, UnknownDependencyError
+from .exceptions import (
+    InvalidJobOptionError,
+    InvalidPayloadError,
+    UnknownDependencyError,
+    UnknownJobError,
+)
 from .handles import JobHandle
 from .limits import (
     CONCURRENCY_MAX,
@@ -285,8 +291,12 @@ class _Enqueuer(Generic[P, R]):
         trace_context = tracing.current_context()
         if trace_context is not None:
             row = replace(row, trace_json=json.dumps(trace_context))
-        with connections[using].cursor() as cursor:
-            results = store.enqueue_batch(cursor, row, payloads_json)
+        try:
+            with connections[using].cursor() as cursor:
+                results = store.enqueue_batch(cursor, row, payloads_json)
+        except DatabaseError as exc:
+            preflight.reraise(exc, using)
+            raise
         name, queue = row.name, row.queue
         return [JobHandle(job_id, name, queue, inserted, using) for job_id, inserted in results]
 
@@ -305,6 +315,9 @@ class _Enqueuer(Generic[P, R]):
         made = self._made
         if made is not None and made[0] is defaults:
             return made[1], made[2], made[3]
+        refusal = discovery.enqueue_refusal(self.definition)
+        if refusal is not None:
+            raise UnknownJobError(refusal)
         options = self._options.resolved(defaults)
         row = None if options.depends_on else self._options_row(options)
         using = self.definition._using
@@ -348,9 +361,13 @@ class _Enqueuer(Generic[P, R]):
         # retention cannot delete a prerequisite between them.
         conn = connections[using]
         one_transaction = nullcontext() if conn.in_atomic_block else transaction.atomic(using)
-        with one_transaction, conn.cursor() as cursor:
-            self._check_prerequisites_exist(cursor)
-            results = store.enqueue_many(cursor, rows_json)
+        try:
+            with one_transaction, conn.cursor() as cursor:
+                self._check_prerequisites_exist(cursor)
+                results = store.enqueue_many(cursor, rows_json)
+        except DatabaseError as exc:
+            preflight.reraise(exc, using)
+            raise
         return [
             JobHandle(job_id, self.definition.name, queue, inserted, using)
             for job_id, inserted in results
@@ -476,7 +493,16 @@ class JobDefinition(_Enqueuer[P, R]):
                 f"({type(given).__name__}); {hint}"
             )
         self.func: Callable[P, Any] = func
-        self.name = name or f"{func.__module__}.{func.__qualname__}"
+        self.registered_while_apps_load = not apps.ready
+        """Defined while Django loaded the apps (an app's ``jobs.py``, its
+        models, what they import): every process of the project knows it."""
+        self.defined_in: str = func.__module__
+        """The module the handler is defined in (a Django task's for the Tasks backend)."""
+        self.import_path = f"{func.__module__}.{func.__qualname__}"
+        """The handler's import path (a Django task's path for the Tasks backend)."""
+        self.runs_logged_elsewhere = False
+        """True for a Django task: ``django.tasks`` logs its start and end."""
+        self.name = name or self.import_path
         if problem := job_name_problem(self.name):
             raise InvalidJobOptionError(problem)
         self.is_async = inspect.iscoroutinefunction(func)

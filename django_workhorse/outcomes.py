@@ -19,6 +19,7 @@ import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .discovery import unknown_job_message
 from .exceptions import (
     InvalidCheckpointError,
     InvalidPayloadError,
@@ -111,13 +112,7 @@ def admit(
             then = "the attempt is retried with backoff"
         else:
             then = "that was its last attempt: retry the job once the code is deployed"
-        return Refusal(
-            UnknownJobError(
-                f"no job named {job.name!r} is registered in {runner}; deploy the code "
-                f"that defines it ({then})"
-            ),
-            retryable=True,
-        )
+        return Refusal(UnknownJobError(unknown_job_message(job.name, runner, then)), retryable=True)
     try:
         definition.check_payload(job.payload)
     except InvalidPayloadError as exc:

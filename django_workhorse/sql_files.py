@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from django.db import migrations
 
@@ -53,3 +54,22 @@ class RunSQLFile(migrations.RunSQL):
 
     def describe(self) -> str:
         return f"Run {self.filename}"
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        refuse_unless_postgresql(schema_editor.connection)
+        super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+
+def refuse_unless_postgresql(connection: Any) -> None:
+    """A one-line CommandError (what ``migrate`` prints without a traceback)
+    when the migrations are applied to a database that is not PostgreSQL:
+    its SQL would fail on the first statement with the backend's own error."""
+    from django.core.management.base import CommandError
+
+    from .preflight import not_postgresql
+
+    problem = not_postgresql(connection.alias)
+    if problem is not None:
+        raise CommandError(f"django_workhorse's migrations cannot run here: {problem}")

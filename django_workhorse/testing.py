@@ -36,6 +36,7 @@ from .exceptions import InvalidPayloadError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .limits import queue_name_problem
 from .payloads import encode_result
+from .servable import unknown_queues_problem
 
 CLAIM_BATCH = 100
 """Jobs claimed per queue per round; the leases are long since nothing renews them."""
@@ -161,6 +162,8 @@ def run_jobs(
             if problem := queue_name_problem(queue):
                 raise ValueError(f"run_jobs(queues=...): {problem}")
     alias = using or get_settings().database
+    if queues is not None and (problem := unknown_queues_problem(alias, queues, get_settings())):
+        raise ValueError(f"run_jobs(queues=...): {problem}; runworker --queues refuses them too")
     wanted = None if names is None else {_job_name(n) for n in names}
     _check_names(wanted)
     report = RunReport()

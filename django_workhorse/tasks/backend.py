@@ -27,6 +27,7 @@ from ..admin_api import Admin
 from ..backoff import BackoffSpec
 from ..conf import job_defaults
 from ..definitions import JobDefinition
+from ..discovery import may_import
 from ..exceptions import WorkhorseError
 from ..limits import (
     MAX_ATTEMPTS_MAX,
@@ -274,6 +275,9 @@ class WorkhorseBackend(BaseTaskBackend):
             )
         except WorkhorseError as exc:
             raise InvalidTask(f"task {name}: {exc}") from None
+        # Where a worker finds it: the task, not run_task.
+        definition.import_path, definition.defined_in = name, task.func.__module__
+        definition.runs_logged_elsewhere = True
         registry.register(definition)
         self._definitions[name] = definition
         return definition
@@ -429,9 +433,13 @@ def parse_result_id(result_id: Any) -> int | None:
 
 def task_at(path: str) -> Task | None:
     """The ``Task`` object at an import path, or None."""
-    if "." not in path or job_name_problem(path):
+    if "." not in path or job_name_problem(path) or path.startswith("."):
         # Not a name a task's path can have: ``...`` or ``.x.y`` would be
         # read as a relative import, which raises TypeError.
+        return None
+    if not may_import(path.rsplit(".", 1)[0]):
+        # A stored name never makes this process import a module outside
+        # the installed apps (docs/django-tasks.md).
         return None
     try:
         found = import_string(path)

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from ..context import peek_current
+
+if TYPE_CHECKING:
+    from .execution import Finished, Running
+
+logger = logging.getLogger("django_workhorse.worker")
 
 _installed = False
 _lock = threading.Lock()
@@ -68,3 +74,54 @@ def job_extra(
     if name is not None:
         extra["workhorse_name"] = name
     return extra
+
+
+def _logged_here(running: Running) -> bool:
+    """Whether the worker logs this run's start and success at INFO: not a
+    Django task's, whose start and end Django's ``django.tasks`` logger
+    writes already (one line per event, however ``LOGGING`` is set)."""
+    definition = running.definition
+    return logger.isEnabledFor(logging.INFO) and not (
+        definition is not None and definition.runs_logged_elsewhere
+    )
+
+
+def _extra(running: Running) -> dict[str, Any] | None:
+    """The job's annotations, unless the record factory adds them already
+    (an async run ends in its job's context): ``extra`` may not repeat them."""
+    if peek_current() is not None:
+        return None
+    job = running.job
+    return job_extra(job.job_id, job.queue, job.attempt, job.name)
+
+
+def log_start(running: Running) -> None:
+    """INFO (``runworker -v 2``): a job's attempt starts."""
+    if not _logged_here(running):
+        return
+    job = running.job
+    logger.info(
+        "job %s %s #%s attempt %s/%s started",
+        job.name,
+        job.queue,
+        job.job_id,
+        job.attempt,
+        job.max_attempts,
+        extra=_extra(running),
+    )
+
+
+def log_success(item: Finished) -> None:
+    """INFO (``runworker -v 2``): a job's attempt returned. Failures are
+    logged when they are recorded (a warning, or an error when terminal)."""
+    if not item.ok or not _logged_here(item.running):
+        return
+    job = item.running.job
+    logger.info(
+        "job %s %s #%s succeeded in %.3f s",
+        job.name,
+        job.queue,
+        job.job_id,
+        time.monotonic() - item.running.started,
+        extra=_extra(item.running),
+    )

@@ -21,6 +21,7 @@ from ..conf import WorkhorseSettings, get_settings, import_callable
 from ..definitions import JobDefinition
 from ..exceptions import StoreMismatchError
 from ..limits import queue_name_problem
+from ..servable import servable_queues, unknown_queues_problem
 
 
 @dataclass
@@ -33,6 +34,10 @@ class WorkerOptions:
     worker_id: str
     settings: WorkhorseSettings
     burst: bool = False
+    max_jobs: int | None = None
+    """Stop claiming after this many jobs were claimed, finish them, exit 0."""
+    max_seconds: float | None = None
+    """Stop claiming after this many seconds, finish what runs, exit 0."""
     on_job_failure: str | None = None
     on_job_canceled: str | None = None
 
@@ -50,9 +55,13 @@ def resolve_options(
     worker_id: str | None = None,
     burst: bool = False,
     settings: WorkhorseSettings | None = None,
+    exclude: Sequence[str] | None = None,
+    max_jobs: int | None = None,
+    max_seconds: float | None = None,
 ) -> WorkerOptions:
     """Check the worker's choices against the registry and settings.
 
+    ``exclude`` takes queues off the default set (``--exclude-queues``).
     Raises ImproperlyConfigured (unknown queue, bad alias) or StoreMismatchError
     (a job of a served queue is bound to another alias) with a message that
     says what to change.
@@ -66,25 +75,23 @@ def resolve_options(
             f"database {alias!r} is not an alias of settings.DATABASES "
             f"({', '.join(connections.databases)})"
         )
-    available = registry.known_queues(alias, settings.queues)
+    available = servable_queues(alias, settings)
     if queues:
         for name in queues:
             if problem := queue_name_problem(name):
                 raise ImproperlyConfigured(problem)
-        unknown = [q for q in queues if q not in available]
-        if unknown:
-            raise ImproperlyConfigured(
-                f"unknown queue(s) {', '.join(unknown)}: no job registered for database "
-                f"{alias!r} uses them and WORKHORSE['QUEUES'] does not name them "
-                f"(known: {', '.join(available) or 'none'})"
-            )
+        if problem := unknown_queues_problem(alias, queues, settings):
+            raise ImproperlyConfigured(problem)
         served = list(dict.fromkeys(queues))
     else:
-        served = available
+        excluded = list(exclude or ())
+        if problem := unknown_queues_problem(alias, excluded, settings):
+            raise ImproperlyConfigured(f"--exclude-queues: {problem}")
+        served = [q for q in available if q not in excluded]
     if not served:
         raise ImproperlyConfigured(
-            f"no queues to serve for database {alias!r}: register jobs with @workhorse.job "
-            "in an app's jobs.py, or name queues in WORKHORSE['QUEUES']"
+            f"no queues to serve for database {alias!r}: --exclude-queues leaves none of "
+            f"{', '.join(available)}"
         )
     for definition in registry.all_jobs().values():
         check_store(definition, alias, served)
@@ -112,6 +119,8 @@ def resolve_options(
         worker_id=make_worker_id(worker_id or settings.worker_id),
         settings=settings,
         burst=burst,
+        max_jobs=max_jobs,
+        max_seconds=max_seconds,
         on_job_failure=settings.on_job_failure,
         on_job_canceled=settings.on_job_canceled,
     )

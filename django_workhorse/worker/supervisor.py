@@ -8,6 +8,8 @@ and slots). The supervisor:
   forwarded, and counts as the first (graceful) signal;
 - asks the kernel to SIGTERM a child whose supervisor dies (Linux), so no
   child outlives a SIGKILLed supervisor;
+- starts a fresh child in place of one that ended its run with exit 0
+  (``--max-jobs``, ``--max-seconds``);
 - restarts a child that dies while running, and gives up (exit 1) when
   children keep dying within BOOT_WINDOW seconds of their start, which means
   they cannot start at all.
@@ -52,6 +54,7 @@ class Supervisor:
         self.boot_failures = 0
         self._received: list[int] = []
         """Signals received and not yet forwarded (the handler only notes them)."""
+        self._forwarded: set[int] = set()
 
     def _spawn(self, index: int) -> None:
         child = subprocess.Popen(
@@ -77,6 +80,7 @@ class Supervisor:
         """Send each signal received since the last call to every live child, once."""
         while self._received:
             signum = self._received.pop(0)
+            self._forwarded.add(signum)
             for child in self.children:
                 if child is not None and child.poll() is None:
                     child.send_signal(signum)
@@ -108,8 +112,23 @@ class Supervisor:
                     continue
                 metrics.child_exited(child.pid)
                 if self.stopping:
-                    codes[index] = code
+                    # Killed by the very signal forwarded to stop it: it was
+                    # still starting (a started worker handles the signal),
+                    # had claimed nothing, and stopped as asked.
+                    codes[index] = 0 if code < 0 and -code in self._forwarded else code
                     self.children[index] = None
+                    continue
+                if code == 0:
+                    # Only --max-jobs / --max-seconds end a child with 0: it
+                    # asks to be replaced by a fresh process, now.
+                    logger.info(
+                        "workhorse supervisor: worker %s (pid %s) finished its run; starting "
+                        "a fresh one",
+                        index,
+                        child.pid,
+                    )
+                    self._spawn(index)
+                    alive = True
                     continue
                 quick = time.monotonic() - self.started[index] < BOOT_WINDOW
                 self.boot_failures = self.boot_failures + 1 if quick else 0

@@ -54,13 +54,14 @@ from .heartbeat import Heartbeat
 from .hookcalls import HookCalls
 from .ledger import Ledger
 from .linger import Linger
-from .logs import install_record_factory, job_extra
+from .logs import install_record_factory, job_extra, log_start, log_success
 from .options import (  # noqa: F401  (re-exported: runworker and tests import them here)
     WorkerOptions,
     check_store,
     make_worker_id,
     resolve_options,
 )
+from .recycle import Recycle
 from .retention import RetentionSweeper, start_retention
 from .routes import SuccessRoute
 from .vacuum import VacuumSweeper, start_vacuum
@@ -134,6 +135,7 @@ class Worker:
         self._sidecars: sidecars.Sidecars | None = None
         self._retention: RetentionSweeper | None = None
         self._vacuum: VacuumSweeper | None = None
+        self._recycle = Recycle(options.max_jobs, options.max_seconds)
 
     @property
     def owner(self) -> str:
@@ -176,7 +178,10 @@ class Worker:
                 name,
                 self.settings.shutdown_grace,
             )
-            self.request_stop()
+            if self._stopping.is_set():  # --max-jobs or --max-seconds began it
+                self._wake.set()
+            else:
+                self.request_stop()
         else:
             logger.warning("workhorse: second %s, stopping now", name)
             self._stopping.set()
@@ -316,6 +321,12 @@ class Worker:
         self._expire_timeouts()
         if self._forced.is_set():
             return True
+        if self._recycle.due() and not self._stopping.is_set():
+            logger.info(
+                "workhorse: %s reached; finishing the running jobs, then exiting",
+                self._recycle.reason(),
+            )
+            self._stopping.set()
         if self._stopping.is_set():
             self._hand_held_over(self.ledger.hold_successes(False))  # no more claims
             if self._stop_deadline is None:
@@ -332,10 +343,11 @@ class Worker:
             settled = self.ledger.settled() and (
                 self._heartbeat is None or self._heartbeat.swept.is_set()
             )
-            free = self._free_slots()
+            free = self._recycle.limit(self._free_slots())
             if self._stopping.is_set() or self.ledger.error is not None:
                 return False  # the next pass handles it
             claimed = self._claim(free)
+            self._recycle.claimed(claimed)
         if claimed:
             if not self.ledger.has_free_slot():
                 # Every slot is taken: nothing for a pass to do before one
@@ -384,6 +396,8 @@ class Worker:
                 wait = due - self._db_clock_ahead - time.time() + 0.001
                 timeout = min(timeout, max(0.01, wait))
         deadlines = self.ledger.sync_deadlines()
+        if self._recycle.deadline is not None:
+            deadlines = [*deadlines, self._recycle.deadline]
         if deadlines:
             timeout = min(timeout, max(0.0, min(deadlines) - time.monotonic()))
         return timeout
@@ -505,11 +519,12 @@ class Worker:
     def _finished_sync(self, item: Finished) -> Running | None:
         """A sync handler returned (on its slot's thread): the run to start
         next on this thread, if ``_carry_on`` claimed one; else as ``_done``."""
+        log_success(item)
         if self._one_slot and not self._stopping.is_set() and self.ledger.error is None:
             with self._claim_lock:
-                if self.ledger.carry_on(item):
+                if self._recycle.room() and self.ledger.carry_on(item):
                     return self._carry_on(item)
-        self._done(item)
+        self._done(item, logged=True)
         return None
 
     def _carry_on(self, item: Finished) -> Running | None:
@@ -539,6 +554,7 @@ class Worker:
             self._wake.set()  # the loop claims from here on, or a burst worker is done
             return None
         (job,) = jobs
+        self._recycle.claimed(1)
         definition = registry.all_jobs().get(job.name)
         nxt = self._start(job, owner, definition, time.monotonic())
         if nxt is None:
@@ -592,14 +608,17 @@ class Worker:
         if refusal is not None:
             self._done(Finished(running, False, error=refusal.error, retryable=refusal.retryable))
             return None
+        log_start(running)
         return running
 
     # -- finish ------------------------------------------------------------
 
-    def _done(self, item: Finished) -> None:
+    def _done(self, item: Finished, logged: bool = False) -> None:
         """A handler returned (called on its thread): the ledger frees the
         slot and hands the result to the writer; a freed slot may end the
         claim linger and wakes the loop."""
+        if not logged:
+            log_success(item)
         freed = self.ledger.finish(item)
         if freed is not None and self._linger.arrived(freed) and not self._wake.is_set():
             self._wake.set()

@@ -91,7 +91,14 @@ if django.VERSION < (6, 0):
 TASKS = {
     "default": {
         "BACKEND": "django_workhorse.tasks.WorkhorseBackend",
-        "QUEUES": ["default", "jobtests.tasks", "jobtests.tasks-order", "shop"],
+        # jobtests.tasks-listed: named here only (tests/acceptance/test_served_queues.py).
+        "QUEUES": [
+            "default",
+            "jobtests.tasks",
+            "jobtests.tasks-order",
+            "jobtests.tasks-listed",
+            "shop",
+        ],
         "OPTIONS": {"MAX_ATTEMPTS": 3, "BACKOFF": {"kind": "fixed", "delay": 0.2}},
     }
 }

@@ -330,7 +330,7 @@ def test_run_jobs_runs_a_dependent_after_its_prerequisite():
     first = add.options(queue="deps-run").enqueue(a=1, b=2)
     second = add.options(queue="deps-run", depends_on=[first]).enqueue(a=3, b=4)
 
-    run_jobs(queues=["deps-run"])
+    run_jobs(names=[add])
 
     assert [Admin().get_job(h.id).result for h in (first, second)] == [3, 7]
 

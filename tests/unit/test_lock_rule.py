@@ -56,6 +56,7 @@ CONFINED = {
         "_opened": "the claim loop, under the worker's claim lock",
     },
     "Writer": {"_conn": "the writer thread", "_again": "the writer thread"},
+    "Recycle": {"taken": "whichever thread claims, under the worker's claim lock"},
     "RunConnections": {
         "_local": "a threading.local: each handler thread sets only its own connection "
         "(the shared list of opened connections changes under _lock)",

@@ -17,6 +17,7 @@ import sys
 import threading
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
@@ -163,7 +164,9 @@ def test_without_queues_the_worker_serves_every_queue_of_a_registered_job_and_of
     with override_settings(WORKHORSE={"QUEUES": {"audit.only-in-settings": {}}}):
         options = run_command()
     registered = {d.queue for d in registry.all_jobs().values() if d.using == "default"}
-    assert set(options.queues) == registered | {"audit.only-in-settings"}
+    tasks_queues = set(settings.TASKS["default"]["QUEUES"])
+    expected = registered | {"audit.only-in-settings", "default"} | tasks_queues
+    assert set(options.queues) == expected
     assert options.alias == "default"
 
 

@@ -7,6 +7,7 @@ from django.core.management.base import CommandError
 from django.db import connections
 
 from ...conf import get_settings
+from ...preflight import not_postgresql
 
 
 def database_alias(given: str | None) -> str:
@@ -20,4 +21,6 @@ def database_alias(given: str | None) -> str:
         raise CommandError(
             f"{alias!r} is not an alias of settings.DATABASES ({', '.join(connections)})"
         )
+    if problem := not_postgresql(alias):
+        raise CommandError(problem)
     return alias

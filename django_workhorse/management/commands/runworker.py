@@ -31,6 +31,7 @@ from ...limits import (
     queue_name_problem,
     text_problem,
 )
+from ...preflight import refuse_unless_postgresql
 from ...worker.logs import use_log_format
 from ...worker.options import resolve_options
 from ...worker.supervisor import Supervisor, child_argv
@@ -187,8 +188,25 @@ class Command(BaseCommand):
             type=queue_list,
             help=(
                 "comma-separated queues to serve (default: every queue with a registered "
-                "job, plus WORKHORSE['QUEUES'])"
+                "job, plus WORKHORSE['QUEUES'], WORKHORSE['DEFAULT_QUEUE'] and the QUEUES of "
+                "the workhorse TASKS backends)"
             ),
+        )
+        parser.add_argument(
+            "--exclude-queues",
+            type=queue_list,
+            help="comma-separated queues not to serve, out of the default ones",
+        )
+        parser.add_argument(
+            "--max-jobs",
+            type=whole_number(1),
+            help="stop claiming after N jobs, finish them and exit 0 (a supervisor, or "
+            "--processes, starts a fresh process)",
+        )
+        parser.add_argument(
+            "--max-seconds",
+            type=positive_seconds,
+            help="stop claiming after S seconds, finish the running jobs and exit 0",
         )
         parser.add_argument(
             "--concurrency",
@@ -233,8 +251,17 @@ class Command(BaseCommand):
         logging.getLogger("django_workhorse").setLevel(
             VERBOSITY_LEVELS.get(options["verbosity"], logging.DEBUG)
         )
-        if not logging.getLogger().handlers and not logging.getLogger("django_workhorse").handlers:
-            logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        ours = logging.getLogger("django_workhorse")
+        if not logging.getLogger().handlers and not ours.handlers:
+            # Django's default LOGGING gives the root logger no handler: the
+            # worker's records get one of their own. Not the root's: Django's
+            # "django" logger prints (with DEBUG) and propagates to the root,
+            # so each django.tasks line would be printed twice.
+            handler = logging.StreamHandler()
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+            )
+            ours.addHandler(handler)
         try:
             overrides = {
                 key: options[dest]
@@ -255,9 +282,18 @@ class Command(BaseCommand):
                 worker_id=options["worker_id"],
                 burst=options["burst"],
                 settings=settings,
+                exclude=options["exclude_queues"],
+                max_jobs=options["max_jobs"],
+                max_seconds=options["max_seconds"],
             )
+            refuse_unless_postgresql(worker_options.alias)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from exc
+        if options["queues"] and options["exclude_queues"]:
+            raise CommandError(
+                "--exclude-queues takes queues off the default ones; with --queues, "
+                "name only the queues to serve"
+            )
         if options["processes"] > 1 and options["burst"]:
             raise CommandError("--burst runs one process; drop --processes")
         logformat.set_process_worker_id(worker_options.worker_id)

@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from ...admin_api import STATES, Admin
+from ...preflight import explained
 from ...stores import store_aliases
 from ._operator import database_alias
 
@@ -225,13 +226,16 @@ class Command(BaseCommand):
             [Admin(using=alias) for alias in store_aliases()[1:]] if database is None else []
         )
         shown = 0
+        admin = admins[0]  # the one read when a database error comes
         try:
             while True:
                 if len(admins) == 1:
-                    data = snapshot(admins[0])
+                    data = snapshot(admin)
                     text = _dumps(data) if as_json else table(data)
                 else:
-                    by_store = {admin.using: snapshot(admin) for admin in admins}
+                    by_store = {}
+                    for admin in admins:
+                        by_store[admin.using] = snapshot(admin)
                     text = _dumps({"stores": by_store}) if as_json else stores_table(by_store)
                 if not as_json and watch is not None and shown:
                     self.stdout.write("")
@@ -241,6 +245,9 @@ class Command(BaseCommand):
                     return
                 time.sleep(watch)
         except DatabaseError as exc:
+            better = explained(exc, admin.using)
+            if better is not None:
+                raise CommandError(str(better)) from None
             raise CommandError(f"cannot read the queues: {exc}") from exc
         except KeyboardInterrupt:
             return

@@ -1,0 +1,59 @@
+"""Which queues a worker of one database may serve, for ``runworker`` and
+``run_jobs`` alike: a queue one of them accepts, the other accepts too, so
+a test suite that passes does not hide a production worker that will not
+start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import registry
+from .conf import WorkhorseSettings, job_defaults
+
+
+def task_queues(alias: str) -> set[str]:
+    """The queues ``TASKS[...]["QUEUES"]`` names for every workhorse backend
+    whose jobs live in database ``alias``."""
+    from .apps import uses_tasks_backend
+
+    if not uses_tasks_backend():
+        return set()  # and the Tasks API may not even be importable
+    from .tasks.backend import workhorse_backends
+
+    names: set[str] = set()
+    for backend in workhorse_backends():
+        try:
+            database = backend.database
+        except Exception:  # a bad OPTIONS value: manage.py check names it
+            continue
+        if database == alias:
+            names.update(q for q in backend.queues if isinstance(q, str))
+    return names
+
+
+def servable_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
+    """Sorted: the queues of the jobs registered for ``alias``, those
+    ``WORKHORSE['QUEUES']`` names, those of the Tasks backends on ``alias``,
+    and, for ``WORKHORSE['DATABASE']``, ``WORKHORSE['DEFAULT_QUEUE']`` (where
+    a job defined outside the modules app loading imports goes unless it
+    names another)."""
+    names = set(registry.known_queues(alias, settings.queues))
+    names.update(task_queues(alias))
+    if alias == settings.database:  # where a job bound to no alias goes
+        names.add(job_defaults().queue)
+    return sorted(names)
+
+
+def unknown_queues_problem(
+    alias: str, queues: Iterable[str], settings: WorkhorseSettings
+) -> str | None:
+    """The message that refuses ``queues`` not among ``servable_queues``, or None."""
+    available = servable_queues(alias, settings)
+    unknown = [q for q in queues if q not in available]
+    if not unknown:
+        return None
+    return (
+        f"unknown queue(s) {', '.join(unknown)}: no job registered for database {alias!r} "
+        "uses them, and neither WORKHORSE['QUEUES'], WORKHORSE['DEFAULT_QUEUE'] nor a TASKS "
+        f"backend's QUEUES names them (known: {', '.join(available) or 'none'})"
+    )
