@@ -46,6 +46,8 @@ DECLARE
     v_allowed integer;
     v_room   integer;
     v_rated  boolean := false;
+    v_now    timestamptz;
+    v_stamps timestamptz[];
 BEGIN
     IF p_worker IS NULL OR p_worker = '' THEN
         RAISE EXCEPTION 'workhorse_claim_many_v1 needs a worker id' USING ERRCODE = 'invalid_parameter_value';
@@ -84,6 +86,7 @@ BEGIN
         -- claimed and committed. Without the lock both would count the same
         -- active jobs and together exceed the limit. Claims of unlimited
         -- queues never take this lock.
+        v_stamps := array_fill(NULL::timestamptz, ARRAY[cardinality(v_queues)]);
         FOR v_q IN
             SELECT wq.name, wq.concurrency_limit, wq.rate_limit, wq.rate_period, wq.rate_starts,
                    wq.rate_counts, wq.held_back
@@ -110,14 +113,21 @@ BEGIN
                 v_allowed := least(v_allowed, v_room);
             END IF;
             IF v_q.rate_limit IS NOT NULL THEN
-                -- Every claim recorded with a time after now() - period
-                -- counts, later ones too (a claim that started before ours
-                -- but took the lock first): then any window of one period
-                -- holds at most rate_limit claims, as each claim in it
-                -- counted all the others committed before it.
+                -- A claim is counted, and recorded, at the clock time it
+                -- holds the queue's row, not at now() (its transaction's
+                -- start): the row lock orders the claims of a queue, so the
+                -- recorded times rise in the order the claims commit, and
+                -- each claim counted every start recorded in the period
+                -- before its own. With now(), a claim that waited for the
+                -- lock longer than the period was recorded too early; the
+                -- next claim no longer counted it (or had trimmed it) and
+                -- together they exceeded the rate (measured with 24 worker
+                -- processes on one limited queue).
+                v_now := clock_timestamp();
+                v_stamps[v_i] := v_now;
                 SELECT v_q.rate_limit - coalesce(sum(t.n), 0) INTO v_room
                 FROM unnest(v_q.rate_starts, v_q.rate_counts) AS t(at, n)
-                WHERE t.at > now() - v_q.rate_period;
+                WHERE t.at > v_now - v_q.rate_period;
                 v_allowed := least(v_allowed, v_room);
                 v_rated := true;
             END IF;
@@ -190,15 +200,16 @@ BEGIN
         UPDATE workhorse_queue wq
         SET rate_starts = ARRAY(SELECT t.at FROM unnest(wq.rate_starts, wq.rate_counts)
                                          WITH ORDINALITY AS t(at, n, o)
-                                WHERE t.at > now() - wq.rate_period ORDER BY t.o)
-                          || now(),
+                                WHERE t.at > st.at - wq.rate_period ORDER BY t.o)
+                          || st.at,
             rate_counts = ARRAY(SELECT t.n FROM unnest(wq.rate_starts, wq.rate_counts)
                                          WITH ORDINALITY AS t(at, n, o)
-                                WHERE t.at > now() - wq.rate_period ORDER BY t.o)
+                                WHERE t.at > st.at - wq.rate_period ORDER BY t.o)
                           || c.n
         FROM (SELECT rt.queue, count(*)::integer AS n FROM workhorse_job_runtime rt
-              WHERE rt.job_id = ANY (v_ids) GROUP BY rt.queue) c
-        WHERE wq.name = c.queue AND wq.rate_limit IS NOT NULL;
+              WHERE rt.job_id = ANY (v_ids) GROUP BY rt.queue) c,
+             unnest(v_queues, v_stamps) AS st(q, at)
+        WHERE wq.name = c.queue AND st.q = c.queue AND wq.rate_limit IS NOT NULL;
     END IF;
 
     RETURN QUERY
