@@ -19,6 +19,7 @@ class WorkhorseConfig(AppConfig):
             registry,
         )
         from .discovery import defined_job, remember_apps
+        from .servable import uses_tasks_backend
 
         remember_apps()
         pre_migrate.connect(refuse_other_databases, sender=self)
@@ -33,18 +34,6 @@ class WorkhorseConfig(AppConfig):
             # worker serves the queues of the tasks it knows at start-up.
             registry.add_resolver(resolve_task_job)
             autodiscover_modules("tasks")
-
-
-def uses_tasks_backend() -> bool:
-    """Whether ``settings.TASKS`` names the workhorse backend."""
-    from django.conf import settings
-
-    configured = getattr(settings, "TASKS", None) or {}
-    return any(
-        isinstance(params, dict)
-        and params.get("BACKEND") == "django_workhorse.tasks.WorkhorseBackend"
-        for params in configured.values()
-    )
 
 
 def refuse_other_databases(using: str, **kwargs: object) -> None:

@@ -221,6 +221,6 @@ def unknown_job_message(name: str, runner: str, then: str) -> str:
         "an installed app)"
     )
     return (
-        f"no job named {name!r} is registered in {runner}: {why}; deploy the code that "
+        f"no job named {name!r} is registered in {runner}; {why}; deploy the code that "
         f"defines it ({then})"
     )

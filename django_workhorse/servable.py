@@ -11,11 +11,21 @@ from . import registry
 from .conf import WorkhorseSettings, job_defaults
 
 
+def uses_tasks_backend() -> bool:
+    """Whether ``settings.TASKS`` names the workhorse backend."""
+    from django.conf import settings
+
+    configured = getattr(settings, "TASKS", None) or {}
+    return any(
+        isinstance(params, dict)
+        and params.get("BACKEND") == "django_workhorse.tasks.WorkhorseBackend"
+        for params in configured.values()
+    )
+
+
 def task_queues(alias: str) -> set[str]:
     """The queues ``TASKS[...]["QUEUES"]`` names for every workhorse backend
     whose jobs live in database ``alias``."""
-    from .apps import uses_tasks_backend
-
     if not uses_tasks_backend():
         return set()  # and the Tasks API may not even be importable
     from .tasks.backend import workhorse_backends

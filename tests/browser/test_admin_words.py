@@ -67,7 +67,7 @@ def test_the_queues_page_shows_every_column_at_1280_px_with_the_sidebar_open(
     for n in range(11):
         SucceededJobFactory(queue=f"{QUEUE}-done-{n % 2}")
         FailedJobFactory(queue=f"{QUEUE}-failed-{n % 2}")
-    Admin().set_queue_limits(QUEUE, concurrency=1000, rate=10000, period=3600)
+    Admin().set_queue_limits(QUEUE, global_concurrency=1000, rate=10000, period=3600)
     page = log_in(browser.new_context(viewport=WIDE), live_server.url, "operator")
 
     page.goto(f"{live_server.url}/admin/django_workhorse/queue/")
