@@ -34,6 +34,17 @@ CREATE TABLE workhorse_attempt_history (
 
 CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
 
+CREATE TABLE workhorse_failure_hour (
+    hour timestamp with time zone NOT NULL,
+    name text NOT NULL,
+    error_type text NOT NULL,
+    shard smallint NOT NULL,
+    failures bigint NOT NULL DEFAULT 0,
+    last_job_id bigint NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    CONSTRAINT workhorse_failure_hour_pkey PRIMARY KEY (hour, name, error_type, shard)
+) WITH (fillfactor=70);
+
 CREATE TABLE workhorse_job (
     id bigint NOT NULL DEFAULT nextval('workhorse_job_id_seq'::regclass),
     name workhorse_job_name NOT NULL,
@@ -136,6 +147,16 @@ CREATE TABLE workhorse_queue (
     CONSTRAINT workhorse_queue_rate_record CHECK ((cardinality(rate_starts) = cardinality(rate_counts)))
 );
 
+CREATE TABLE workhorse_queue_minute (
+    minute timestamp with time zone NOT NULL,
+    queue text NOT NULL,
+    shard smallint NOT NULL,
+    succeeded bigint NOT NULL DEFAULT 0,
+    failed bigint NOT NULL DEFAULT 0,
+    canceled bigint NOT NULL DEFAULT 0,
+    CONSTRAINT workhorse_queue_minute_pkey PRIMARY KEY (minute, queue, shard)
+) WITH (fillfactor=50);
+
 CREATE TABLE workhorse_schedule (
     name text NOT NULL,
     job_name text NOT NULL,
@@ -165,6 +186,7 @@ CREATE TABLE workhorse_schema (
 );
 
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
+CREATE UNIQUE INDEX workhorse_failure_hour_pkey ON public.workhorse_failure_hour USING btree (hour, name, error_type, shard);
 CREATE UNIQUE INDEX workhorse_job_checkpoint_pkey ON public.workhorse_job_checkpoint USING btree (job_id, name);
 CREATE INDEX workhorse_job_dependency_job ON public.workhorse_job_dependency USING btree (job_id);
 CREATE UNIQUE INDEX workhorse_job_dependency_pkey ON public.workhorse_job_dependency USING btree (prerequisite_id, job_id);
@@ -178,6 +200,7 @@ CREATE INDEX workhorse_job_query_queue ON public.workhorse_job_query USING btree
 CREATE UNIQUE INDEX workhorse_job_runtime_pkey ON public.workhorse_job_runtime USING btree (job_id);
 CREATE INDEX workhorse_outcome_finished_brin ON public.workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range='16');
 CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE ((state)::text <> 'succeeded'::text);
+CREATE UNIQUE INDEX workhorse_queue_minute_pkey ON public.workhorse_queue_minute USING btree (minute, queue, shard);
 CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (name);
 CREATE INDEX workhorse_runtime_blocked ON public.workhorse_job_runtime USING btree (queue) WHERE ((state)::text = 'blocked'::text);
 CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE ((state)::text = 'active'::text);
@@ -203,7 +226,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 51cfa3a92d79055c
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
---   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 1a4b5ceae1909752
+--   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 5d4dc4ebd00275db
 -- FUNCTION workhorse_enqueue_batch_v1(p_name text, p_payloads jsonb, p_queue text, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 5cf6b95950db9dca
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
@@ -241,13 +264,13 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 c28b991d4be2d602
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 4d8519fd3cbd0590
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 311edb2818c02237
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 b4a32631f6afa333
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
---   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 b6aec72955226bea
+--   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 043782b6fbfccbff
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 8340daaff2ad6c2d
 -- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])

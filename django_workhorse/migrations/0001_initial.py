@@ -12,6 +12,7 @@ class Migration(migrations.Migration):
     operations = [
         RunSQLFile("workhorse_job_defaults_v1.sql", drops_function="workhorse_job_defaults_v1"),
         RunSQLFile("tables_v1.sql", reverse_file="tables_v1.down.sql"),
+        RunSQLFile("queue_counts_v1.sql", reverse_file="queue_counts_v1.down.sql"),
         RunSQLFile("workhorse_backoff_delay_v1.sql", drops_function="workhorse_backoff_delay_v1"),
         RunSQLFile(
             "workhorse_ensure_partitions_v1.sql", drops_function="workhorse_ensure_partitions_v1"

@@ -25,7 +25,9 @@
 -- a job that was waiting), except a run's plain success, whose event the
 -- timeline derives from its attempt row; a queue whose running job ended is
 -- notified when a claim was held back by its concurrency limit (the place
--- it freed). A 'stalled' close counts the
+-- it freed); each queue's counter of jobs finished this minute, and of a
+-- failure's name and error type this hour, goes up (queue_counts_v1.sql).
+-- A 'stalled' close counts the
 -- stall in the outcome, as workhorse_requeue_runs_v1 counts it in the
 -- runtime row. Then, unless p_settle is false (the settlement's own
 -- cascade, which loops instead), the blocked dependents of the jobs that
@@ -124,6 +126,42 @@ BEGIN
         -- the timeline shows the event; only an end with data is written.
         WHERE o.ok AND NOT (p_states[o.i] = 'succeeded' AND o.attempt_outcome = 'succeeded'
                             AND p_event_data[o.i] IS NULL)
+    ),
+    -- The dashboard's counters (queue_counts_v1.sql): one upsert per queue
+    -- of the batch, in queue order so that two batches lock shared rows in
+    -- the same order.
+    counted AS (
+        INSERT INTO workhorse_queue_minute AS m (minute, queue, shard, succeeded, failed, canceled)
+        SELECT date_trunc('minute', now()), o.queue, pg_backend_pid() % 16,
+               count(*) FILTER (WHERE p_states[o.i] = 'succeeded'),
+               count(*) FILTER (WHERE p_states[o.i] = 'failed'),
+               count(*) FILTER (WHERE p_states[o.i] = 'canceled')
+        FROM owned o WHERE o.ok
+        GROUP BY o.queue ORDER BY o.queue
+        ON CONFLICT (minute, queue, shard) DO UPDATE
+        SET succeeded = m.succeeded + excluded.succeeded,
+            failed = m.failed + excluded.failed,
+            canceled = m.canceled + excluded.canceled
+    ),
+    -- Failures by name and error type, for the failures view: a failed job
+    -- pays one probe of its identity row for the name; a success nothing.
+    failures AS (
+        INSERT INTO workhorse_failure_hour AS f
+            (hour, name, error_type, shard, failures, last_job_id, last_at)
+        SELECT date_trunc('hour', now()), x.name, x.error_type, pg_backend_pid() % 16,
+               count(*), max(x.job_id), now()
+        FROM (
+            SELECT o.job_id, j.name,
+                   left(coalesce(p_errors[o.i] ->> 'type', 'unknown'), 200) AS error_type
+            FROM owned o
+            JOIN LATERAL (SELECT j.name FROM workhorse_job j WHERE j.id = o.job_id) j ON true
+            WHERE o.ok AND p_states[o.i] = 'failed'
+        ) x
+        GROUP BY x.name, x.error_type ORDER BY x.name, x.error_type
+        ON CONFLICT (hour, name, error_type, shard) DO UPDATE
+        SET failures = f.failures + excluded.failures,
+            last_job_id = greatest(f.last_job_id, excluded.last_job_id),
+            last_at = excluded.last_at
     )
     SELECT array_agg(o.ok ORDER BY o.i), array_agg(o.job_id) FILTER (WHERE o.ok),
            (SELECT array_agg(wq.name) FROM workhorse_queue wq

@@ -27,6 +27,8 @@ READ_WRITE = (
     "workhorse_job_checkpoint",
     "workhorse_queue",
     "workhorse_schedule",
+    "workhorse_queue_minute",
+    "workhorse_failure_hour",
 )
 """Tables the SQL functions (which run with the caller's rights) read and write."""
 READ_ONLY = ("workhorse_schema",)
