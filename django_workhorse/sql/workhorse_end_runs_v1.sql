@@ -142,26 +142,6 @@ BEGIN
         SET succeeded = m.succeeded + excluded.succeeded,
             failed = m.failed + excluded.failed,
             canceled = m.canceled + excluded.canceled
-    ),
-    -- Failures by name and error type, for the failures view: a failed job
-    -- pays one probe of its identity row for the name; a success nothing.
-    failures AS (
-        INSERT INTO workhorse_failure_hour AS f
-            (hour, name, error_type, shard, failures, last_job_id, last_at)
-        SELECT date_trunc('hour', now()), x.name, x.error_type, pg_backend_pid() % 16,
-               count(*), max(x.job_id), now()
-        FROM (
-            SELECT o.job_id, j.name,
-                   left(coalesce(p_errors[o.i] ->> 'type', 'unknown'), 200) AS error_type
-            FROM owned o
-            JOIN LATERAL (SELECT j.name FROM workhorse_job j WHERE j.id = o.job_id) j ON true
-            WHERE o.ok AND p_states[o.i] = 'failed'
-        ) x
-        GROUP BY x.name, x.error_type ORDER BY x.name, x.error_type
-        ON CONFLICT (hour, name, error_type, shard) DO UPDATE
-        SET failures = f.failures + excluded.failures,
-            last_job_id = greatest(f.last_job_id, excluded.last_job_id),
-            last_at = excluded.last_at
     )
     SELECT array_agg(o.ok ORDER BY o.i), array_agg(o.job_id) FILTER (WHERE o.ok),
            (SELECT array_agg(wq.name) FROM workhorse_queue wq
@@ -189,6 +169,26 @@ BEGIN
             RETURNING wq.name
         )
         SELECT count(pg_notify('workhorse:' || w.name, '')) INTO v_n FROM woken w;
+    END IF;
+    IF 'failed' = ANY (p_states) THEN
+        -- Failures by hour, name and error type, for the failures view
+        -- (queue_counts_v1.sql): a statement of its own, run only when a job
+        -- of the call failed, so that a batch of successes pays nothing for
+        -- it; a failed job pays one probe of its identity row for the name.
+        INSERT INTO workhorse_failure_hour AS f
+            (hour, name, error_type, shard, failures, last_job_id, last_at)
+        SELECT date_trunc('hour', now()), j.name,
+               left(coalesce(u.error ->> 'type', 'unknown'), 200), pg_backend_pid() % 16,
+               count(*), max(u.job_id), now()
+        -- (unnest pads a NULL p_errors with NULLs)
+        FROM unnest(p_job_ids, p_states, p_errors, v_ok) AS u(job_id, state, error, ok)
+        JOIN workhorse_job j ON j.id = u.job_id
+        WHERE u.ok AND u.state = 'failed'
+        GROUP BY 2, 3 ORDER BY 2, 3
+        ON CONFLICT (hour, name, error_type, shard) DO UPDATE
+        SET failures = f.failures + excluded.failures,
+            last_job_id = greatest(f.last_job_id, excluded.last_job_id),
+            last_at = excluded.last_at;
     END IF;
     IF p_settle THEN
         -- A later statement than the one that wrote the outcomes, so it sees them.
