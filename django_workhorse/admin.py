@@ -16,6 +16,7 @@ working, and an alias that is not a store is a 404 naming the stores.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from datetime import datetime
@@ -62,6 +63,43 @@ _LEVEL = {
     "requested": messages.SUCCESS,
     "unchanged": messages.WARNING,
 }
+
+
+PAYLOAD_PERMISSION = "django_workhorse.view_job_payload"
+"""Who may see what jobs carry: payloads, results, checkpoint results, error
+messages and tracebacks, event details, and search by payload. Without it,
+the pages show states, times and error types only (docs/security.md)."""
+
+
+def may_see_payload(request: HttpRequest) -> bool:
+    """Whether the user holds ``PAYLOAD_PERMISSION`` (a superuser does)."""
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.has_perm(PAYLOAD_PERMISSION))
+
+
+def error_type_only(error: Any) -> dict[str, Any] | None:
+    """An error envelope reduced to its type: what a user without the payload
+    permission may see (the message and traceback quote the job's data)."""
+    if isinstance(error, dict) and isinstance(error.get("type"), str):
+        return {"type": error["type"]}
+    return None if error is None else {"type": "error"}
+
+
+def without_payload(job: admin_api.JobSnapshot) -> admin_api.JobSnapshot:
+    """``job`` with its payload, result, checkpoint results and error message
+    and traceback taken out, so that no template can show them."""
+    return dataclasses.replace(
+        job,
+        payload={},
+        result=None,
+        error=error_type_only(job.error),
+        checkpoints=tuple(dataclasses.replace(c, result=None) for c in job.checkpoints),
+    )
+
+
+def timeline_without_payload(entry: admin_api.TimelineEntry) -> admin_api.TimelineEntry:
+    """A timeline entry with its error reduced to the type and no event details."""
+    return dataclasses.replace(entry, error=error_type_only(entry.error), data=None)
 
 
 class NotAStore(Http404):
@@ -240,6 +278,7 @@ class OperatorAdmin(admin.ModelAdmin):
             "breadcrumbs_as_list": django.VERSION >= (6, 0),
             "crumbs": [(extra.get("title", ""), None)],
             "can_act": self.has_change_permission(request),
+            "can_see_payload": may_see_payload(request),
             # None for a page the user may not see: no link to a 403.
             "queues_url": self._url_if_seen(request, Queue),
             "jobs_url": self._url_if_seen(request, Job),
@@ -385,6 +424,10 @@ class JobAdmin(OperatorAdmin):
         except InvalidQueryError as exc:
             messages.error(request, str(exc))
             timeline = service.get_job_timeline(job_id, limit=TIMELINE_PAGE)
+        timeline_items = timeline.items
+        if not may_see_payload(request):
+            job = without_payload(job)
+            timeline_items = [timeline_without_payload(e) for e in timeline_items]
         # Times are formatted here: the date filter costs ~0.2 ms a call, and a
         # page of 100 entries has 200 of them.
         entries = [
@@ -396,7 +439,7 @@ class JobAdmin(OperatorAdmin):
                 "error_text": _as_text(e.error),
                 "data_text": _as_text(e.data),
             }
-            for e in timeline.items
+            for e in timeline_items
         ]
         actions = [
             name

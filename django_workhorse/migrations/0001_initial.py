@@ -126,6 +126,9 @@ class Migration(migrations.Migration):
             options={
                 "db_table": "workhorse_job",
                 "managed": False,
+                "permissions": [
+                    ("view_job_payload", "Can see job payloads, results and errors")
+                ],
             },
         ),
         migrations.CreateModel(
