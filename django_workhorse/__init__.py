@@ -21,6 +21,7 @@ from .admin_api import (
     Page,
     QueueStats,
     TimelineEntry,
+    WorkerInfo,
 )
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
@@ -100,6 +101,7 @@ __all__ = [
     "UnknownJobError",
     "UnknownQueueError",
     "UnknownScheduleError",
+    "WorkerInfo",
     "WorkhorseError",
     "aenqueue",
     "current_job",

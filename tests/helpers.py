@@ -26,6 +26,7 @@ WORKHORSE_TABLES = (
     "workhorse_job_checkpoint",
     "workhorse_queue_minute",
     "workhorse_failure_hour",
+    "workhorse_worker",
 )
 """Every table that holds jobs, their counters or queue policy (not the schema version)."""
 

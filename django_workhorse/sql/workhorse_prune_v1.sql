@@ -14,7 +14,8 @@
 --     day's partition was missing).
 --   * 'delete_counters': up to p_limit rows of each of the dashboard's
 --     counters (workhorse_queue_minute, workhorse_failure_hour) older than
---     p_history_before are deleted; rows is the larger of the two counts
+--     p_history_before are deleted, and as many workers last seen before it
+--     (workhorse_worker); rows is the larger of the two counts
 --     (what a dry run counts: both added).
 --   * 'delete_jobs': up to p_limit finished jobs whose outcome is older than
 --     p_jobs_before lose their job, outcome, query, dependency and checkpoint rows.
@@ -137,8 +138,17 @@ BEGIN
                 SELECT f2.hour, f2.name, f2.error_type, f2.shard FROM workhorse_failure_hour f2
                 WHERE f2.hour < p_history_before ORDER BY f2.hour LIMIT p_limit)
             RETURNING 1
+        ),
+        -- Workers not seen since the cut-off died without saying so.
+        gone_workers AS (
+            DELETE FROM workhorse_worker w
+            WHERE w.worker_id IN (
+                SELECT w2.worker_id FROM workhorse_worker w2
+                WHERE w2.last_seen_at < p_history_before LIMIT p_limit)
+            RETURNING 1
         )
-        SELECT greatest((SELECT count(*) FROM gone_minutes), (SELECT count(*) FROM gone_hours))
+        SELECT greatest((SELECT count(*) FROM gone_minutes), (SELECT count(*) FROM gone_hours),
+                        (SELECT count(*) FROM gone_workers))
         INTO v_count;
     END IF;
     IF v_count > 0 THEN

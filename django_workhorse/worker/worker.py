@@ -60,6 +60,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     make_worker_id,
     resolve_options,
 )
+from .presence import describe_worker
 from .retention import RetentionSweeper, start_retention
 from .vacuum import VacuumSweeper, start_vacuum
 from .wakeups import Listener
@@ -237,6 +238,7 @@ class Worker:
             on_lost=self._on_lost,
             on_cancel=self._cancel_renewed,
             on_recovered=self._on_recovered,
+            describe=self._describe,
         )
         self._heartbeat.on_swept = self._wake.set
         self._heartbeat.start()
@@ -250,6 +252,15 @@ class Worker:
                 self.options.alias,
                 self.settings.poll_interval,
             )
+
+    def _describe(self) -> dict[str, Any]:
+        """What the workers view shows of this worker (workhorse_worker.info)."""
+        return describe_worker(
+            self.worker_id,
+            self.options.concurrency,
+            self.ledger.counts()["busy"],
+            self.settings.lock_renew_interval,
+        )
 
     def _loop(self) -> None:
         while True:

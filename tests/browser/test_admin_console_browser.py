@@ -12,7 +12,9 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 
 from django_workhorse import Admin, store
+from tests.acceptance.conftest import workers  # noqa: F401  (the runworker fixture)
 from tests.factories import ActiveJobFactory, FailedJobFactory
+from tests.helpers import poll_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,3 +98,35 @@ def test_a_support_user_without_the_payload_permission_sees_no_payload_anywhere(
     screenshot(page, "support-failed-job-1280")
     page.goto(f"{base}/admin/django_workhorse/queue/")
     assert SECRET not in page.content()
+
+
+def test_the_workers_view_shows_two_live_workers_and_drops_one_that_stopped(
+    browser,
+    live_server,
+    django_user_model,
+    workers,  # noqa: F811  (the fixture imported above)
+):
+    staff(django_user_model, "viewer", ["view_job", "view_queue"])
+    first = workers.start("--queues", "email", "--concurrency", "3", "--id", "first")
+    second = workers.start("--queues", "email,default", "--id", "second")
+    base = live_server.url
+    page = log_in(browser.new_context(viewport={"width": 1280, "height": 900}), base, "viewer")
+
+    page.goto(f"{base}/admin/django_workhorse/queue/")
+    page.click("#wh-workers-link")
+
+    def listed() -> int:
+        page.reload()
+        return page.locator("#wh-workers tr.wh-worker").count()
+
+    poll_until(lambda: listed() == 2, timeout=30, interval=0.5, what="both workers listed")
+    text = page.locator("#wh-workers").inner_text()
+    for worker in (first, second):
+        assert str(worker.pid) in text
+    assert "email (3)" in text and "default (" in text and "live" in text
+    screenshot(page, "workers-1280")
+
+    first.stop()
+    assert listed() == 1
+    assert str(second.pid) in page.locator("#wh-workers").inner_text()
+    second.stop()

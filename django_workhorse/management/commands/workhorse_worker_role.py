@@ -29,6 +29,7 @@ READ_WRITE = (
     "workhorse_schedule",
     "workhorse_queue_minute",
     "workhorse_failure_hour",
+    "workhorse_worker",
 )
 """Tables the SQL functions (which run with the caller's rights) read and write."""
 READ_ONLY = ("workhorse_schema",)
