@@ -602,7 +602,37 @@ class QueueAdmin(OperatorAdmin):
         return [
             path("", wrap(self.changelist_view), name="django_workhorse_queue_changelist"),
             path("act/", wrap(self.action_view), name="django_workhorse_queue_act"),
+            path("workers/", wrap(self.workers_view), name="django_workhorse_queue_workers"),
         ]
+
+    def workers_view(self, request: HttpRequest) -> HttpResponse:
+        """The live workers, from their heartbeats (``Admin.live_workers``)."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        store = self.store(request)
+        workers = self.service(store).live_workers()
+        in_store = self.store_context(store, reverse("admin:django_workhorse_queue_workers"))
+        context = self.context(
+            request,
+            title="Workers",
+            crumbs=[
+                (
+                    "Queues",
+                    reverse("admin:django_workhorse_queue_changelist") + in_store["store_suffix"],
+                ),
+                ("Workers", None),
+            ],
+            rows=[
+                {
+                    "worker": w,
+                    "seen": _seconds(w.seen_seconds_ago),
+                    "since": _when(w.first_seen_at, "%Y-%m-%d %H:%M:%S"),
+                }
+                for w in workers
+            ],
+            **in_store,
+        )
+        return TemplateResponse(request, "admin/django_workhorse/workers.html", context)
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

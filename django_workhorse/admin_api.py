@@ -230,6 +230,54 @@ class QueueStats:
 
 
 @dataclass(frozen=True)
+class WorkerInfo:
+    """One worker process, as its heartbeats describe it (``Admin.live_workers``)."""
+
+    worker_id: str
+    host: str
+    pid: int | None
+    queues: dict[str, int]
+    """Its queues and the slots it runs for each."""
+    slots: int
+    busy: int
+    """Slots in use at its latest heartbeat."""
+    version: str
+    """The django-workhorse version it runs."""
+    first_seen_at: datetime
+    last_seen_at: datetime
+    seen_seconds_ago: float
+    silent: bool
+    """Not heard from for three of its heartbeat turns (and 5 s): it died or
+    lost the database; a worker that stops cleanly leaves the list instead."""
+    jobs_held: int = 0
+    """Jobs whose lease it holds now (from the live rows)."""
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """What a filter-wide action did (``Admin.bulk_matching``)."""
+
+    action: str
+    changed: int = 0
+    """Jobs retried, or canceled at once."""
+    requested: int = 0
+    """Running jobs whose workers were asked to cancel them."""
+    unchanged: int = 0
+    """Jobs whose state no longer allowed the action when their batch came."""
+    batches: int = 0
+    """Transactions it took (each of at most ``batch_size`` jobs)."""
+    complete: bool = True
+    """False when ``limit`` stopped it with more jobs matching."""
+
+
+BULK_BATCH_SIZE = 1000
+"""Jobs acted on per transaction by ``Admin.bulk_matching``."""
+
+COUNT_CAP = 1000
+"""The job list counts each state up to this many ("1,000+")."""
+
+
+@dataclass(frozen=True)
 class ActionResult:
     """What an operator action did."""
 
@@ -684,6 +732,55 @@ class Admin:
                 "holding_jobs": store.workers_holding_jobs(db),
             }
 
+    def live_workers(self, seen_within_seconds: float = 3600.0) -> list[WorkerInfo]:
+        """Workers whose heartbeat was seen within ``seen_within_seconds``
+        (default an hour), most recently seen first: id, host, pid, queues and
+        slots, slots busy, version, when first and last seen, whether it has
+        gone silent, and the jobs it holds."""
+        try:
+            within = seconds_of(seen_within_seconds)
+        except ValueError as exc:
+            raise InvalidQueryError(f"seen_within_seconds: {exc}") from None
+        if not 0 < within <= MAX_DURATION_SECONDS:
+            raise InvalidQueryError(
+                f"seen_within_seconds must be more than 0 and at most {MAX_DURATION_SECONDS},"
+                f" got {shown(seen_within_seconds, 40)}"
+            )
+        with connections[self.using].cursor() as db:
+            rows = store.list_workers(db, within)
+            held: dict[str, int] = {}
+            for holder in store.workers_holding_jobs(db):
+                # A claim session may own jobs under "<worker id>+N" (claims.py).
+                worker = str(holder["worker_id"]).split("+", 1)[0]
+                held[worker] = held.get(worker, 0) + int(holder["jobs"])
+        found = []
+        for r in rows:
+            info = r["info"]
+            if isinstance(info, str):  # Django's connections load jsonb as text
+                info = json.loads(info)
+            if not isinstance(info, dict):
+                info = {}
+            interval = info.get("renew_interval")
+            interval = float(interval) if isinstance(interval, int | float) else 15.0
+            queues = info.get("queues")
+            found.append(
+                WorkerInfo(
+                    worker_id=r["worker_id"],
+                    host=str(info.get("host", "")),
+                    pid=info.get("pid") if isinstance(info.get("pid"), int) else None,
+                    queues=dict(queues) if isinstance(queues, dict) else {},
+                    slots=int(info.get("slots") or 0),
+                    busy=int(info.get("busy") or 0),
+                    version=str(info.get("version", "")),
+                    first_seen_at=r["first_seen_at"],
+                    last_seen_at=r["last_seen_at"],
+                    seen_seconds_ago=r["seen_seconds_ago"],
+                    silent=r["seen_seconds_ago"] > 3 * interval + 5,
+                    jobs_held=held.get(r["worker_id"], 0),
+                )
+            )
+        return found
+
     # -- actions ------------------------------------------------------------
 
     def _act(self, call: Callable[..., tuple[Any, ...]], *args: Any) -> tuple[Any, ...]:
@@ -800,6 +897,118 @@ class Admin:
             else f"queue {name!r} was already {word}"
         )
         return ActionResult("pause" if paused else "resume", name, status, word, message)
+
+    def count_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        name: str | None = None,
+        state: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        cap: int = COUNT_CAP,
+    ) -> int:
+        """How many jobs match ``list_jobs``' filters, counted up to ``cap``
+        (a result equal to ``cap`` means "at least that many"): the cost is
+        bounded by ``cap`` index entries, never a count of all history."""
+        if queue is not None:
+            check_queue_name(queue)
+        if name is not None:
+            _check_job_name(name)
+        if state is not None and state not in STATES:
+            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {shown(state)}")
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= INT4_MAX:
+            raise InvalidQueryError(
+                f"cap must be a whole number from 1 to {INT4_MAX}; got {shown(cap)}"
+            )
+        with connections[self.using].cursor() as db:
+            return store.count_jobs(
+                db,
+                queue=queue,
+                name=name,
+                state=state,
+                created_after=_check_time("created_after", created_after),
+                created_before=_check_time("created_before", created_before),
+                cap=cap,
+            )
+
+    def bulk_matching(
+        self,
+        action: str,
+        *,
+        queue: str | None = None,
+        name: str | None = None,
+        state: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+        batch_size: int = BULK_BATCH_SIZE,
+        limit: int | None = None,
+    ) -> BulkOutcome:
+        """``retry`` or ``cancel`` every job matching ``list_jobs``' filters,
+        newest first, ``batch_size`` jobs per transaction (so 100,000 jobs
+        never hold one transaction, and a stop loses no finished batch).
+        Each batch is the next page of the list as it stands when the batch
+        starts; a job whose state no longer allows the action is counted
+        ``unchanged``. ``limit`` stops after that many jobs."""
+        if action not in ("retry", "cancel"):
+            raise InvalidQueryError(
+                f"bulk action must be 'retry' or 'cancel', got {shown(action, 40)}"
+            )
+        if (
+            not isinstance(batch_size, int)
+            or isinstance(batch_size, bool)
+            or not 1 <= batch_size <= 1000
+        ):
+            raise InvalidQueryError(f"batch_size must be from 1 to 1000; got {shown(batch_size)}")
+        if limit is not None and (
+            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+        ):
+            raise InvalidQueryError(
+                f"limit must be a positive whole number or None; got {shown(limit)}"
+            )
+        reason, by = _check_reason(reason), _check_by(by)
+        counts = {"changed": 0, "requested": 0, "unchanged": 0, "unknown": 0}
+        batches, done, cursor = 0, 0, None
+        while True:
+            size = batch_size if limit is None else min(batch_size, limit - done)
+            page = self.list_jobs(
+                queue=queue,
+                name=name,
+                state=state,
+                created_after=created_after,
+                created_before=created_before,
+                cursor=cursor,
+                limit=size,
+            )
+            if not page.items:
+                return BulkOutcome(
+                    action,
+                    counts["changed"],
+                    counts["requested"],
+                    counts["unchanged"] + counts["unknown"],
+                    batches,
+                )
+            with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
+                for row in page.items:
+                    if action == "retry":
+                        status = store.retry_job(db, row.id, reason, False)[0]
+                    else:
+                        status = store.cancel_job(db, row.id, reason, by)[0]
+                    counts[status] = counts.get(status, 0) + 1
+            batches += 1
+            done += len(page.items)
+            cursor = page.next_cursor
+            if cursor is None or (limit is not None and done >= limit):
+                return BulkOutcome(
+                    action,
+                    counts["changed"],
+                    counts["requested"],
+                    counts["unchanged"] + counts["unknown"],
+                    batches,
+                    complete=cursor is None,
+                )
 
     def bulk(
         self, action: str, job_ids: Sequence[int], *, by: str | None = None

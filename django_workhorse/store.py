@@ -288,12 +288,15 @@ def heartbeat_many(
     job_ids: Sequence[int],
     fences: Sequence[int],
     lease_seconds: float,
+    worker_info_json: str | None = None,
 ) -> list[tuple[int, bool, bool]]:
-    """Renew leases; ``(job_id, renewed, cancel_requested)`` per job."""
+    """Renew leases; ``(job_id, renewed, cancel_requested)`` per job. With
+    ``worker_info_json`` the call also records the worker as seen now, for
+    the workers view (``list_workers``)."""
     cursor.execute(
         "SELECT job_id, renewed, cancel_requested"
-        " FROM workhorse_heartbeat_many_v1(%s, %s::bigint[], %s::bigint[], %s)",
-        [worker_id, _ints(job_ids), _ints(fences), lease_seconds],
+        " FROM workhorse_heartbeat_many_v1(%s, %s::bigint[], %s::bigint[], %s, %s::jsonb)",
+        [worker_id, _ints(job_ids), _ints(fences), lease_seconds, worker_info_json],
     )
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
@@ -887,6 +890,39 @@ def heartbeat_connections(cursor: Cursor) -> int:
         " WHERE datname = current_database() AND application_name = 'workhorse-heartbeat'"
     )
     return cast("int", cursor.fetchone()[0])
+
+
+def count_jobs(
+    cursor: Cursor,
+    *,
+    queue: str | None,
+    name: str | None,
+    state: str | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    cap: int,
+) -> int:
+    """Jobs matching the job list's filters, counted up to ``cap``."""
+    cursor.execute(
+        "SELECT workhorse_count_jobs_v1(%s, %s, %s, %s, %s, %s)",
+        [queue, name, state, created_after, created_before, cap],
+    )
+    return cast("int", cursor.fetchone()[0])
+
+
+def list_workers(cursor: Cursor, seen_within_seconds: float) -> list[dict[str, Any]]:
+    """Workers whose heartbeat was seen within the last ``seen_within_seconds``:
+    worker_id, info, first_seen_at, last_seen_at, seen_seconds_ago."""
+    cursor.execute(
+        "SELECT * FROM workhorse_list_workers_v1(make_interval(secs => %s))",
+        [seen_within_seconds],
+    )
+    return _dict_rows(cursor)
+
+
+def worker_gone(cursor: Cursor, worker_id: str) -> None:
+    """A stopping worker's registry row goes (``workhorse_worker_gone_v1``)."""
+    cursor.execute("SELECT workhorse_worker_gone_v1(%s)", [worker_id])
 
 
 def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:

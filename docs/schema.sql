@@ -185,6 +185,14 @@ CREATE TABLE workhorse_schema (
     CONSTRAINT workhorse_schema_singleton CHECK (singleton)
 );
 
+CREATE TABLE workhorse_worker (
+    worker_id text NOT NULL,
+    info jsonb NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+    last_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workhorse_worker_pkey PRIMARY KEY (worker_id)
+) WITH (fillfactor=50);
+
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
 CREATE UNIQUE INDEX workhorse_failure_hour_pkey ON public.workhorse_failure_hour USING btree (hour, name, error_type, shard);
 CREATE UNIQUE INDEX workhorse_job_checkpoint_pkey ON public.workhorse_job_checkpoint USING btree (job_id, name);
@@ -209,6 +217,7 @@ CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING b
 CREATE INDEX workhorse_schedule_due ON public.workhorse_schedule USING btree (next_run_at) WHERE (NOT paused);
 CREATE UNIQUE INDEX workhorse_schedule_pkey ON public.workhorse_schedule USING btree (name);
 CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree (singleton);
+CREATE UNIQUE INDEX workhorse_worker_pkey ON public.workhorse_worker USING btree (worker_id);
 
 CREATE SEQUENCE workhorse_attempt_history_id_seq;
 CREATE SEQUENCE workhorse_job_event_id_seq;
@@ -225,6 +234,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 3859ef0ab201bb6c
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 51cfa3a92d79055c
+-- FUNCTION workhorse_count_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_cap integer)
+--   RETURNS bigint LANGUAGE plpgsql -- body sha256 a39a71abd912150b
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
 --   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 2921e5a9f2c5ca89
 -- FUNCTION workhorse_enqueue_batch_v1(p_name text, p_payloads jsonb, p_queue text, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
@@ -243,16 +254,18 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(name text, kind text, result jsonb, written_at timestamp with time zone, attempt integer) LANGUAGE sql -- body sha256 ecd5b52586fa2c7c
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
--- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 6fbed8823f6b90b5
+-- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision, p_worker_info jsonb)
+--   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 9f0089e36be59e9d
 -- FUNCTION workhorse_job_defaults_v1()
 --   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
 --   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 1bf7c97addd813c6
 -- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
---   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 edd4a0e2a75f945c
+--   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 a86e8607d6a66b73
 -- FUNCTION workhorse_list_schedules_v1()
 --   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint) LANGUAGE sql -- body sha256 60b0bef49d80b9c3
+-- FUNCTION workhorse_list_workers_v1(p_seen_within interval)
+--   RETURNS TABLE(worker_id text, info jsonb, first_seen_at timestamp with time zone, last_seen_at timestamp with time zone, seen_seconds_ago double precision) LANGUAGE sql -- body sha256 b3785623b36ce0c8
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
 -- FUNCTION workhorse_lock_runs_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
@@ -264,7 +277,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 c28b991d4be2d602
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 311edb2818c02237
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 11a07e420490a2be
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
@@ -303,3 +316,5 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 eb5951d85ddbcade
 -- FUNCTION workhorse_vacuum_due_v1(p_quiet_for interval, p_min_dead bigint, p_min_dead_fraction double precision)
 --   RETURNS TABLE(table_name text, dead_tuples bigint, live_tuples bigint, due boolean, may_vacuum boolean) LANGUAGE sql -- body sha256 d6a8ecc113ec4a0c
+-- FUNCTION workhorse_worker_gone_v1(p_worker text)
+--   RETURNS void LANGUAGE sql -- body sha256 b0e4299805dd657a

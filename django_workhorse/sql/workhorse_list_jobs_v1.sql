@@ -42,8 +42,10 @@ BEGIN
         RAISE EXCEPTION 'workhorse_list_jobs_v1: give p_before_id or p_after_id, not both'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'workhorse_list_jobs_v1: p_limit must be from 1 to 1000, got %', p_limit
+    -- 1,001: Admin.list_jobs asks for one row more than its largest page
+    -- (1,000) to know whether an older page follows.
+    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 1001 THEN
+        RAISE EXCEPTION 'workhorse_list_jobs_v1: p_limit must be from 1 to 1001, got %', p_limit
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
