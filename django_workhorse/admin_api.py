@@ -183,10 +183,26 @@ class JobRow:
     """Live jobs: when the job is (or was) due."""
     finished_at: datetime | None
     """Terminal jobs: when the job finished."""
+    error_type: str | None = None
+    """Failed and canceled jobs: the type of their error."""
+    error_message: str | None = None
+    """Failed and canceled jobs: their error's message, cut at 300 characters."""
 
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Jobs of one name that failed with one error type (``Admin.failures``)."""
+
+    name: str
+    error_type: str
+    failures: int
+    last_job_id: int
+    """The newest of them."""
+    last_at: datetime
 
 
 @dataclass(frozen=True)
@@ -586,13 +602,58 @@ class Admin:
         idempotency_key: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
+        error_type: str | None = None,
+        name_prefix: str | None = None,
+        payload: dict[str, Any] | None = None,
     ) -> Page[JobRow]:
         """A page of jobs, newest first, keyset-paged through ``job_query``.
 
         ``next_cursor`` leads to older jobs, ``previous_cursor`` to newer ones.
+        ``error_type`` (with ``state`` failed or canceled) keeps the jobs whose
+        error has that type; ``name_prefix`` the jobs whose name starts with
+        it; ``payload`` the jobs whose payload contains that object (for
+        example ``{"customer": 42}``): every job when the operator made the
+        payload index, live jobs only without it (docs/admin.md, "Search").
         Every filter is validated first: a bad value raises InvalidQueryError
         (InvalidCursorError for a cursor) naming it.
         """
+        if error_type is not None:
+            if state not in ("failed", "canceled"):
+                raise InvalidQueryError(
+                    "error_type filters failed or canceled jobs: give state='failed' or "
+                    f"state='canceled' with it (state is {shown(state)})"
+                )
+            if (
+                not isinstance(error_type, str)
+                or not 1 <= len(error_type) <= 200
+                or text_problem(error_type, "")
+            ):
+                raise InvalidQueryError(
+                    f"error_type is 1 to 200 characters of text, got {shown(error_type)}"
+                )
+        if name_prefix is not None and (
+            not isinstance(name_prefix, str)
+            or not 1 <= len(name_prefix) <= 200
+            or text_problem(name_prefix, "")
+        ):
+            raise InvalidQueryError(
+                f"name_prefix is 1 to 200 characters of text, got {shown(name_prefix)}"
+            )
+        payload_json = None
+        if payload is not None:
+            if not isinstance(payload, dict) or not payload:
+                raise InvalidQueryError(
+                    'payload is a non-empty dict of keys and values, e.g. {"customer": 42}; '
+                    f"got {shown(payload)}"
+                )
+            try:
+                payload_json = json.dumps(payload, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidQueryError(f"payload must be JSON: {exc}") from None
+            if text_problem(payload_json, "") or len(payload_json) > 10_000:
+                raise InvalidQueryError(
+                    f"payload is at most 10,000 characters of JSON text, got {shown(payload)}"
+                )
         if queue is not None:
             check_queue_name(queue)
         if name is not None:
@@ -618,6 +679,9 @@ class Admin:
             "created_after": created_after,
             "created_before": created_before,
             "idempotency_key": idempotency_key,
+            "error_type": error_type,
+            "name_prefix": name_prefix,
+            "payload": payload,
         }
         direction, from_id = "older", None
         if cursor is not None:
@@ -643,6 +707,9 @@ class Admin:
                 after_id=from_id if direction == "newer" else None,
                 limit=limit + 1,
                 idempotency_key=idempotency_key,
+                error_type=error_type,
+                name_prefix=name_prefix,
+                payload_json=payload_json,
             )
         more = len(rows) > limit
         if direction == "older":
@@ -897,6 +964,30 @@ class Admin:
             else f"queue {name!r} was already {word}"
         )
         return ActionResult("pause" if paused else "resume", name, status, word, message)
+
+    def failures(self, window_seconds: float | timedelta = 86400.0) -> list[FailureGroup]:
+        """Jobs that ended failed within the window (default the last 24
+        hours, to the hour), grouped by job name and error type, most failures
+        first. Read from the failure counters the finishing statement keeps
+        (docs/admin.md, "Queue statistics"): the same few rows whatever the
+        number of failures."""
+        try:
+            window = seconds_of(window_seconds)
+        except ValueError as exc:
+            raise InvalidQueryError(f"window_seconds: {exc}") from None
+        if not 0 < window <= MAX_DURATION_SECONDS:
+            raise InvalidQueryError(
+                f"window_seconds must be more than 0 and at most {MAX_DURATION_SECONDS},"
+                f" got {shown(window_seconds, 40)}"
+            )
+        with connections[self.using].cursor() as db:
+            return [FailureGroup(**r) for r in store.failures(db, window)]
+
+    def payload_search_covers_every_job(self) -> bool:
+        """Whether payload search reads every job (the operator made the payload
+        index) or live jobs only (docs/admin.md, "Search")."""
+        with connections[self.using].cursor() as db:
+            return store.payload_index_exists(db)
 
     def count_jobs(
         self,

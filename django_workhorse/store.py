@@ -846,10 +846,14 @@ def list_jobs(
     after_id: int | None,
     limit: int,
     idempotency_key: str | None = None,
+    error_type: str | None = None,
+    name_prefix: str | None = None,
+    payload_json: str | None = None,
 ) -> list[dict[str, Any]]:
     """A page of job rows, newest first (see ``workhorse_list_jobs_v1``)."""
     cursor.execute(
-        "SELECT * FROM workhorse_list_jobs_v1(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "SELECT * FROM workhorse_list_jobs_v1(%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s::jsonb)",
         [
             queue,
             name,
@@ -860,6 +864,9 @@ def list_jobs(
             after_id,
             limit,
             idempotency_key,
+            error_type,
+            name_prefix,
+            payload_json,
         ],
     )
     return _dict_rows(cursor)
@@ -890,6 +897,25 @@ def heartbeat_connections(cursor: Cursor) -> int:
         " WHERE datname = current_database() AND application_name = 'workhorse-heartbeat'"
     )
     return cast("int", cursor.fetchone()[0])
+
+
+def payload_index_exists(cursor: Cursor) -> bool:
+    """Whether the operator made ``workhorse_job_payload_gin`` (docs/admin.md,
+    "Search"): payload search then covers every job, not live ones only."""
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = 'workhorse_job_payload_gin'"
+        " AND c.relkind = 'i' AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t"
+        " WHERE t.oid = 'workhorse_job'::regclass))"
+    )
+    return bool(cursor.fetchone()[0])
+
+
+def failures(cursor: Cursor, window_seconds: float) -> list[dict[str, Any]]:
+    """Failed jobs of the window by name and error type (``workhorse_failures_v1``)."""
+    cursor.execute(
+        "SELECT * FROM workhorse_failures_v1(make_interval(secs => %s))", [window_seconds]
+    )
+    return _dict_rows(cursor)
 
 
 def count_jobs(

@@ -91,6 +91,7 @@ class Migration(migrations.Migration):
         RunSQLFile("workhorse_worker_gone_v1.sql", drops_function="workhorse_worker_gone_v1"),
         # Counts for the job list and the filter-wide actions.
         RunSQLFile("workhorse_count_jobs_v1.sql", drops_function="workhorse_count_jobs_v1"),
+        RunSQLFile("workhorse_failures_v1.sql", drops_function="workhorse_failures_v1"),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),
