@@ -206,6 +206,7 @@ CREATE INDEX workhorse_job_query_name ON public.workhorse_job_query USING btree 
 CREATE UNIQUE INDEX workhorse_job_query_pkey ON public.workhorse_job_query USING btree (job_id);
 CREATE INDEX workhorse_job_query_queue ON public.workhorse_job_query USING btree (queue, job_id);
 CREATE UNIQUE INDEX workhorse_job_runtime_pkey ON public.workhorse_job_runtime USING btree (job_id);
+CREATE INDEX workhorse_outcome_error_type ON public.workhorse_job_outcome USING btree (((error ->> 'type'::text)), job_id) WHERE ((state)::text <> 'succeeded'::text);
 CREATE INDEX workhorse_outcome_finished_brin ON public.workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range='16');
 CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE ((state)::text <> 'succeeded'::text);
 CREATE UNIQUE INDEX workhorse_queue_minute_pkey ON public.workhorse_queue_minute USING btree (minute, queue, shard);

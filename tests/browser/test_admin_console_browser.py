@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from demo.jobs import add
 from django.contrib.auth.models import Permission
 from django.db import connection
 
 from django_workhorse import Admin, store
 from tests.acceptance.conftest import workers  # noqa: F401  (the runworker fixture)
-from tests.factories import ActiveJobFactory, FailedJobFactory
+from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory
 from tests.helpers import poll_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -130,3 +131,133 @@ def test_the_workers_view_shows_two_live_workers_and_drops_one_that_stopped(
     assert listed() == 1
     assert str(second.pid) in page.locator("#wh-workers").inner_text()
     second.stop()
+
+
+OPERATOR = ["view_job", "change_job", "view_queue", "change_queue", "view_job_payload"]
+
+
+def test_an_operator_sets_and_clears_a_queues_limits_and_pauses_and_resumes_it(
+    browser, live_server, django_user_model
+):
+    staff(django_user_model, "operator", OPERATOR)
+    ReadyJobFactory(queue="mail")
+    base = live_server.url
+    page = log_in(browser.new_context(viewport={"width": 1280, "height": 900}), base, "operator")
+    page.goto(f"{base}/admin/django_workhorse/queue/")
+    row = page.locator("#wh-queue-mail")
+
+    row.locator(".wh-limits summary").click()
+    row.locator("input[name=concurrency]").fill("2")
+    row.locator("input[name=rate]").fill("100")
+    row.locator("input[name=period]").fill("60")
+    row.locator("button[value=set_limits]").click()
+    assert "limits set to 2 at once, 100 per" in page.locator(".messagelist").inner_text()
+    (mail,) = [q for q in Admin().queue_stats() if q.name == "mail"]
+    assert (mail.concurrency_limit, mail.rate_limit, mail.rate_period) == (2, 100, 60.0)
+    screenshot(page, "queues-limits-1280")
+
+    row.locator(".wh-limits summary").click()
+    row.locator("button[value=clear_limits]").click()
+    assert "no global limits" in page.locator(".messagelist").inner_text()
+    (mail,) = [q for q in Admin().queue_stats() if q.name == "mail"]
+    assert (mail.concurrency_limit, mail.rate_limit) == (None, None)
+
+    page.locator("#wh-queue-mail button[value=pause]").click()
+    assert "Queue 'mail' is paused" in page.locator(".messagelist .success").text_content()
+    page.locator("#wh-queue-mail button[value=resume]").click()
+    assert page.locator("#wh-queue-mail button[value=pause]").count() == 1
+
+
+def test_an_operator_cancels_a_job_after_confirming_with_a_reason(
+    browser, live_server, django_user_model
+):
+    staff(django_user_model, "operator", OPERATOR)
+    job = ReadyJobFactory(queue="orders")
+    base = live_server.url
+    page = log_in(browser.new_context(viewport={"width": 1280, "height": 900}), base, "operator")
+    page.goto(f"{base}/admin/django_workhorse/job/{job.id}/")
+
+    page.click("#wh-cancel")
+    assert Admin().get_job(job.id).state == "ready"  # asking changed nothing
+    page.fill("#wh-reason", "customer asked twice")
+    screenshot(page, "cancel-confirmation-1280")
+    page.click("button[value=cancel]")
+
+    assert page.locator("#wh-state").inner_text() == "canceled"
+    assert Admin().get_job(job.id).error["reason"] == "customer asked twice"
+    assert "customer asked twice" in page.locator("#wh-timeline").inner_text()
+
+
+def test_an_operator_cancels_all_10000_jobs_a_filter_matches_after_seeing_the_count(
+    browser, live_server, django_user_model
+):
+    staff(django_user_model, "operator", OPERATOR)
+    add.options(queue="flood").enqueue_many([{"a": i, "b": 0} for i in range(10_000)])
+    bystander = ReadyJobFactory(queue="calm")
+    base = live_server.url
+    page = log_in(browser.new_context(viewport={"width": 1280, "height": 900}), base, "operator")
+
+    page.goto(f"{base}/admin/django_workhorse/job/?queue=flood&state=ready")
+    assert "(1,000+)" in page.locator("#wh-state-counts a[data-state=ready]").inner_text()
+    page.click("#wh-cancel-all")
+    assert page.locator("#wh-matching-count strong").inner_text() == "10,000"
+    page.fill("#wh-reason", "bad deploy")
+    screenshot(page, "cancel-all-confirmation-1280")
+    page.click("#wh-matching-confirm", timeout=120_000)
+
+    message = page.locator(".messagelist .success").inner_text()
+    assert "10,000 job(s) canceled in 10 batch(es)" in message
+    assert Admin().count_jobs(queue="flood", state="ready") == 0
+    assert Admin().count_jobs(queue="flood", state="canceled", cap=20_000) == 10_000
+    assert Admin().get_job(bystander.id).state == "ready"
+
+
+def test_the_console_at_1280_px_and_on_a_390_px_phone(browser, live_server, django_user_model):
+    """Screenshots of every page of the console, kept in .tmp/screenshots/; on a
+    phone the job list shows each job's state without scrolling sideways."""
+    staff(django_user_model, "operator", OPERATOR)
+    failed = FailedJobFactory(
+        queue="mail", error={"type": "builtins.ConnectionError", "message": "refused"}
+    )
+    ReadyJobFactory(queue="mail")
+    ActiveJobFactory(queue="reports")
+    base = live_server.url
+    pages = {
+        "job-list": "job/",
+        "job-page": f"job/{failed.id}/",
+        "failures": "job/failures/",
+        "queues": "queue/",
+        "workers": "queue/workers/",
+    }
+    for width, height in ((1280, 900), (390, 844)):
+        context = browser.new_context(
+            viewport={"width": width, "height": height}, is_mobile=width < 768
+        )
+        page = log_in(context, base, "operator")
+        for name, path in pages.items():
+            page.goto(f"{base}/admin/django_workhorse/{path}")
+            screenshot(page, f"{name}-{width}")
+        page.goto(f"{base}/admin/django_workhorse/job/")
+        for badge in page.locator("#result_list tbody .wh-badge").all():
+            box = badge.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= width, (
+                f"a job's state is off screen at {width}px"
+            )
+        context.close()
+
+
+def test_auto_refresh_is_turned_on_and_off_from_the_page(browser, live_server, django_user_model):
+    staff(django_user_model, "operator", OPERATOR)
+    ReadyJobFactory(queue="live")
+    base = live_server.url
+    page = log_in(browser.new_context(), base, "operator")
+
+    page.goto(f"{base}/admin/django_workhorse/job/?queue=live")
+    assert page.locator("meta[http-equiv=refresh]").count() == 0
+    page.click("#wh-refresh-on")
+    assert page.locator("meta[http-equiv=refresh]").get_attribute("content") == "5"
+    page.select_option("#wh-state", "ready")
+    page.click("#wh-filter-form input[type=submit]")
+    assert "refresh=5" in page.url  # filtering keeps it on
+    page.click("#wh-refresh-off")
+    assert page.locator("meta[http-equiv=refresh]").count() == 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import FailedJobFactory, ReadyJobFactory
+from tests.factories import FailedJobFactory, ReadyJobFactory, SucceededJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 
@@ -55,3 +55,20 @@ def test_the_queue_dashboard_counts_live_jobs_through_the_per_state_indexes(pg_c
     ):
         assert index in plans, plans
     assert "Seq Scan on workhorse_job_runtime" not in plans, plans
+
+
+def test_the_error_type_filter_reads_the_index_of_unsuccessful_outcomes_by_error_type(pg_connect):
+    FailedJobFactory(queue="plans")
+    plans = plans_of(
+        pg_connect(),
+        "SELECT * FROM workhorse_list_jobs_v1(p_state => %s, p_error_type => %s)",
+        ["failed", "ValueError"],
+    )
+    assert "workhorse_outcome_error_type" in plans, plans
+
+
+def test_the_queue_dashboard_reads_the_finish_counters_not_the_outcomes(pg_connect):
+    SucceededJobFactory(queue="plans")
+    plans = plans_of(pg_connect(), "SELECT * FROM workhorse_queue_stats_v1()", [])
+    assert "workhorse_queue_minute" in plans, plans
+    assert "workhorse_job_outcome" not in plans, plans
