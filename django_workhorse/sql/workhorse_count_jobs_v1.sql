@@ -35,11 +35,15 @@ BEGIN
         IF p_queue IS NOT NULL THEN
             v_where := v_where || 's.queue = $1'::text;
         END IF;
-        -- The projection is joined only when a filter needs it.
+        -- The projection is read only when a filter needs it, and then by a
+        -- primary-key probe per live row: as a plain join the planner hashed
+        -- the live rows and walked the name's whole index (201,500 entries,
+        -- 51 ms at 1,000,000 jobs) to find live ones, which are the newest.
         IF p_name IS NULL AND p_created_after IS NULL AND p_created_before IS NULL THEN
             v_from := 'workhorse_job_runtime s';
         ELSE
-            v_from := 'workhorse_job_runtime s JOIN workhorse_job_query q ON q.job_id = s.job_id';
+            v_from := 'workhorse_job_runtime s CROSS JOIN LATERAL (SELECT qq.name, qq.created_at'
+                      ' FROM workhorse_job_query qq WHERE qq.job_id = s.job_id OFFSET 0) q';
         END IF;
     ELSIF p_state IS NOT NULL THEN
         v_where := v_where || format('s.state = %L', p_state);

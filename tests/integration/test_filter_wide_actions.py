@@ -34,6 +34,8 @@ def test_count_jobs_counts_each_state_of_a_queue_up_to_the_cap():
     assert admin.count_jobs(queue="counted", state="failed") == 1
     assert admin.count_jobs(queue="counted") == 4
     assert admin.count_jobs(queue="counted", state="succeeded") == 0
+    assert admin.count_jobs(name="demo.jobs.add", state="ready") == 3
+    assert admin.count_jobs(name="demo.jobs.other", state="ready") == 0
 
 
 @pytest.mark.parametrize(
