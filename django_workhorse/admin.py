@@ -105,6 +105,9 @@ def timeline_without_payload(entry: admin_api.TimelineEntry) -> admin_api.Timeli
 REFRESH_SECONDS = 5
 """The opt-in auto-refresh of the job list and queues page (``?refresh=5``)."""
 
+MATCHING_UNSUPPORTED = ("q", "prefix", "payload", "error_type")
+"""List filters an action on every matching job does not take (it refuses them)."""
+
 MATCHING_COUNT_CAP = 100_000
 """A filter-wide action counts what it will act on up to this many first."""
 
@@ -478,6 +481,7 @@ class JobAdmin(OperatorAdmin):
             payload_text=payload_text if see_payload else "",
             payload_live_only=payload_live_only,
             matching_query=matching.urlencode(),
+            can_act_on_matching=not any(params.get(key) for key in MATCHING_UNSUPPORTED),
             refresh=_refresh(request),
             refresh_links=_refresh_links(request),
             failures_url=reverse("admin:django_workhorse_job_failures"),
@@ -526,6 +530,16 @@ class JobAdmin(OperatorAdmin):
         )
         if action not in ("retry", "cancel"):
             messages.error(request, f"unknown action {action!r:.40}: use retry or cancel")
+            return HttpResponseRedirect(back)
+        narrower = [key for key in MATCHING_UNSUPPORTED if source.get(key)]
+        if narrower:
+            # Acting on the queue, name and state alone would take in jobs
+            # the list did not show: refuse rather than widen.
+            messages.error(
+                request,
+                f"an action on every matching job takes the queue, name and state filters "
+                f"only, not {', '.join(narrower)}: nothing was done; tick the jobs instead",
+            )
             return HttpResponseRedirect(back)
         if request.method == "POST":
             reason = (request.POST.get("reason") or "").strip() or None

@@ -231,3 +231,21 @@ def test_auto_refresh_is_opt_in(operator_client):
         body = operator_client.get(url, {"refresh": "5"}).content.decode()
         assert '<meta http-equiv="refresh" content="5">' in body
         assert 'id="wh-refresh-off"' in body
+
+
+@pytest.mark.parametrize(
+    "narrower", [{"prefix": "demo."}, {"payload": "a=1"}, {"q": "key-1"}, {"error_type": "X"}]
+)
+def test_an_action_on_every_matching_job_refuses_a_filter_it_cannot_apply(
+    operator_client, narrower
+):
+    """Acting on the queue and state alone would take in jobs the list did not show."""
+    job = ReadyJobFactory(queue="narrow", payload={"a": 2, "b": 0})
+    form = {"action": "cancel", "queue": "narrow", "state": "ready", **narrower}
+
+    listing = operator_client.get(JOBS, {"queue": "narrow", **narrower}).content.decode()
+    response = operator_client.post(f"{JOBS}act/all/", form, follow=True)
+
+    assert 'id="wh-cancel-all"' not in listing
+    assert "nothing was done" in response.content.decode()
+    assert Admin().get_job(job.id).state == "ready"
