@@ -101,6 +101,13 @@ def main() -> None:
         help="jobs in the database for the admin section (then three times as many)",
     )
     parser.add_argument(
+        "--admin-parts",
+        type=lambda text: text.split(","),
+        default=["hour", "growth"],
+        help="parts of the admin section, comma-separated: hour (N jobs finished in the"
+        " last hour, then none), growth (N jobs, then 3N over 30 days, and retention)",
+    )
+    parser.add_argument(
         "--sustained-minutes",
         type=int,
         default=6,
@@ -241,7 +248,10 @@ def main() -> None:
     if "admin" in args.sections:
         from . import admin
 
-        admin.run(conn, args.admin_jobs)
+        if "hour" in args.admin_parts:
+            admin.run_hour(conn, args.admin_jobs)
+        if "growth" in args.admin_parts:
+            admin.run(conn, args.admin_jobs)
     if "sustained" in args.sections:
         from . import sustained
 

@@ -18,6 +18,7 @@ the run's whole budget.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from datetime import timedelta
@@ -34,8 +35,18 @@ PAGES = {
 }
 
 
-def fill(conn, jobs: int, days: int = 10, live_share: float = 0.1, days_ago: int = 0) -> None:
-    """Add ``jobs`` jobs created over ``days`` days, the newest ``days_ago`` days ago."""
+def fill(
+    conn,
+    jobs: int,
+    days: int = 10,
+    live_share: float = 0.1,
+    days_ago: int = 0,
+    seconds: float | None = None,
+) -> None:
+    """Add ``jobs`` jobs created over ``days`` days (or the last ``seconds``),
+    the newest ``days_ago`` days ago, with the finish counters the finishing
+    statement would have kept for them (count_finishes)."""
+    span = seconds if seconds is not None else days * 86400 - 60
     conn.execute(
         "SELECT workhorse_ensure_partitions_v1((now() AT TIME ZONE 'UTC')::date - %s, %s)",
         [days_ago + days + 1, days_ago + days + 3],
@@ -47,17 +58,21 @@ def fill(conn, jobs: int, days: int = 10, live_share: float = 0.1, days_ago: int
             SELECT nextval('workhorse_job_id_seq') AS id,
                    'q' || (g %% 8) AS queue,
                    'bench.job_' || (g %% 5) AS name,
-                   now() - make_interval(secs => %s + %s * (1 - g::float8 / %s)) AS created_at,
+                   -- 2 s before its finish: the newest finished a moment ago.
+                   now() - interval '2 seconds'
+                     - make_interval(secs => %s + %s * (1 - g::float8 / %s)) AS created_at,
                    (g %% 100) < %s AS live,
                    g
             FROM generate_series(1, %s) g
             """,
-            [days_ago * 86400, days * 86400 - 60, jobs, int(live_share * 100), jobs],
+            [days_ago * 86400, span, jobs, int(live_share * 100), jobs],
         )
         conn.execute(
             """
             INSERT INTO workhorse_job (id, name, queue, payload, max_attempts, created_at)
-            SELECT id, name, queue, jsonb_build_object('n', g), 3, created_at FROM bench_new
+            SELECT id, name, queue,
+                   jsonb_build_object('n', g, 'customer', 'c' || (g % 10000)), 3, created_at
+            FROM bench_new
             """
         )
         conn.execute(
@@ -99,7 +114,42 @@ def fill(conn, jobs: int, days: int = 10, live_share: float = 0.1, days_ago: int
             FROM bench_new WHERE NOT live
             """
         )
+        count_finishes(conn)
     conn.execute("VACUUM ANALYZE")
+
+
+def count_finishes(conn) -> None:
+    """The counters workhorse_end_runs_v1 keeps, for the finished jobs of
+    bench_new: per minute and queue (two shards, as two workers' connections
+    would write) and failures per hour, name and error type. Direct SQL that
+    gives the rows the finishing statements would have left."""
+    conn.execute(
+        """
+        INSERT INTO workhorse_queue_minute AS m (minute, queue, shard, succeeded, failed, canceled)
+        SELECT date_trunc('minute', o.finished_at), b.queue, b.g % 2,
+               count(*) FILTER (WHERE o.state = 'succeeded'),
+               count(*) FILTER (WHERE o.state = 'failed'), 0
+        FROM bench_new b JOIN workhorse_job_outcome o ON o.job_id = b.id
+        GROUP BY 1, 2, 3
+        ON CONFLICT (minute, queue, shard) DO UPDATE
+        SET succeeded = m.succeeded + excluded.succeeded, failed = m.failed + excluded.failed
+        """
+    )
+    conn.execute(
+        """
+        INSERT INTO workhorse_failure_hour AS f
+            (hour, name, error_type, shard, failures, last_job_id, last_at)
+        SELECT date_trunc('hour', o.finished_at), b.name, o.error ->> 'type', b.g % 2,
+               count(*), max(b.id), max(o.finished_at)
+        FROM bench_new b JOIN workhorse_job_outcome o ON o.job_id = b.id
+        WHERE o.state = 'failed'
+        GROUP BY 1, 2, 3, 4
+        ON CONFLICT (hour, name, error_type, shard) DO UPDATE
+        SET failures = f.failures + excluded.failures,
+            last_job_id = greatest(f.last_job_id, excluded.last_job_id),
+            last_at = greatest(f.last_at, excluded.last_at)
+        """
+    )
 
 
 def long_history_job(conn) -> int:
@@ -199,7 +249,9 @@ def run(conn, jobs: int) -> None:
 
     section(f"operator's view: pages at {jobs:,} and {3 * jobs:,} jobs (server time, median of 20)")
     common.reset(conn)
-    user = get_user_model().objects.create_superuser("bench", "bench@example.com", "pw")
+    user = get_user_model().objects.filter(username="bench").first() or (
+        get_user_model().objects.create_superuser("bench", "bench@example.com", "pw")
+    )
     client = Client()
     client.force_login(user)
     started = time.perf_counter()
@@ -290,4 +342,163 @@ def prune_day(conn, jobs: int) -> None:
         elapsed,
         "s",
         f"{jobs:,} jobs, {left} left; " + out.getvalue().strip().replace("\n", "; "),
+    )
+
+
+HOUR_PAGES = {
+    "queues page": "/admin/django_workhorse/queue/",
+    "job list, first page (with its 8 state counts)": "/admin/django_workhorse/job/",
+    "job list, state=failed": "/admin/django_workhorse/job/?state=failed",
+    "job list, queue=q3 and state=succeeded": (
+        "/admin/django_workhorse/job/?queue=q3&state=succeeded"
+    ),
+    "failures view, last 24 h": "/admin/django_workhorse/job/failures/",
+    "failures view's link (name, failed, error type)": (
+        "/admin/django_workhorse/job/?state=failed&name=bench.job_1&error_type=ValueError"
+    ),
+    "workers view": "/admin/django_workhorse/queue/workers/",
+    "search: name prefix 'bench.job_3'": "/admin/django_workhorse/job/?prefix=bench.job_3",
+    "search: payload customer=c42, live jobs only (no index)": (
+        "/admin/django_workhorse/job/?payload=customer%3Dc42"
+    ),
+    "cancel-all confirmation: count of queue=q5 state=ready": (
+        "/admin/django_workhorse/job/act/all/?action=cancel&queue=q5&state=ready"
+    ),
+}
+"""The pages timed with a busy last hour."""
+
+INDEXED_SEARCH = {
+    "search: payload customer=c42, every job (GIN index)": (
+        "/admin/django_workhorse/job/?payload=customer%3Dc42"
+    ),
+    "search: payload customer=c42 and state=succeeded (GIN index)": (
+        "/admin/django_workhorse/job/?payload=customer%3Dc42&state=succeeded"
+    ),
+}
+"""Payload search once the operator made the index (docs/admin.md, "Search")."""
+
+
+def time_urls(client, urls: dict[str, str], runs: int = 20) -> dict[str, float]:
+    medians = {}
+    for name, url in urls.items():
+        client.get(url)  # warm the plan caches and templates
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            response = client.get(url)
+            times.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200, (url, response.status_code)
+        medians[name] = statistics.median(times)
+    return medians
+
+
+def time_once(conn, sql: str, runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        conn.execute(sql).fetchall()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+OUTCOMES_OF_THE_HOUR = """
+    SELECT q.queue, o.state, count(*)
+    FROM workhorse_job_outcome o
+    CROSS JOIN LATERAL (
+        SELECT q.queue FROM workhorse_job_query q WHERE q.job_id = o.job_id OFFSET 0
+    ) q
+    WHERE o.finished_at > now() - interval '1 hour'
+    GROUP BY 1, 2
+"""
+"""How the queue statistics were counted before the finish counters: every
+outcome of the window, and a probe of its queue each (for reference)."""
+
+
+def run_hour(conn, jobs: int) -> None:
+    """The queues page (and the other operator's reads) with ``jobs`` jobs
+    finished in the last hour, then with none finished in it."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    from . import common
+
+    section(
+        f"operator's view with {jobs:,} jobs finished in the last hour, then none"
+        " (server time, median of 20)"
+    )
+    common.reset(conn)
+    user = get_user_model().objects.filter(username="bench").first() or (
+        get_user_model().objects.create_superuser("bench", "bench@example.com", "pw")
+    )
+    client = Client()
+    client.force_login(user)
+    started = time.perf_counter()
+    fill(conn, jobs, seconds=3600 - 300, live_share=0.0)
+    fill(conn, jobs // 10, seconds=3600 - 300, live_share=1.0)
+    print(
+        f"  (filled {jobs:,} jobs finished in the last hour and {jobs // 10:,} live ones in"
+        f" {time.perf_counter() - started:.0f} s)",
+        flush=True,
+    )
+    finished = conn.execute(
+        "SELECT sum(succeeded + failed + canceled) FROM workhorse_queue_minute"
+        " WHERE minute > now() - interval '61 minutes'"
+    ).fetchone()[0]
+    print(f"  (the counters say {finished:,} finished in the last hour)")
+
+    def status_ms() -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            call_command("workhorse_status", "--json", stdout=open(os.devnull, "w"))  # noqa: SIM115
+            times.append((time.perf_counter() - start) * 1000)
+        return statistics.median(times)
+
+    busy = time_urls(client, HOUR_PAGES)
+    for name, value in busy.items():
+        report(f"{name} ({jobs:,} finished in the hour)", value, "ms")
+    report(f"workhorse_status --json ({jobs:,} in the hour)", status_ms(), "ms", "median of 5")
+    report(
+        "reference: reading the hour's outcomes (the way before)",
+        time_once(conn, OUTCOMES_OF_THE_HOUR),
+        "ms",
+        "median of 3",
+    )
+    started = time.perf_counter()
+    conn.execute(
+        "CREATE INDEX workhorse_job_payload_gin ON workhorse_job USING gin (payload jsonb_path_ops)"
+    )
+    conn.execute("ANALYZE workhorse_job")
+    report(
+        f"making the payload index (GIN, {jobs + jobs // 10:,} jobs)",
+        time.perf_counter() - started,
+        "s",
+        "CREATE INDEX, not CONCURRENTLY",
+    )
+    for name, value in time_urls(client, INDEXED_SEARCH).items():
+        report(f"{name} ({jobs:,} in the hour)", value, "ms")
+    # The same database, with the hour's counters moved two hours back: the
+    # tables are as large, nothing finished in the window.
+    conn.execute("UPDATE workhorse_queue_minute SET minute = minute - interval '2 hours'")
+    conn.execute("VACUUM ANALYZE workhorse_queue_minute")
+    quiet = time_urls(client, {"queues page": HOUR_PAGES["queues page"]})
+    report("queues page (0 finished in the hour)", quiet["queues page"], "ms")
+    report("workhorse_status --json (0 in the hour)", status_ms(), "ms", "median of 5")
+    # The growth part measures without it, as a default install has it.
+    conn.execute("DROP INDEX workhorse_job_payload_gin")
+    # Last (it changes the data): a filter-wide cancel of one queue's ready jobs.
+    from django_workhorse import Admin
+
+    admin = Admin()
+    count = admin.count_jobs(queue="q5", state="ready", cap=1_000_000)
+    started = time.perf_counter()
+    outcome = admin.bulk_matching("cancel", queue="q5", state="ready", reason="bench")
+    elapsed = time.perf_counter() - started
+    report(
+        f"Admin.bulk_matching('cancel'), {count:,} ready jobs of one queue",
+        elapsed,
+        "s",
+        f"{outcome.changed:,} canceled in {outcome.batches} transactions;"
+        f" {elapsed / max(outcome.changed, 1) * 1000:.2f} ms a job",
     )

@@ -61,7 +61,8 @@ def reset(conn) -> None:
         "TRUNCATE workhorse_job, workhorse_job_runtime, workhorse_job_outcome, "
         "workhorse_job_query, workhorse_job_dependency, workhorse_job_event, "
         "workhorse_attempt_history, "
-        "workhorse_queue, workhorse_job_checkpoint CASCADE"
+        "workhorse_queue, workhorse_job_checkpoint, workhorse_queue_minute, "
+        "workhorse_failure_hour CASCADE"
     )
     conn.execute("VACUUM ANALYZE workhorse_job_runtime")
 

@@ -14,13 +14,16 @@ Everything a user calls is importable from here::
 from .admin_api import (
     ActionResult,
     Admin,
+    BulkOutcome,
     Checkpoint,
+    FailureGroup,
     JobDependency,
     JobRow,
     JobSnapshot,
     Page,
     QueueStats,
     TimelineEntry,
+    WorkerInfo,
 )
 from .backoff import exponential, fixed
 from .context import JobContext, current_job
@@ -66,8 +69,10 @@ __all__ = [
     "Admin",
     "AsyncJobDefinition",
     "BoundJob",
+    "BulkOutcome",
     "Checkpoint",
     "DuplicateCheckpointError",
+    "FailureGroup",
     "InvalidCheckpointError",
     "InvalidCursorError",
     "InvalidJobOptionError",
@@ -102,6 +107,7 @@ __all__ = [
     "UnknownJobError",
     "UnknownQueueError",
     "UnknownScheduleError",
+    "WorkerInfo",
     "WorkhorseError",
     "aenqueue",
     "current_job",

@@ -16,6 +16,7 @@ working, and an alias that is not a store is a 404 naming the stores.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from datetime import datetime
@@ -34,7 +35,7 @@ from django.views.decorators.http import require_POST
 from . import admin_api
 from .admin_api import STATES, Admin, QueueStats
 from .conf import get_settings
-from .exceptions import InvalidQueryError, UnknownQueueError
+from .exceptions import InvalidQueryError, InvalidQueueLimitError, UnknownQueueError
 from .limits import QUEUE_NAME_RE
 from .models import Job, Queue
 from .stores import store_aliases
@@ -62,6 +63,93 @@ _LEVEL = {
     "requested": messages.SUCCESS,
     "unchanged": messages.WARNING,
 }
+
+
+PAYLOAD_PERMISSION = "django_workhorse.view_job_payload"
+"""Who may see what jobs carry: payloads, results, checkpoint results, error
+messages and tracebacks, event details, and search by payload. Without it,
+the pages show states, times and error types only (docs/security.md)."""
+
+
+def may_see_payload(request: HttpRequest) -> bool:
+    """Whether the user holds ``PAYLOAD_PERMISSION`` (a superuser does)."""
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.has_perm(PAYLOAD_PERMISSION))
+
+
+def error_type_only(error: Any) -> dict[str, Any] | None:
+    """An error envelope reduced to its type: what a user without the payload
+    permission may see (the message and traceback quote the job's data)."""
+    if isinstance(error, dict) and isinstance(error.get("type"), str):
+        return {"type": error["type"]}
+    return None if error is None else {"type": "error"}
+
+
+def without_payload(job: admin_api.JobSnapshot) -> admin_api.JobSnapshot:
+    """``job`` with its payload, result, checkpoint results and error message
+    and traceback taken out, so that no template can show them."""
+    return dataclasses.replace(
+        job,
+        payload={},
+        result=None,
+        error=error_type_only(job.error),
+        checkpoints=tuple(dataclasses.replace(c, result=None) for c in job.checkpoints),
+    )
+
+
+def timeline_without_payload(entry: admin_api.TimelineEntry) -> admin_api.TimelineEntry:
+    """A timeline entry with its error reduced to the type and no event details."""
+    return dataclasses.replace(entry, error=error_type_only(entry.error), data=None)
+
+
+REFRESH_SECONDS = 5
+"""The opt-in auto-refresh of the job list and queues page (``?refresh=5``)."""
+
+MATCHING_UNSUPPORTED = ("q", "prefix", "payload", "error_type")
+"""List filters an action on every matching job does not take (it refuses them)."""
+
+MATCHING_COUNT_CAP = 100_000
+"""A filter-wide action counts what it will act on up to this many first."""
+
+
+def _refresh(request: HttpRequest) -> int | None:
+    """The page's auto-refresh in seconds when the user turned it on."""
+    return REFRESH_SECONDS if request.GET.get("refresh") == str(REFRESH_SECONDS) else None
+
+
+def _refresh_links(request: HttpRequest) -> dict[str, str]:
+    """The page's own URL with auto-refresh turned on and off."""
+    on, off = request.GET.copy(), request.GET.copy()
+    on["refresh"] = str(REFRESH_SECONDS)
+    off.pop("refresh", None)
+    return {"on": "?" + on.urlencode(), "off": "?" + off.urlencode()}
+
+
+def parse_payload_search(text: str) -> dict[str, Any]:
+    """A payload search as typed: ``key=value`` (the value read as JSON when it
+    is JSON, ``customer=42`` or ``vip=true``, else as text) or a JSON object.
+    Raises InvalidQueryError naming the two forms."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and value:
+            return value
+    elif "=" in text:
+        key, _, raw = text.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if key:
+            try:
+                parsed: Any = json.loads(raw)
+            except ValueError:
+                parsed = raw
+            return {key: parsed}
+    raise InvalidQueryError(
+        f"payload search {text[:60]!r}: write key=value (customer=42) or a JSON object "
+        '({"customer": 42})'
+    )
 
 
 class NotAStore(Http404):
@@ -249,6 +337,7 @@ class OperatorAdmin(admin.ModelAdmin):
             "breadcrumbs_as_list": django.VERSION >= (6, 0),
             "crumbs": [(extra.get("title", ""), None)],
             "can_act": self.has_change_permission(request),
+            "can_see_payload": may_see_payload(request),
             # None for a page the user may not see: no link to a 403.
             "queues_url": self._url_if_seen(request, Queue),
             "jobs_url": self._url_if_seen(request, Job),
@@ -272,7 +361,14 @@ class JobAdmin(OperatorAdmin):
         return [
             path("", wrap(self.changelist_view), name="django_workhorse_job_changelist"),
             path("act/", wrap(self.bulk_action_view), name="django_workhorse_job_bulk"),
+            path("act/all/", wrap(self.matching_view), name="django_workhorse_job_matching"),
+            path("failures/", wrap(self.failures_view), name="django_workhorse_job_failures"),
             path("<str:object_id>/act/", wrap(self.action_view), name="django_workhorse_job_act"),
+            path(
+                "<str:object_id>/cancel/",
+                wrap(self.cancel_confirm_view),
+                name="django_workhorse_job_cancel",
+            ),
             path(
                 "<str:object_id>/change/",
                 wrap(self.change_view),
@@ -288,16 +384,32 @@ class JobAdmin(OperatorAdmin):
             raise PermissionDenied
         params = request.GET
         filters = {
-            key: params.get(key) or None for key in ("queue", "name", "state", "q", "cursor")
+            key: params.get(key) or None
+            for key in ("queue", "name", "state", "q", "cursor", "prefix", "payload", "error_type")
         }
         search = filters.pop("q")
         cursor = filters.pop("cursor")
+        extra = {
+            "name_prefix": (filters.pop("prefix") or "").strip() or None,
+            "error_type": filters.pop("error_type"),
+        }
+        payload_text = (filters.pop("payload") or "").strip()
+        see_payload = may_see_payload(request)
         page: admin_api.Page[admin_api.JobRow] = admin_api.Page([], None)
         store = self.store(request)
         in_store = self.store_context(store, reverse("admin:django_workhorse_job_changelist"))
         service = self.service(store)
+        payload_live_only = False
         try:
-            kwargs = {k: v for k, v in filters.items() if v is not None}
+            kwargs: dict[str, Any] = {k: v for k, v in filters.items() if v is not None}
+            kwargs.update({k: v for k, v in extra.items() if v is not None})
+            if payload_text:
+                if not see_payload:
+                    raise PermissionDenied(
+                        "searching by payload needs the permission to see payloads"
+                    )
+                kwargs["payload"] = parse_payload_search(payload_text)
+                payload_live_only = not service.payload_search_covers_every_job()
             search = (search or "").strip()  # blank: no search
             if search:
                 # A number that could be a job id opens that job when it exists;
@@ -346,6 +458,15 @@ class JobAdmin(OperatorAdmin):
                     "selected": filters["state"] == state,
                 }
             )
+        counts = self.state_counts(service, filters.get("queue"), filters.get("name"))
+        for state_link in state_links:
+            n = counts.get(state_link["state"])
+            state_link["count"] = (
+                None if n is None else (f"{n:,}+" if n >= admin_api.COUNT_CAP else f"{n:,}")
+            )
+        matching = base.copy()
+        for key in ("cursor", "refresh"):
+            matching.pop(key, None)
         context = self.context(
             request,
             title="Jobs",
@@ -355,9 +476,24 @@ class JobAdmin(OperatorAdmin):
                     "job": job,
                     "created": _when(job.created_at, "%Y-%m-%d %H:%M:%S"),
                     "when": _when(job.finished_at or job.run_at, "%Y-%m-%d %H:%M:%S"),
+                    "error": (
+                        None
+                        if job.error_type is None
+                        else job.error_type
+                        + (f": {job.error_message}" if see_payload and job.error_message else "")
+                    ),
                 }
                 for job in page.items
             ],
+            any_error=any(job.error_type for job in page.items),
+            extra=extra,
+            payload_text=payload_text if see_payload else "",
+            payload_live_only=payload_live_only,
+            matching_query=matching.urlencode(),
+            can_act_on_matching=not any(params.get(key) for key in MATCHING_UNSUPPORTED),
+            refresh=_refresh(request),
+            refresh_links=_refresh_links(request),
+            failures_url=reverse("admin:django_workhorse_job_failures"),
             filters=filters,
             search=search or "",
             queues=queues,
@@ -370,6 +506,128 @@ class JobAdmin(OperatorAdmin):
             **in_store,
         )
         return TemplateResponse(request, "admin/django_workhorse/job_list.html", context)
+
+    def state_counts(self, service: Admin, queue: str | None, name: str | None) -> dict[str, int]:
+        """Jobs per state (and "all") for the list's queue and name filters,
+        each counted up to ``admin_api.COUNT_CAP``; none for a filter that is
+        not valid (the list says why)."""
+        try:
+            found = {
+                state: service.count_jobs(queue=queue, name=name, state=state) for state in STATES
+            }
+            found["all"] = service.count_jobs(queue=queue, name=name)
+        except InvalidQueryError:
+            return {}
+        return found
+
+    def matching_view(self, request: HttpRequest) -> HttpResponse:
+        """Retry or cancel every job the list's filter matches: GET shows how
+        many (counted up to MATCHING_COUNT_CAP) and asks; POST acts, 1,000
+        jobs per transaction (``Admin.bulk_matching``)."""
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        store = self.store(request)
+        in_store = self.store_context(store, reverse("admin:django_workhorse_job_changelist"))
+        service = self.service(store)
+        source = request.POST if request.method == "POST" else request.GET
+        action = source.get("action")
+        filters = {key: source.get(key) or None for key in ("queue", "name", "state")}
+        back_query = {k: v for k, v in filters.items() if v is not None}
+        back_query.update(in_store_query(in_store))
+        back = reverse("admin:django_workhorse_job_changelist") + (
+            "?" + urlencode(back_query) if back_query else ""
+        )
+        if action not in ("retry", "cancel"):
+            messages.error(request, f"unknown action {action!r:.40}: use retry or cancel")
+            return HttpResponseRedirect(back)
+        narrower = [key for key in MATCHING_UNSUPPORTED if source.get(key)]
+        if narrower:
+            # Acting on the queue, name and state alone would take in jobs
+            # the list did not show: refuse rather than widen.
+            messages.error(
+                request,
+                f"an action on every matching job takes the queue, name and state filters "
+                f"only, not {', '.join(narrower)}: nothing was done; tick the jobs instead",
+            )
+            return HttpResponseRedirect(back)
+        if request.method == "POST":
+            reason = (request.POST.get("reason") or "").strip() or None
+            try:
+                outcome = service.bulk_matching(
+                    action,
+                    queue=filters["queue"],
+                    name=filters["name"],
+                    state=filters["state"],
+                    reason=reason,
+                    by=_username(request),
+                )
+            except InvalidQueryError as exc:
+                messages.error(request, f"{exc}: nothing was done")
+                return HttpResponseRedirect(back)
+            verb = "retried" if action == "retry" else "canceled"
+            text = f"{outcome.changed:,} job(s) {verb} in {outcome.batches} batch(es)"
+            if outcome.requested:
+                text += f"; {outcome.requested:,} running job(s) asked to stop"
+            if outcome.unchanged:
+                text += f"; {outcome.unchanged:,} left as they were (their state had changed)"
+            messages.success(request, text)
+            return HttpResponseRedirect(back)
+        try:
+            count = service.count_jobs(
+                queue=filters["queue"],
+                name=filters["name"],
+                state=filters["state"],
+                cap=MATCHING_COUNT_CAP,
+            )
+        except InvalidQueryError as exc:
+            messages.error(request, str(exc))
+            return HttpResponseRedirect(back)
+        described = ", ".join(f"{k} {v}" for k, v in filters.items() if v) or "no filter"
+        context = self.context(
+            request,
+            title=f"{'Retry' if action == 'retry' else 'Cancel'} every matching job?",
+            crumbs=[("Jobs", back), ("Every matching job", None)],
+            action=action,
+            filters=filters,
+            described=described,
+            count=f"{count:,}+" if count >= MATCHING_COUNT_CAP else f"{count:,}",
+            nothing=count == 0,
+            back=back,
+            batch=f"{admin_api.BULK_BATCH_SIZE:,}",
+            **in_store,
+        )
+        return TemplateResponse(request, "admin/django_workhorse/job_matching.html", context)
+
+    def failures_view(self, request: HttpRequest) -> HttpResponse:
+        """Jobs that failed in the last 24 hours by name and error type, each
+        group linking to its jobs (``Admin.failures``)."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        store = self.store(request)
+        jobs_list = reverse("admin:django_workhorse_job_changelist")
+        in_store = self.store_context(store, reverse("admin:django_workhorse_job_failures"))
+        groups = self.service(store).failures()
+        rows = []
+        for g in groups:
+            query = {"state": "failed", "name": g.name, "error_type": g.error_type}
+            query.update(in_store_query(in_store))
+            rows.append(
+                {
+                    "group": g,
+                    "jobs_url": jobs_list + "?" + urlencode(query),
+                    "last_url": reverse("admin:django_workhorse_job_page", args=[g.last_job_id])
+                    + in_store["store_suffix"],
+                    "last_at": _when(g.last_at, "%Y-%m-%d %H:%M:%S"),
+                }
+            )
+        context = self.context(
+            request,
+            title="Failures, last 24 hours",
+            crumbs=[("Jobs", jobs_list + in_store["store_suffix"]), ("Failures", None)],
+            rows=rows,
+            **in_store,
+        )
+        return TemplateResponse(request, "admin/django_workhorse/failures.html", context)
 
     def change_view(
         self,
@@ -394,6 +652,10 @@ class JobAdmin(OperatorAdmin):
         except InvalidQueryError as exc:
             messages.error(request, str(exc))
             timeline = service.get_job_timeline(job_id, limit=TIMELINE_PAGE)
+        timeline_items = timeline.items
+        if not may_see_payload(request):
+            job = without_payload(job)
+            timeline_items = [timeline_without_payload(e) for e in timeline_items]
         # Times are formatted here: the date filter costs ~0.2 ms a call, and a
         # page of 100 entries has 200 of them.
         entries = [
@@ -407,7 +669,7 @@ class JobAdmin(OperatorAdmin):
                 "details": _details(e.data),
                 "label": _event_label(e),
             }
-            for e in timeline.items
+            for e in timeline_items
         ]
         earlier_errors = (
             [e for e in timeline.items if e.source == "attempt" and e.error]
@@ -463,6 +725,32 @@ class JobAdmin(OperatorAdmin):
     def action_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return require_POST(self._act)(request, object_id)
 
+    def cancel_confirm_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """ "Cancel job #N?" with an optional reason; the form posts the cancel."""
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        job_id = _job_id(object_id)
+        store = self.store(request)
+        jobs_list = reverse("admin:django_workhorse_job_changelist")
+        in_store = self.store_context(store, jobs_list)
+        job = self.service(store).get_job(job_id)
+        if job is None:
+            raise Http404(f"there is no job #{job_id} in store {store!r}")
+        page = reverse("admin:django_workhorse_job_page", args=[job_id]) + in_store["store_suffix"]
+        context = self.context(
+            request,
+            title=f"Cancel job #{job.id}?",
+            crumbs=[
+                ("Jobs", jobs_list + in_store["store_suffix"]),
+                (f"#{job.id}", page),
+                ("Cancel", None),
+            ],
+            job=job,
+            job_url=page,
+            **in_store,
+        )
+        return TemplateResponse(request, "admin/django_workhorse/job_cancel.html", context)
+
     def _act(self, request: HttpRequest, object_id: str) -> HttpResponse:
         if not self.has_change_permission(request):
             raise PermissionDenied
@@ -478,7 +766,14 @@ class JobAdmin(OperatorAdmin):
         elif action == "promote":
             result = service.promote(job_id)
         elif action == "cancel":
-            result = service.cancel(job_id, by=_username(request))
+            reason = request.POST.get("reason", "").strip() or None
+            try:
+                result = service.cancel(job_id, reason, by=_username(request))
+            except InvalidQueryError as exc:
+                messages.error(request, f"{exc}: the job was not canceled")
+                return HttpResponseRedirect(
+                    reverse("admin:django_workhorse_job_cancel", args=[job_id]) + suffix
+                )
         else:
             messages.error(
                 request,
@@ -589,7 +884,37 @@ class QueueAdmin(OperatorAdmin):
         return [
             path("", wrap(self.changelist_view), name="django_workhorse_queue_changelist"),
             path("act/", wrap(self.action_view), name="django_workhorse_queue_act"),
+            path("workers/", wrap(self.workers_view), name="django_workhorse_queue_workers"),
         ]
+
+    def workers_view(self, request: HttpRequest) -> HttpResponse:
+        """The live workers, from their heartbeats (``Admin.live_workers``)."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        store = self.store(request)
+        workers = self.service(store).live_workers()
+        in_store = self.store_context(store, reverse("admin:django_workhorse_queue_workers"))
+        context = self.context(
+            request,
+            title="Workers",
+            crumbs=[
+                (
+                    "Queues",
+                    reverse("admin:django_workhorse_queue_changelist") + in_store["store_suffix"],
+                ),
+                ("Workers", None),
+            ],
+            rows=[
+                {
+                    "worker": w,
+                    "seen": _seconds(w.seen_seconds_ago),
+                    "since": _when(w.first_seen_at, "%Y-%m-%d %H:%M:%S"),
+                }
+                for w in workers
+            ],
+            **in_store,
+        )
+        return TemplateResponse(request, "admin/django_workhorse/workers.html", context)
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
@@ -608,13 +933,19 @@ class QueueAdmin(OperatorAdmin):
                         for s in STATES
                     ],
                     "limits": _limits(stats),
+                    "period": None if stats.rate_period is None else round(stats.rate_period),
                     "oldest": _seconds(stats.oldest_ready_age),
                     "chart": _chart(stats.finished_per_bucket),
                 }
             )
         configured = get_settings().queues  # validated, as every Admin call reads them
+        # A queue reads "no worker" when no live worker (one whose heartbeat
+        # is not overdue) says it serves it: what the heartbeats describe,
+        # which a pooler in between does not hide.
+        served = {q for w in service.live_workers() if not w.silent for q in w.queues}
         for row in rows:
             row["concurrency"] = (configured.get(row["stats"].name) or {}).get("concurrency")
+            row["served"] = row["stats"].name in served
         schedules = service.list_schedules()
         in_store = self.store_context(store, reverse("admin:django_workhorse_queue_changelist"))
         context = self.context(
@@ -623,13 +954,56 @@ class QueueAdmin(OperatorAdmin):
             rows=rows,
             states=STATES,
             schedules=schedules,
-            workers_connected=service.workers()["connected"],
+            refresh=_refresh(request),
+            refresh_links=_refresh_links(request),
             **in_store,
         )
         return TemplateResponse(request, "admin/django_workhorse/queues.html", context)
 
     def action_view(self, request: HttpRequest) -> HttpResponse:
         return require_POST(self._act)(request)
+
+    def _set_limits(self, request: HttpRequest, service: Admin, name: str, *, clear: bool) -> None:
+        """Set (or clear) a queue's global limits from the queues page's form:
+        blank fields are no limit, as ``Admin.set_queue_limits`` takes None."""
+        values: dict[str, int | None] = {"concurrency": None, "rate": None, "period": None}
+        if not clear:
+            for key in values:
+                raw = request.POST.get(key, "").strip()
+                if not raw:
+                    continue
+                if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+                    messages.error(
+                        request,
+                        f"queue {name[:60]!r}: {key} must be a whole number, or blank for no "
+                        f"limit; got {raw[:40]!r}: nothing was changed",
+                    )
+                    return
+                values[key] = int(raw)
+            if (values["rate"] is None) != (values["period"] is None):
+                messages.error(
+                    request,
+                    f"queue {name[:60]!r}: a rate limit needs both the number of jobs and the "
+                    "period in seconds (or neither): nothing was changed",
+                )
+                return
+        limits = service.set_queue_limits(
+            name, concurrency=values["concurrency"], rate=values["rate"], period=values["period"]
+        )
+        described = ", ".join(
+            part
+            for part in (
+                f"{limits.concurrency} at once" if limits.concurrency is not None else "",
+                f"{limits.rate} per {_seconds(limits.period)}" if limits.rate is not None else "",
+            )
+            if part
+        )
+        messages.success(
+            request,
+            f"Queue {name!r}: "
+            + (f"limits set to {described}" if described else "no global limits")
+            + ("" if limits.status == "changed" else " (unchanged)"),
+        )
 
     def _act(self, request: HttpRequest) -> HttpResponse:
         if not self.has_change_permission(request):
@@ -643,9 +1017,14 @@ class QueueAdmin(OperatorAdmin):
                 _report(request, service.pause_queue(name))
             elif action == "resume":
                 _report(request, service.resume_queue(name))
+            elif action in ("set_limits", "clear_limits"):
+                self._set_limits(request, service, name, clear=action == "clear_limits")
             else:
-                messages.error(request, f"unknown action {action!r:.40}: use pause or resume")
-        except (InvalidQueryError, UnknownQueueError) as exc:
+                messages.error(
+                    request,
+                    f"unknown action {action!r:.40}: use pause, resume, set_limits or clear_limits",
+                )
+        except (InvalidQueryError, UnknownQueueError, InvalidQueueLimitError) as exc:
             messages.error(request, str(exc))
         return HttpResponseRedirect(
             reverse("admin:django_workhorse_queue_changelist")

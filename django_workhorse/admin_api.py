@@ -186,10 +186,26 @@ class JobRow:
     """Live jobs: when the job is (or was) due."""
     finished_at: datetime | None
     """Terminal jobs: when the job finished."""
+    error_type: str | None = None
+    """Failed and canceled jobs: the type of their error."""
+    error_message: str | None = None
+    """Failed and canceled jobs: their error's message, cut at 300 characters."""
 
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Jobs of one name that failed with one error type (``Admin.failures``)."""
+
+    name: str
+    error_type: str
+    failures: int
+    last_job_id: int
+    """The newest of them."""
+    last_at: datetime
 
 
 @dataclass(frozen=True)
@@ -230,6 +246,54 @@ class QueueStats:
     @property
     def finished_in_window(self) -> int:
         return sum(self.finished_per_bucket)
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """One worker process, as its heartbeats describe it (``Admin.live_workers``)."""
+
+    worker_id: str
+    host: str
+    pid: int | None
+    queues: dict[str, int]
+    """Its queues and the slots it runs for each."""
+    slots: int
+    busy: int
+    """Slots in use at its latest heartbeat."""
+    version: str
+    """The django-workhorse version it runs."""
+    first_seen_at: datetime
+    last_seen_at: datetime
+    seen_seconds_ago: float
+    silent: bool
+    """Not heard from for three of its heartbeat turns (and 5 s): it died or
+    lost the database; a worker that stops cleanly leaves the list instead."""
+    jobs_held: int = 0
+    """Jobs whose lease it holds now (from the live rows)."""
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """What a filter-wide action did (``Admin.bulk_matching``)."""
+
+    action: str
+    changed: int = 0
+    """Jobs retried, or canceled at once."""
+    requested: int = 0
+    """Running jobs whose workers were asked to cancel them."""
+    unchanged: int = 0
+    """Jobs whose state no longer allowed the action when their batch came."""
+    batches: int = 0
+    """Transactions it took (each of at most ``batch_size`` jobs)."""
+    complete: bool = True
+    """False when ``limit`` stopped it with more jobs matching."""
+
+
+BULK_BATCH_SIZE = 1000
+"""Jobs acted on per transaction by ``Admin.bulk_matching``."""
+
+COUNT_CAP = 1000
+"""The job list counts each state up to this many ("1,000+")."""
 
 
 @dataclass(frozen=True)
@@ -559,13 +623,58 @@ class Admin:
         idempotency_key: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
+        error_type: str | None = None,
+        name_prefix: str | None = None,
+        payload: dict[str, Any] | None = None,
     ) -> Page[JobRow]:
         """A page of jobs, newest first, keyset-paged through ``job_query``.
 
         ``next_cursor`` leads to older jobs, ``previous_cursor`` to newer ones.
+        ``error_type`` (with ``state`` failed or canceled) keeps the jobs whose
+        error has that type; ``name_prefix`` the jobs whose name starts with
+        it; ``payload`` the jobs whose payload contains that object (for
+        example ``{"customer": 42}``): every job when the operator made the
+        payload index, live jobs only without it (docs/admin.md, "Search").
         Every filter is validated first: a bad value raises InvalidQueryError
         (InvalidCursorError for a cursor) naming it.
         """
+        if error_type is not None:
+            if state not in ("failed", "canceled"):
+                raise InvalidQueryError(
+                    "error_type filters failed or canceled jobs: give state='failed' or "
+                    f"state='canceled' with it (state is {shown(state)})"
+                )
+            if (
+                not isinstance(error_type, str)
+                or not 1 <= len(error_type) <= 200
+                or text_problem(error_type, "")
+            ):
+                raise InvalidQueryError(
+                    f"error_type is 1 to 200 characters of text, got {shown(error_type)}"
+                )
+        if name_prefix is not None and (
+            not isinstance(name_prefix, str)
+            or not 1 <= len(name_prefix) <= 200
+            or text_problem(name_prefix, "")
+        ):
+            raise InvalidQueryError(
+                f"name_prefix is 1 to 200 characters of text, got {shown(name_prefix)}"
+            )
+        payload_json = None
+        if payload is not None:
+            if not isinstance(payload, dict) or not payload:
+                raise InvalidQueryError(
+                    'payload is a non-empty dict of keys and values, e.g. {"customer": 42}; '
+                    f"got {shown(payload)}"
+                )
+            try:
+                payload_json = json.dumps(payload, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidQueryError(f"payload must be JSON: {exc}") from None
+            if text_problem(payload_json, "") or len(payload_json) > 10_000:
+                raise InvalidQueryError(
+                    f"payload is at most 10,000 characters of JSON text, got {shown(payload)}"
+                )
         if queue is not None:
             check_queue_name(queue)
         if name is not None:
@@ -591,6 +700,9 @@ class Admin:
             "created_after": created_after,
             "created_before": created_before,
             "idempotency_key": idempotency_key,
+            "error_type": error_type,
+            "name_prefix": name_prefix,
+            "payload": payload,
         }
         direction, from_id = "older", None
         if cursor is not None:
@@ -605,31 +717,22 @@ class Admin:
                 raise InvalidCursorError(_BAD_CURSOR.format(cursor=shown(cursor, 40)))
             direction, from_id = key[0], key[1]
         with connections[self.using].cursor() as db:
-
-            def page(before_id: int | None, after_id: int | None, size: int) -> list[Any]:
-                return store.list_jobs(
-                    db,
-                    queue=queue,
-                    name=name,
-                    state=state,
-                    created_after=created_after,
-                    created_before=created_before,
-                    before_id=before_id,
-                    after_id=after_id,
-                    limit=size,
-                    idempotency_key=idempotency_key,
-                )
-
-            older_page = direction == "older"
-            # One row past the page tells whether there is more, but the SQL
-            # function pages at most MAX_PAGE rows: a page of MAX_PAGE asks
-            # for the row past it on its own.
-            fetch = min(limit + 1, MAX_PAGE)
-            rows = page(from_id if older_page else None, None if older_page else from_id, fetch)
-            more = len(rows) > limit
-            if fetch == limit and len(rows) == limit:
-                edge = rows[-1]["job_id"] if older_page else rows[0]["job_id"]
-                more = bool(page(edge if older_page else None, None if older_page else edge, 1))
+            rows = store.list_jobs(
+                db,
+                queue=queue,
+                name=name,
+                state=state,
+                created_after=created_after,
+                created_before=created_before,
+                before_id=from_id if direction == "older" else None,
+                after_id=from_id if direction == "newer" else None,
+                limit=limit + 1,
+                idempotency_key=idempotency_key,
+                error_type=error_type,
+                name_prefix=name_prefix,
+                payload_json=payload_json,
+            )
+        more = len(rows) > limit
         if direction == "older":
             rows = rows[:limit]
             has_older, has_newer = more, from_id is not None
@@ -710,12 +813,61 @@ class Admin:
             return store.queue_names(db)
 
     def workers(self) -> dict[str, Any]:
-        """Workers seen now: heartbeat connections open, and who holds leases."""
+        """Workers seen now: how many live ones describe themselves in their
+        heartbeats (``live_workers``, the silent ones left out), and who holds
+        leases."""
+        connected = sum(1 for w in self.live_workers() if not w.silent)
         with connections[self.using].cursor() as db:
-            return {
-                "connected": store.heartbeat_connections(db),
-                "holding_jobs": store.workers_holding_jobs(db),
-            }
+            return {"connected": connected, "holding_jobs": store.workers_holding_jobs(db)}
+
+    def live_workers(self, seen_within_seconds: float = 3600.0) -> list[WorkerInfo]:
+        """Workers whose heartbeat was seen within ``seen_within_seconds``
+        (default an hour), most recently seen first: id, host, pid, queues and
+        slots, slots busy, version, when first and last seen, whether it has
+        gone silent, and the jobs it holds."""
+        try:
+            within = seconds_of(seen_within_seconds)
+        except ValueError as exc:
+            raise InvalidQueryError(f"seen_within_seconds: {exc}") from None
+        if not 0 < within <= MAX_DURATION_SECONDS:
+            raise InvalidQueryError(
+                f"seen_within_seconds must be more than 0 and at most {MAX_DURATION_SECONDS},"
+                f" got {shown(seen_within_seconds, 40)}"
+            )
+        with connections[self.using].cursor() as db:
+            rows = store.list_workers(db, within)
+            held: dict[str, int] = {}
+            for holder in store.workers_holding_jobs(db):
+                # A claim session may own jobs under "<worker id>+N" (claims.py).
+                worker = str(holder["worker_id"]).split("+", 1)[0]
+                held[worker] = held.get(worker, 0) + int(holder["jobs"])
+        found = []
+        for r in rows:
+            info = r["info"]
+            if isinstance(info, str):  # Django's connections load jsonb as text
+                info = json.loads(info)
+            if not isinstance(info, dict):
+                info = {}
+            interval = info.get("renew_interval")
+            interval = float(interval) if isinstance(interval, int | float) else 15.0
+            queues = info.get("queues")
+            found.append(
+                WorkerInfo(
+                    worker_id=r["worker_id"],
+                    host=str(info.get("host", "")),
+                    pid=info.get("pid") if isinstance(info.get("pid"), int) else None,
+                    queues=dict(queues) if isinstance(queues, dict) else {},
+                    slots=int(info.get("slots") or 0),
+                    busy=int(info.get("busy") or 0),
+                    version=str(info.get("version", "")),
+                    first_seen_at=r["first_seen_at"],
+                    last_seen_at=r["last_seen_at"],
+                    seen_seconds_ago=r["seen_seconds_ago"],
+                    silent=r["seen_seconds_ago"] > 3 * interval + 5,
+                    jobs_held=held.get(r["worker_id"], 0),
+                )
+            )
+        return found
 
     # -- actions ------------------------------------------------------------
 
@@ -833,6 +985,142 @@ class Admin:
             else f"queue {name!r} was already {word}"
         )
         return ActionResult("pause" if paused else "resume", name, status, word, message)
+
+    def failures(self, window_seconds: float | timedelta = 86400.0) -> list[FailureGroup]:
+        """Jobs that ended failed within the window (default the last 24
+        hours, to the hour), grouped by job name and error type, most failures
+        first. Read from the failure counters the finishing statement keeps
+        (docs/admin.md, "Queue statistics"): the same few rows whatever the
+        number of failures."""
+        try:
+            window = seconds_of(window_seconds)
+        except ValueError as exc:
+            raise InvalidQueryError(f"window_seconds: {exc}") from None
+        if not 0 < window <= MAX_DURATION_SECONDS:
+            raise InvalidQueryError(
+                f"window_seconds must be more than 0 and at most {MAX_DURATION_SECONDS},"
+                f" got {shown(window_seconds, 40)}"
+            )
+        with connections[self.using].cursor() as db:
+            return [FailureGroup(**r) for r in store.failures(db, window)]
+
+    def payload_search_covers_every_job(self) -> bool:
+        """Whether payload search reads every job (the operator made the payload
+        index) or live jobs only (docs/admin.md, "Search")."""
+        with connections[self.using].cursor() as db:
+            return store.payload_index_exists(db)
+
+    def count_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        name: str | None = None,
+        state: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        cap: int = COUNT_CAP,
+    ) -> int:
+        """How many jobs match ``list_jobs``' filters, counted up to ``cap``
+        (a result equal to ``cap`` means "at least that many"): the cost is
+        bounded by ``cap`` index entries, never a count of all history."""
+        if queue is not None:
+            check_queue_name(queue)
+        if name is not None:
+            _check_job_name(name)
+        if state is not None and state not in STATES:
+            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {shown(state)}")
+        if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= INT4_MAX:
+            raise InvalidQueryError(
+                f"cap must be a whole number from 1 to {INT4_MAX}; got {shown(cap)}"
+            )
+        with connections[self.using].cursor() as db:
+            return store.count_jobs(
+                db,
+                queue=queue,
+                name=name,
+                state=state,
+                created_after=_check_time("created_after", created_after),
+                created_before=_check_time("created_before", created_before),
+                cap=cap,
+            )
+
+    def bulk_matching(
+        self,
+        action: str,
+        *,
+        queue: str | None = None,
+        name: str | None = None,
+        state: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+        batch_size: int = BULK_BATCH_SIZE,
+        limit: int | None = None,
+    ) -> BulkOutcome:
+        """``retry`` or ``cancel`` every job matching ``list_jobs``' filters,
+        newest first, ``batch_size`` jobs per transaction (so 100,000 jobs
+        never hold one transaction, and a stop loses no finished batch).
+        Each batch is the next page of the list as it stands when the batch
+        starts; a job whose state no longer allows the action is counted
+        ``unchanged``. ``limit`` stops after that many jobs."""
+        if action not in ("retry", "cancel"):
+            raise InvalidQueryError(
+                f"bulk action must be 'retry' or 'cancel', got {shown(action, 40)}"
+            )
+        if (
+            not isinstance(batch_size, int)
+            or isinstance(batch_size, bool)
+            or not 1 <= batch_size <= 1000
+        ):
+            raise InvalidQueryError(f"batch_size must be from 1 to 1000; got {shown(batch_size)}")
+        if limit is not None and (
+            not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
+        ):
+            raise InvalidQueryError(
+                f"limit must be a positive whole number or None; got {shown(limit)}"
+            )
+        reason, by = _check_reason(reason), _check_by(by)
+        counts = {"changed": 0, "requested": 0, "unchanged": 0, "unknown": 0}
+        batches, done, cursor = 0, 0, None
+        while True:
+            size = batch_size if limit is None else min(batch_size, limit - done)
+            page = self.list_jobs(
+                queue=queue,
+                name=name,
+                state=state,
+                created_after=created_after,
+                created_before=created_before,
+                cursor=cursor,
+                limit=size,
+            )
+            if not page.items:
+                return BulkOutcome(
+                    action,
+                    counts["changed"],
+                    counts["requested"],
+                    counts["unchanged"] + counts["unknown"],
+                    batches,
+                )
+            with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
+                for row in page.items:
+                    if action == "retry":
+                        status = store.retry_job(db, row.id, reason, False)[0]
+                    else:
+                        status = store.cancel_job(db, row.id, reason, by)[0]
+                    counts[status] = counts.get(status, 0) + 1
+            batches += 1
+            done += len(page.items)
+            cursor = page.next_cursor
+            if cursor is None or (limit is not None and done >= limit):
+                return BulkOutcome(
+                    action,
+                    counts["changed"],
+                    counts["requested"],
+                    counts["unchanged"] + counts["unknown"],
+                    batches,
+                    complete=cursor is None,
+                )
 
     def bulk(
         self, action: str, job_ids: Sequence[int], *, by: str | None = None

@@ -103,6 +103,10 @@ class Job(ReadOnlyModel):
     class Meta:
         managed = False
         db_table = "workhorse_job"
+        # Created by migrate like the model's default permissions (unmanaged
+        # models get them too): the admin shows what jobs carry only to
+        # holders of it (admin.PAYLOAD_PERMISSION, docs/security.md).
+        permissions = [("view_job_payload", "Can see job payloads, results and errors")]
 
     def __str__(self) -> str:
         return f"{self.name} #{self.id}"

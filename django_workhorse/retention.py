@@ -121,6 +121,10 @@ def prune(
             elif action == "delete_default":
                 report.deleted_history_rows += count or 0
                 more = more or (count or 0) >= limit
+            elif action == "delete_counters":
+                # The dashboard's counters go with the history, unreported:
+                # they are a few rows per queue and minute.
+                more = more or (count or 0) >= limit
             elif action == "delete_jobs":
                 report.deleted_jobs += count or 0
                 more = more or (count or 0) >= limit

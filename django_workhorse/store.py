@@ -289,12 +289,15 @@ def heartbeat_many(
     job_ids: Sequence[int],
     fences: Sequence[int],
     lease_seconds: float,
+    worker_info_json: str | None = None,
 ) -> list[tuple[int, bool, bool]]:
-    """Renew leases; ``(job_id, renewed, cancel_requested)`` per job."""
+    """Renew leases; ``(job_id, renewed, cancel_requested)`` per job. With
+    ``worker_info_json`` the call also records the worker as seen now, for
+    the workers view (``list_workers``)."""
     cursor.execute(
         "SELECT job_id, renewed, cancel_requested"
-        " FROM workhorse_heartbeat_many_v1(%s, %s::bigint[], %s::bigint[], %s)",
-        [worker_id, _ints(job_ids), _ints(fences), lease_seconds],
+        " FROM workhorse_heartbeat_many_v1(%s, %s::bigint[], %s::bigint[], %s, %s::jsonb)",
+        [worker_id, _ints(job_ids), _ints(fences), lease_seconds, worker_info_json],
     )
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
@@ -874,10 +877,14 @@ def list_jobs(
     after_id: int | None,
     limit: int,
     idempotency_key: str | None = None,
+    error_type: str | None = None,
+    name_prefix: str | None = None,
+    payload_json: str | None = None,
 ) -> list[dict[str, Any]]:
     """A page of job rows, newest first (see ``workhorse_list_jobs_v1``)."""
     cursor.execute(
-        "SELECT * FROM workhorse_list_jobs_v1(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "SELECT * FROM workhorse_list_jobs_v1(%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s::jsonb)",
         [
             queue,
             name,
@@ -888,6 +895,9 @@ def list_jobs(
             after_id,
             limit,
             idempotency_key,
+            error_type,
+            name_prefix,
+            payload_json,
         ],
     )
     return _dict_rows(cursor)
@@ -909,15 +919,6 @@ def queue_names(cursor: Cursor) -> list[str]:
     """Every queue with a job or a policy row, in name order."""
     cursor.execute("SELECT queue FROM workhorse_queue_names_v1()")
     return [row[0] for row in cursor.fetchall()]
-
-
-def heartbeat_connections(cursor: Cursor) -> int:
-    """Worker heartbeat sessions connected to this database right now."""
-    cursor.execute(
-        "SELECT count(*) FROM pg_stat_activity"
-        " WHERE datname = current_database() AND application_name = 'workhorse-heartbeat'"
-    )
-    return cast("int", cursor.fetchone()[0])
 
 
 def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:

@@ -34,6 +34,17 @@ CREATE TABLE workhorse_attempt_history (
 
 CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
 
+CREATE TABLE workhorse_failure_hour (
+    hour timestamp with time zone NOT NULL,
+    name text NOT NULL,
+    error_type text NOT NULL,
+    shard smallint NOT NULL,
+    failures bigint NOT NULL DEFAULT 0,
+    last_job_id bigint NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    CONSTRAINT workhorse_failure_hour_pkey PRIMARY KEY (hour, name, error_type, shard)
+) WITH (fillfactor=70);
+
 CREATE TABLE workhorse_job (
     id bigint NOT NULL DEFAULT nextval('workhorse_job_id_seq'::regclass),
     name workhorse_job_name NOT NULL,
@@ -136,6 +147,16 @@ CREATE TABLE workhorse_queue (
     CONSTRAINT workhorse_queue_rate_record CHECK ((cardinality(rate_starts) = cardinality(rate_counts)))
 );
 
+CREATE TABLE workhorse_queue_minute (
+    minute timestamp with time zone NOT NULL,
+    queue text NOT NULL,
+    shard smallint NOT NULL,
+    succeeded bigint NOT NULL DEFAULT 0,
+    failed bigint NOT NULL DEFAULT 0,
+    canceled bigint NOT NULL DEFAULT 0,
+    CONSTRAINT workhorse_queue_minute_pkey PRIMARY KEY (minute, queue, shard)
+) WITH (fillfactor=50);
+
 CREATE TABLE workhorse_schedule (
     name text NOT NULL,
     job_name text NOT NULL,
@@ -164,7 +185,16 @@ CREATE TABLE workhorse_schema (
     CONSTRAINT workhorse_schema_singleton CHECK (singleton)
 );
 
+CREATE TABLE workhorse_worker (
+    worker_id text NOT NULL,
+    info jsonb NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+    last_seen_at timestamp with time zone NOT NULL DEFAULT now(),
+    CONSTRAINT workhorse_worker_pkey PRIMARY KEY (worker_id)
+) WITH (fillfactor=50);
+
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
+CREATE UNIQUE INDEX workhorse_failure_hour_pkey ON public.workhorse_failure_hour USING btree (hour, name, error_type, shard);
 CREATE UNIQUE INDEX workhorse_job_checkpoint_pkey ON public.workhorse_job_checkpoint USING btree (job_id, name);
 CREATE INDEX workhorse_job_dependency_job ON public.workhorse_job_dependency USING btree (job_id);
 CREATE UNIQUE INDEX workhorse_job_dependency_pkey ON public.workhorse_job_dependency USING btree (prerequisite_id, job_id);
@@ -176,8 +206,10 @@ CREATE INDEX workhorse_job_query_name ON public.workhorse_job_query USING btree 
 CREATE UNIQUE INDEX workhorse_job_query_pkey ON public.workhorse_job_query USING btree (job_id);
 CREATE INDEX workhorse_job_query_queue ON public.workhorse_job_query USING btree (queue, job_id);
 CREATE UNIQUE INDEX workhorse_job_runtime_pkey ON public.workhorse_job_runtime USING btree (job_id);
+CREATE INDEX workhorse_outcome_error_type ON public.workhorse_job_outcome USING btree (((error ->> 'type'::text)), job_id) WHERE ((state)::text <> 'succeeded'::text);
 CREATE INDEX workhorse_outcome_finished_brin ON public.workhorse_job_outcome USING brin (finished_at) WITH (pages_per_range='16');
 CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE ((state)::text <> 'succeeded'::text);
+CREATE UNIQUE INDEX workhorse_queue_minute_pkey ON public.workhorse_queue_minute USING btree (minute, queue, shard);
 CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (name);
 CREATE INDEX workhorse_runtime_blocked ON public.workhorse_job_runtime USING btree (queue) WHERE ((state)::text = 'blocked'::text);
 CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE ((state)::text = 'active'::text);
@@ -186,6 +218,7 @@ CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING b
 CREATE INDEX workhorse_schedule_due ON public.workhorse_schedule USING btree (next_run_at) WHERE (NOT paused);
 CREATE UNIQUE INDEX workhorse_schedule_pkey ON public.workhorse_schedule USING btree (name);
 CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree (singleton);
+CREATE UNIQUE INDEX workhorse_worker_pkey ON public.workhorse_worker USING btree (worker_id);
 
 CREATE SEQUENCE workhorse_attempt_history_id_seq;
 CREATE SEQUENCE workhorse_job_event_id_seq;
@@ -201,11 +234,13 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 3859ef0ab201bb6c
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 f7a2512a02ed0303
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 0e280f92a90f3191
 -- FUNCTION workhorse_claim_observations_v1(p_job_ids bigint[])
 --   RETURNS TABLE(job_id bigint, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql SET enable_seqscan=off -- body sha256 beaf149e433aabfe
+-- FUNCTION workhorse_count_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_cap integer)
+--   RETURNS bigint LANGUAGE plpgsql -- body sha256 23fdbdbdc7e89ea2
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
---   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 1a4b5ceae1909752
+--   RETURNS boolean[] LANGUAGE plpgsql -- body sha256 2921e5a9f2c5ca89
 -- FUNCTION workhorse_enqueue_batch_v1(p_name text, p_payloads jsonb, p_queue text, p_max_attempts integer, p_priority integer, p_delay double precision, p_run_at timestamp with time zone, p_idempotency_key text, p_timeout double precision, p_backoff jsonb, p_max_stalled integer, p_trace_context jsonb)
 --   RETURNS TABLE(job_id bigint, inserted boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 5cf6b95950db9dca
 -- FUNCTION workhorse_enqueue_many_v1(p_jobs jsonb)
@@ -216,22 +251,26 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS integer LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 f623a167321a512a
 -- FUNCTION workhorse_fail_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_errors jsonb[], p_kinds text[], p_retryable boolean[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 9fd9d2e427969aae
+-- FUNCTION workhorse_failures_v1(p_window interval)
+--   RETURNS TABLE(name text, error_type text, failures bigint, last_job_id bigint, last_at timestamp with time zone) LANGUAGE sql -- body sha256 cdd51927e3080323
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
 --   RETURNS TABLE(name text, kind text, result jsonb, written_at timestamp with time zone, attempt integer) LANGUAGE sql -- body sha256 ecd5b52586fa2c7c
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
--- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 6fbed8823f6b90b5
+-- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision, p_worker_info jsonb)
+--   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 9f0089e36be59e9d
 -- FUNCTION workhorse_job_defaults_v1()
 --   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
 --   RETURNS TABLE(at timestamp with time zone, rank integer, id bigint, source text, kind text, attempt integer, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb, data jsonb) LANGUAGE sql -- body sha256 1bf7c97addd813c6
--- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text)
---   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone) LANGUAGE plpgsql -- body sha256 edd4a0e2a75f945c
+-- FUNCTION workhorse_list_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_before_id bigint, p_after_id bigint, p_limit integer, p_idempotency_key text, p_error_type text, p_name_prefix text, p_payload jsonb)
+--   RETURNS TABLE(job_id bigint, name text, queue text, state text, priority smallint, attempt integer, max_attempts integer, stall_count integer, idempotency_key text, created_at timestamp with time zone, run_at timestamp with time zone, finished_at timestamp with time zone, error_type text, error_message text) LANGUAGE plpgsql -- body sha256 301e5e51f8464cb8
 -- FUNCTION workhorse_list_schedules_v1()
 --   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint, unreadable text) LANGUAGE sql -- body sha256 b4f7321cc3a15124
+-- FUNCTION workhorse_list_workers_v1(p_seen_within interval)
+--   RETURNS TABLE(worker_id text, info jsonb, first_seen_at timestamp with time zone, last_seen_at timestamp with time zone, seen_seconds_ago double precision) LANGUAGE sql -- body sha256 b3785623b36ce0c8
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
 -- FUNCTION workhorse_lock_prerequisites_v1(p_ids bigint[])
@@ -245,13 +284,13 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 c28b991d4be2d602
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
---   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 a513cf79fe785bf9
+--   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 f9bcf5358b4173c5
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 b4a32631f6afa333
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
---   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 b6aec72955226bea
+--   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 043782b6fbfccbff
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
 --   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 8340daaff2ad6c2d
 -- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])
@@ -284,3 +323,5 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 eb5951d85ddbcade
 -- FUNCTION workhorse_vacuum_due_v1(p_quiet_for interval, p_min_dead bigint, p_min_dead_fraction double precision)
 --   RETURNS TABLE(table_name text, dead_tuples bigint, live_tuples bigint, due boolean, may_vacuum boolean) LANGUAGE sql -- body sha256 d6a8ecc113ec4a0c
+-- FUNCTION workhorse_worker_gone_v1(p_worker text)
+--   RETURNS void LANGUAGE sql -- body sha256 b0e4299805dd657a

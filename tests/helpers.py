@@ -24,8 +24,11 @@ WORKHORSE_TABLES = (
     "workhorse_queue",
     "workhorse_schedule",
     "workhorse_job_checkpoint",
+    "workhorse_queue_minute",
+    "workhorse_failure_hour",
+    "workhorse_worker",
 )
-"""Every table that holds jobs or queue policy (not the schema version)."""
+"""Every table that holds jobs, their counters or queue policy (not the schema version)."""
 
 
 def delete_workhorse_rows(cursor: Any) -> None:

@@ -12,6 +12,8 @@ class Migration(migrations.Migration):
     operations = [
         RunSQLFile("workhorse_job_defaults_v1.sql", drops_function="workhorse_job_defaults_v1"),
         RunSQLFile("tables_v1.sql", reverse_file="tables_v1.down.sql"),
+        RunSQLFile("queue_counts_v1.sql", reverse_file="queue_counts_v1.down.sql"),
+        RunSQLFile("worker_registry_v1.sql", reverse_file="worker_registry_v1.down.sql"),
         RunSQLFile("workhorse_backoff_delay_v1.sql", drops_function="workhorse_backoff_delay_v1"),
         RunSQLFile(
             "workhorse_ensure_partitions_v1.sql", drops_function="workhorse_ensure_partitions_v1"
@@ -90,6 +92,12 @@ class Migration(migrations.Migration):
         RunSQLFile("workhorse_sleep_many_v1.sql", drops_function="workhorse_sleep_many_v1"),
         # The worker's vacuum turn: which tables with churn need a VACUUM.
         RunSQLFile("workhorse_vacuum_due_v1.sql", drops_function="workhorse_vacuum_due_v1"),
+        # The live workers, from their heartbeats.
+        RunSQLFile("workhorse_list_workers_v1.sql", drops_function="workhorse_list_workers_v1"),
+        RunSQLFile("workhorse_worker_gone_v1.sql", drops_function="workhorse_worker_gone_v1"),
+        # Counts for the job list and the filter-wide actions.
+        RunSQLFile("workhorse_count_jobs_v1.sql", drops_function="workhorse_count_jobs_v1"),
+        RunSQLFile("workhorse_failures_v1.sql", drops_function="workhorse_failures_v1"),
         migrations.RunSQL(
             "SELECT workhorse_ensure_partitions_v1()", reverse_sql=migrations.RunSQL.noop
         ),
@@ -143,6 +151,9 @@ class Migration(migrations.Migration):
             options={
                 "db_table": "workhorse_job",
                 "managed": False,
+                "permissions": [
+                    ("view_job_payload", "Can see job payloads, results and errors")
+                ],
             },
         ),
         migrations.CreateModel(

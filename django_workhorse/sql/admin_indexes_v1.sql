@@ -17,3 +17,12 @@ CREATE INDEX workhorse_outcome_finished_brin
 -- have their claim-path indexes). Only blocked rows enter it.
 CREATE INDEX workhorse_runtime_blocked
     ON workhorse_job_runtime (queue) WHERE state = 'blocked';
+
+-- Failed and canceled outcomes by error type, for the failures view's links
+-- (the job list filtered by state, name and error type). Without it the
+-- planner, guessing the type rare, read every failed outcome and sorted
+-- them: 204 ms for the newest 50 of 20,000 failures at 1,000,000 jobs,
+-- 0.2 ms with it. Partial like workhorse_outcome_unsuccessful, so a
+-- success writes nothing to it.
+CREATE INDEX workhorse_outcome_error_type
+    ON workhorse_job_outcome ((error ->> 'type'), job_id) WHERE state <> 'succeeded';

@@ -25,7 +25,9 @@
 -- a job that was waiting), except a run's plain success, whose event the
 -- timeline derives from its attempt row; a queue whose running job ended is
 -- notified when a claim was held back by its concurrency limit (the place
--- it freed). A 'stalled' close counts the
+-- it freed); each queue's counter of jobs finished this minute, and of a
+-- failure's name and error type this hour, goes up (queue_counts_v1.sql).
+-- A 'stalled' close counts the
 -- stall in the outcome, as workhorse_requeue_runs_v1 counts it in the
 -- runtime row. Then, unless p_settle is false (the settlement's own
 -- cascade, which loops instead), the blocked dependents of the jobs that
@@ -124,6 +126,22 @@ BEGIN
         -- the timeline shows the event; only an end with data is written.
         WHERE o.ok AND NOT (p_states[o.i] = 'succeeded' AND o.attempt_outcome = 'succeeded'
                             AND p_event_data[o.i] IS NULL)
+    ),
+    -- The dashboard's counters (queue_counts_v1.sql): one upsert per queue
+    -- of the batch, in queue order so that two batches lock shared rows in
+    -- the same order.
+    counted AS (
+        INSERT INTO workhorse_queue_minute AS m (minute, queue, shard, succeeded, failed, canceled)
+        SELECT date_trunc('minute', now()), o.queue, pg_backend_pid() % 16,
+               count(*) FILTER (WHERE p_states[o.i] = 'succeeded'),
+               count(*) FILTER (WHERE p_states[o.i] = 'failed'),
+               count(*) FILTER (WHERE p_states[o.i] = 'canceled')
+        FROM owned o WHERE o.ok
+        GROUP BY o.queue ORDER BY o.queue
+        ON CONFLICT (minute, queue, shard) DO UPDATE
+        SET succeeded = m.succeeded + excluded.succeeded,
+            failed = m.failed + excluded.failed,
+            canceled = m.canceled + excluded.canceled
     )
     SELECT array_agg(o.ok ORDER BY o.i), array_agg(o.job_id) FILTER (WHERE o.ok),
            (SELECT array_agg(wq.name) FROM workhorse_queue wq
@@ -151,6 +169,26 @@ BEGIN
             RETURNING wq.name
         )
         SELECT count(pg_notify('workhorse:' || w.name, '')) INTO v_n FROM woken w;
+    END IF;
+    IF 'failed' = ANY (p_states) THEN
+        -- Failures by hour, name and error type, for the failures view
+        -- (queue_counts_v1.sql): a statement of its own, run only when a job
+        -- of the call failed, so that a batch of successes pays nothing for
+        -- it; a failed job pays one probe of its identity row for the name.
+        INSERT INTO workhorse_failure_hour AS f
+            (hour, name, error_type, shard, failures, last_job_id, last_at)
+        SELECT date_trunc('hour', now()), j.name,
+               left(coalesce(u.error ->> 'type', 'unknown'), 200), pg_backend_pid() % 16,
+               count(*), max(u.job_id), now()
+        -- (unnest pads a NULL p_errors with NULLs)
+        FROM unnest(p_job_ids, p_states, p_errors, v_ok) AS u(job_id, state, error, ok)
+        JOIN workhorse_job j ON j.id = u.job_id
+        WHERE u.ok AND u.state = 'failed'
+        GROUP BY 2, 3 ORDER BY 2, 3
+        ON CONFLICT (hour, name, error_type, shard) DO UPDATE
+        SET failures = f.failures + excluded.failures,
+            last_job_id = greatest(f.last_job_id, excluded.last_job_id),
+            last_at = excluded.last_at;
     END IF;
     IF p_settle THEN
         -- A later statement than the one that wrote the outcomes, so it sees them.

@@ -3,12 +3,16 @@
 -- renewed = false: the lease was lost (recovered, or claimed by another run)
 -- and the caller must not assume it still owns the job. cancel_requested
 -- carries an operator's cancel to the worker running the job. Rows come back
--- in input order.
+-- in input order. With p_worker_info the call also records the worker as
+-- seen now (workhorse_worker), so the live workers cost no call of their own.
 CREATE OR REPLACE FUNCTION workhorse_heartbeat_many_v1(
     p_worker text,
     p_job_ids bigint[],
     p_fences bigint[],
-    p_lease_seconds double precision DEFAULT 30
+    p_lease_seconds double precision DEFAULT 30,
+    -- What the worker says of itself, for the workers view
+    -- (worker_registry_v1.sql); NULL leaves its row alone.
+    p_worker_info jsonb DEFAULT NULL
 ) RETURNS TABLE (job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamptz)
 -- Index paths whatever the statistics say, for the life of a session's
 -- cached plans (docs/sql.md, "Plans that do not depend on statistics").
@@ -29,6 +33,13 @@ BEGIN
     IF cardinality(p_fences) IS DISTINCT FROM cardinality(p_job_ids) THEN
         RAISE EXCEPTION 'workhorse_heartbeat_many_v1: % ids, % fences',
             cardinality(p_job_ids), cardinality(p_fences) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_worker_info IS NOT NULL THEN
+        -- Keyed by the worker's id, not the owner name of its current claim
+        -- session (claims.py may add a suffix to it).
+        INSERT INTO workhorse_worker AS w (worker_id, info)
+        VALUES (coalesce(p_worker_info ->> 'worker_id', p_worker), p_worker_info)
+        ON CONFLICT (worker_id) DO UPDATE SET info = excluded.info, last_seen_at = now();
     END IF;
     RETURN QUERY
     WITH input AS (

@@ -21,17 +21,29 @@ CREATE OR REPLACE FUNCTION workhorse_list_jobs_v1(
     p_before_id bigint DEFAULT NULL,
     p_after_id bigint DEFAULT NULL,
     p_limit integer DEFAULT 50,
-    p_idempotency_key text DEFAULT NULL
+    p_idempotency_key text DEFAULT NULL,
+    -- The error type of failed or canceled jobs (the failures view's links).
+    p_error_type text DEFAULT NULL,
+    -- Jobs whose name starts with this (job names are few: they are found
+    -- by a skip scan of the name index, one probe per name).
+    p_name_prefix text DEFAULT NULL,
+    -- Jobs whose payload contains this object (jsonb @>). Through the GIN
+    -- index workhorse_job_payload_gin when the operator made it
+    -- (docs/admin.md, "Search"); without it, live jobs only, each probed by
+    -- primary key: the search then reads the runtime table, never history.
+    p_payload jsonb DEFAULT NULL
 ) RETURNS TABLE (
     job_id bigint, name text, queue text, state text, priority smallint, attempt integer,
     max_attempts integer, stall_count integer, idempotency_key text,
-    created_at timestamptz, run_at timestamptz, finished_at timestamptz
+    created_at timestamptz, run_at timestamptz, finished_at timestamptz,
+    error_type text, error_message text
 )
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     v_from  text;
     v_id    text;
     v_where text[] := ARRAY['true'];
+    v_names text[];
 BEGIN
     IF p_state IS NOT NULL AND p_state NOT IN
        ('blocked', 'scheduled', 'ready', 'active', 'succeeded', 'failed', 'canceled') THEN
@@ -42,8 +54,10 @@ BEGIN
         RAISE EXCEPTION 'workhorse_list_jobs_v1: give p_before_id or p_after_id, not both'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'workhorse_list_jobs_v1: p_limit must be from 1 to 1000, got %', p_limit
+    -- 1,001: Admin.list_jobs asks for one row more than its largest page
+    -- (1,000) to know whether an older page follows.
+    IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 1001 THEN
+        RAISE EXCEPTION 'workhorse_list_jobs_v1: p_limit must be from 1 to 1001, got %', p_limit
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
@@ -84,6 +98,39 @@ BEGIN
     IF p_after_id IS NOT NULL THEN
         v_where := v_where || (v_id || ' > $7');
     END IF;
+    IF p_error_type IS NOT NULL THEN
+        IF p_state IS DISTINCT FROM 'failed' AND p_state IS DISTINCT FROM 'canceled' THEN
+            RAISE EXCEPTION 'workhorse_list_jobs_v1: p_error_type needs p_state failed or canceled'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        v_where := v_where || 's.error ->> ''type'' = $10'::text;
+    END IF;
+    IF p_name_prefix IS NOT NULL THEN
+        WITH RECURSIVE names(n) AS (
+            (SELECT qn.name FROM workhorse_job_query qn
+             WHERE qn.name >= p_name_prefix ORDER BY qn.name LIMIT 1)
+            UNION ALL
+            SELECT (SELECT qn.name FROM workhorse_job_query qn
+                    WHERE qn.name > names.n ORDER BY qn.name LIMIT 1)
+            FROM names WHERE names.n IS NOT NULL
+        )
+        SELECT coalesce(array_agg(names.n), '{}') INTO v_names FROM names
+        WHERE starts_with(names.n, p_name_prefix);
+        v_where := v_where || 'q.name = ANY ($11)'::text;
+    END IF;
+    IF p_payload IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = 'workhorse_job_payload_gin'
+                   AND c.relkind = 'i'
+                   AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t
+                                         WHERE t.oid = 'workhorse_job'::regclass)) THEN
+            v_where := v_where || (v_id || ' IN (SELECT j.id FROM workhorse_job j'
+                                   ' WHERE j.payload @> $12)');
+        ELSE
+            v_where := v_where || (v_id || ' IN (SELECT r.job_id FROM workhorse_job_runtime r'
+                                   ' JOIN workhorse_job j ON j.id = r.job_id'
+                                   ' WHERE j.payload @> $12)');
+        END IF;
+    END IF;
     IF p_idempotency_key IS NOT NULL THEN
         -- The unique index is on (name, idempotency_key): probe it once per
         -- job name, the names found by a skip scan of the name index.
@@ -109,7 +156,10 @@ BEGIN
         SELECT j.id, j.name::text, j.queue::text, coalesce(rt.state::text, o.state::text),
                j.priority::smallint, coalesce(rt.attempt::integer, o.attempts),
                j.max_attempts::integer, coalesce(rt.stall_count::integer, o.stall_count),
-               j.idempotency_key::text, j.created_at, rt.run_at::timestamptz, o.finished_at
+               j.idempotency_key::text, j.created_at, rt.run_at::timestamptz, o.finished_at,
+               CASE WHEN jsonb_typeof(o.error) = 'object' THEN o.error ->> 'type' END,
+               CASE WHEN jsonb_typeof(o.error) = 'object'
+                    THEN left(o.error ->> 'message', 300) END
         FROM picked p
         -- Primary-key probes per picked row, whatever the statistics say.
         CROSS JOIN LATERAL (SELECT * FROM workhorse_job j WHERE j.id = p.job_id OFFSET 0) j
@@ -122,6 +172,7 @@ BEGIN
         v_id, v_from, array_to_string(v_where, ' AND '),
         CASE WHEN p_after_id IS NOT NULL THEN 'ASC' ELSE 'DESC' END)
     USING p_queue, p_name, p_state, p_created_after, p_created_before,
-          p_before_id, p_after_id, p_limit, p_idempotency_key;
+          p_before_id, p_after_id, p_limit, p_idempotency_key,
+          p_error_type, v_names, p_payload;
 END;
 $$;

@@ -12,6 +12,11 @@
 --   * 'delete_default': up to p_limit rows older than p_history_before are
 --     deleted from each default partition (rows that arrived when their
 --     day's partition was missing).
+--   * 'delete_counters': up to p_limit rows of each of the dashboard's
+--     counters (workhorse_queue_minute, workhorse_failure_hour) older than
+--     p_history_before are deleted, and as many workers last seen before it
+--     (workhorse_worker); rows is the larger of the two counts
+--     (what a dry run counts: both added).
 --   * 'delete_jobs': up to p_limit finished jobs whose outcome is older than
 --     p_jobs_before lose their job, outcome, query, dependency and checkpoint rows.
 --   * 'busy': another session is pruning; nothing was done.
@@ -121,6 +126,47 @@ BEGIN
             RETURN QUERY SELECT 'delete_default'::text, v_parent || '_default', v_count;
         END IF;
     END LOOP;
+
+    -- The dashboard's counters of finished jobs (queue_counts_v1.sql) are
+    -- history too: those of minutes and hours before p_history_before go,
+    -- up to p_limit rows of each table (read in key order, minute or hour
+    -- first).
+    IF p_dry_run THEN
+        SELECT (SELECT count(*) FROM (SELECT 1 FROM workhorse_queue_minute m
+                                      WHERE m.minute < p_history_before LIMIT p_limit) t)
+             + (SELECT count(*) FROM (SELECT 1 FROM workhorse_failure_hour f
+                                      WHERE f.hour < p_history_before LIMIT p_limit) t)
+        INTO v_count;
+    ELSE
+        WITH gone_minutes AS (
+            DELETE FROM workhorse_queue_minute m
+            WHERE (m.minute, m.queue, m.shard) IN (
+                SELECT m2.minute, m2.queue, m2.shard FROM workhorse_queue_minute m2
+                WHERE m2.minute < p_history_before ORDER BY m2.minute LIMIT p_limit)
+            RETURNING 1
+        ),
+        gone_hours AS (
+            DELETE FROM workhorse_failure_hour f
+            WHERE (f.hour, f.name, f.error_type, f.shard) IN (
+                SELECT f2.hour, f2.name, f2.error_type, f2.shard FROM workhorse_failure_hour f2
+                WHERE f2.hour < p_history_before ORDER BY f2.hour LIMIT p_limit)
+            RETURNING 1
+        ),
+        -- Workers not seen since the cut-off died without saying so.
+        gone_workers AS (
+            DELETE FROM workhorse_worker w
+            WHERE w.worker_id IN (
+                SELECT w2.worker_id FROM workhorse_worker w2
+                WHERE w2.last_seen_at < p_history_before LIMIT p_limit)
+            RETURNING 1
+        )
+        SELECT greatest((SELECT count(*) FROM gone_minutes), (SELECT count(*) FROM gone_hours),
+                        (SELECT count(*) FROM gone_workers))
+        INTO v_count;
+    END IF;
+    IF v_count > 0 THEN
+        RETURN QUERY SELECT 'delete_counters'::text, 'workhorse_queue_minute'::text, v_count;
+    END IF;
 
     IF p_dry_run THEN
         SELECT count(*) INTO v_count FROM (

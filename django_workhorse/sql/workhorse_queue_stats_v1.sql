@@ -12,9 +12,11 @@
 --   counted exactly.
 -- * The oldest ready job is found per priority level present (a skip scan
 --   of the ready index), not by reading every ready row.
--- * Terminal counts cover the recent window only, found through the BRIN
---   index on finished_at, never a count of all history; finished_per_bucket
---   splits the window into p_buckets equal slices, oldest first.
+-- * Terminal counts cover the recent window only, to the minute, and come
+--   from the per-minute counters of workhorse_queue_minute, never from the
+--   outcomes: the same few rows whether 10 or 1,000,000 jobs finished in
+--   the window. finished_per_bucket splits the window into p_buckets equal
+--   slices, oldest first (each minute falls in the slice its start is in).
 -- JIT is off: compiling this statement costs more than running it.
 CREATE OR REPLACE FUNCTION workhorse_queue_stats_v1(
     p_window interval DEFAULT interval '1 hour',
@@ -90,29 +92,30 @@ BEGIN
         GROUP BY a.queue
     ),
     recent AS (
-        SELECT q.queue, o.state,
-               least(p_buckets, width_bucket(extract(epoch FROM o.finished_at),
+        -- The finish counters (queue_counts_v1.sql), kept per minute by the
+        -- statement that ends the jobs: a range of the key's minute, at most
+        -- (minutes in the window) x 16 shards rows per queue, whatever the
+        -- throughput. A minute counts in full when any of it is in the
+        -- window, so a finish is counted for up to a minute past it.
+        SELECT m.queue, m.succeeded, m.failed, m.canceled,
+               greatest(1, least(p_buckets, width_bucket(extract(epoch FROM m.minute),
                                              extract(epoch FROM now() - p_window),
-                                             extract(epoch FROM now()), p_buckets)) AS bucket
-        FROM workhorse_job_outcome o
-        -- A primary-key probe per recent outcome: as a plain join the planner
-        -- hashed a sequential scan of the whole query projection (all of
-        -- history) to find the queues of a few hundred recent jobs.
-        CROSS JOIN LATERAL (
-            SELECT q.queue FROM workhorse_job_query q WHERE q.job_id = o.job_id OFFSET 0
-        ) q
-        WHERE o.finished_at > now() - p_window
+                                             extract(epoch FROM now()), p_buckets))) AS bucket
+        FROM workhorse_queue_minute m
+        WHERE m.minute > now() - p_window - interval '1 minute'
     ),
     done AS (
         SELECT r.queue,
-               count(*) FILTER (WHERE r.state = 'succeeded') AS succeeded,
-               count(*) FILTER (WHERE r.state = 'failed') AS failed,
-               count(*) FILTER (WHERE r.state = 'canceled') AS canceled
+               sum(r.succeeded)::bigint AS succeeded,
+               sum(r.failed)::bigint AS failed,
+               sum(r.canceled)::bigint AS canceled
         FROM recent r
         GROUP BY r.queue
+        HAVING sum(r.succeeded + r.failed + r.canceled) > 0
     ),
     per_bucket AS (
-        SELECT r.queue, r.bucket, count(*) AS n FROM recent r GROUP BY r.queue, r.bucket
+        SELECT r.queue, r.bucket, sum(r.succeeded + r.failed + r.canceled)::bigint AS n
+        FROM recent r GROUP BY r.queue, r.bucket
     ),
     series AS (
         SELECT d.queue, array_agg(coalesce(pb.n, 0) ORDER BY g.b) AS finished

@@ -8,10 +8,12 @@ renewal is what makes another worker take a job that is still running.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 
@@ -44,6 +46,7 @@ class Heartbeat(threading.Thread):
         on_lost: Callable[[int, int, str], None],
         on_cancel: Callable[[int, int, str], None],
         on_recovered: Callable[[list[store.Recovered]], None],
+        describe: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(name="workhorse-heartbeat", daemon=True)
         self.alias = alias
@@ -55,6 +58,10 @@ class Heartbeat(threading.Thread):
         self.on_lost = on_lost
         self.on_cancel = on_cancel
         self.on_recovered = on_recovered
+        self.describe = describe
+        """What the worker says of itself (worker_id, host, pid, queues, ...):
+        sent with each renewal turn's call, so the workers view (the
+        workhorse_worker row) costs no call of its own."""
         self.stop_event = threading.Event()
         self.kick = threading.Event()
         self.swept = threading.Event()
@@ -71,7 +78,9 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         now = time.monotonic()
-        next_renew = now + self.renew_interval
+        # A worker that describes itself says so at once: the workers view
+        # lists it from its start, not a renew interval later.
+        next_renew = now if self.describe is not None else now + self.renew_interval
         next_recover = now  # sweep once at start: a restarted fleet recovers at once
         next_partitions = now + PARTITION_SWEEP_INTERVAL
         delays: Iterator[float] | None = None  # set while the database fails
@@ -105,7 +114,16 @@ class Heartbeat(threading.Thread):
                 next_renew = min(next_renew, time.monotonic() + next(delays))
             wait = min(next_renew, next_recover, next_partitions) - time.monotonic()
             self.kick.wait(max(0.0, wait))
+        self.say_gone()
         self._close()
+
+    def say_gone(self) -> None:
+        """A stopping worker leaves the workers view at once (one that dies
+        stays there as not seen since its last heartbeat)."""
+        if self.describe is None:
+            return
+        with contextlib.suppress(psycopg.Error), self.cursor() as cursor:
+            store.worker_gone(cursor, self.describe()["worker_id"])
 
     def cursor(self) -> psycopg.Cursor:
         if self._conn is None or self._conn.closed:
@@ -118,10 +136,17 @@ class Heartbeat(threading.Thread):
         by_owner: dict[str, list[tuple[int, int]]] = {}
         for owner, job_id, fence in self.in_flight():
             by_owner.setdefault(owner, []).append((job_id, fence))
+        # The worker's description rides on the turn's first call; an idle
+        # worker makes that call with no leases, once a turn.
+        info = json.dumps(self.describe()) if self.describe is not None else None
+        if not by_owner and info is not None:
+            with self.cursor() as cursor:
+                store.heartbeat_many(cursor, "", [], [], self.lease_seconds, info)
         for owner, leases in by_owner.items():
             ids, fences = zip(*leases, strict=True)
             with self.cursor() as cursor:
-                rows = store.heartbeat_many(cursor, owner, ids, fences, self.lease_seconds)
+                rows = store.heartbeat_many(cursor, owner, ids, fences, self.lease_seconds, info)
+            info = None
             # Rows come back in input order: each answers the fence that was sent.
             for (job_id, renewed, cancel_requested), fence in zip(rows, fences, strict=True):
                 if not renewed:

@@ -61,6 +61,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     make_worker_id,
     resolve_options,
 )
+from .presence import describe_worker
 from .recycle import Recycle
 from .retention import RetentionSweeper, start_retention
 from .routes import SuccessRoute
@@ -251,6 +252,7 @@ class Worker:
             on_lost=self._on_lost,
             on_cancel=self._cancel_renewed,
             on_recovered=self._on_recovered,
+            describe=self._describe,
         )
         self._heartbeat.on_swept = self._wake.set
         self._heartbeat.start()
@@ -264,6 +266,15 @@ class Worker:
                 self.options.alias,
                 self.settings.poll_interval,
             )
+
+    def _describe(self) -> dict[str, Any]:
+        """What the workers view shows of this worker (workhorse_worker.info)."""
+        return describe_worker(
+            self.worker_id,
+            self.options.concurrency,
+            self.ledger.counts()["busy"],
+            self.settings.lock_renew_interval,
+        )
 
     def _loop(self) -> None:
         while True:

@@ -1,5 +1,6 @@
-"""Users for the admin pages: a superuser-like operator who may act, and a
-staff user who may only look."""
+"""Users for the admin pages: a superuser-like operator who may act, a
+staff user who may only look, and a support user who may look at states
+but not at what jobs carry (no ``view_job_payload``)."""
 
 from __future__ import annotations
 
@@ -23,14 +24,26 @@ def operator(django_user_model):
     return _staff(
         django_user_model,
         "operator",
-        ["view_job", "change_job", "view_queue", "change_queue"],
+        ["view_job", "change_job", "view_queue", "change_queue", "view_job_payload"],
     )
 
 
 @pytest.fixture
 def viewer(django_user_model):
-    """May see jobs and queues, but not act."""
-    return _staff(django_user_model, "viewer", ["view_job", "view_queue"])
+    """May see jobs (with their payloads) and queues, but not act."""
+    return _staff(django_user_model, "viewer", ["view_job", "view_queue", "view_job_payload"])
+
+
+@pytest.fixture
+def support(django_user_model):
+    """May see jobs' states and queues, not payloads, results or error messages."""
+    return _staff(django_user_model, "support", ["view_job", "view_queue"])
+
+
+@pytest.fixture
+def support_client(client, support):
+    client.force_login(support)
+    return client
 
 
 @pytest.fixture

@@ -71,8 +71,10 @@ def test_a_job_url_names_its_store(operator_client, two_stores):
     assert page.status_code == 200
     assert page.context["job"].name == "tests.on_second_store"
     body = page.content.decode()
-    assert f'action="{JOBS}{job.id}/act/?store=second"' in body
+    assert f'href="{JOBS}{job.id}/cancel/?store=second"' in body
     assert f'href="{JOBS}?queue=stores-page&amp;store=second"' in body
+    confirm = operator_client.get(f"{JOBS}{job.id}/cancel/", {"store": "second"}).content.decode()
+    assert f'action="{JOBS}{job.id}/act/?store=second"' in confirm
     assert f'href="{JOBS}?store=default"' in body  # the switch goes to a store's job list
 
 

@@ -82,7 +82,11 @@ def log_in(context, base: str, username: str):
 def test_an_operator_reads_a_failed_job_retries_it_and_pauses_its_queue(
     browser, live_server, django_user_model, tmp_path
 ):
-    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    staff(
+        django_user_model,
+        "operator",
+        ["view_job", "change_job", "view_queue", "change_queue", "view_job_payload"],
+    )
     job_id = failed_twice("mail")
     SucceededJobFactory(queue="mail")
     base = live_server.url
@@ -121,7 +125,11 @@ def test_an_operator_reads_a_failed_job_retries_it_and_pauses_its_queue(
 def test_the_pages_render_in_dark_mode_and_on_a_narrow_screen(
     browser, live_server, django_user_model, tmp_path
 ):
-    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    staff(
+        django_user_model,
+        "operator",
+        ["view_job", "change_job", "view_queue", "change_queue", "view_job_payload"],
+    )
     job_id = failed_twice("dark")
     base = live_server.url
     dark = log_in(browser.new_context(color_scheme="dark"), base, "operator")
@@ -170,7 +178,11 @@ def test_a_view_only_user_sees_no_buttons_and_a_forged_post_is_forbidden(
 def test_no_page_is_wider_than_a_narrow_screen(browser, live_server, django_user_model, tmp_path):
     """Bug: a long queue name widened the job list's queue filter past the
     screen, and the checkpoints table of a job page did not scroll."""
-    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    staff(
+        django_user_model,
+        "operator",
+        ["view_job", "change_job", "view_queue", "change_queue", "view_job_payload"],
+    )
     failed_twice("a-queue-with-a-name-as-long-as-a-queue-name-may-be-53")
     job = ActiveJobFactory()
     with connection.cursor() as cursor:
@@ -192,7 +204,11 @@ def test_long_words_in_a_job_page_wrap_on_a_narrow_screen(
 ):
     """Bug: an error message, a worker id, a cancel reason or a job name with
     no space in it (a URL, a host name) made the job page several screens wide."""
-    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    staff(
+        django_user_model,
+        "operator",
+        ["view_job", "change_job", "view_queue", "change_queue", "view_job_payload"],
+    )
     url = "https://mail.example.com/" + "a" * 300
     failed = FailedJobFactory(error={"type": "builtins.ConnectionError", "message": url})
     running = ActiveJobFactory(worker="worker-" + "w" * 200)

@@ -33,7 +33,13 @@ def log_in(context, base: str, django_user_model):
     user.user_permissions.set(
         Permission.objects.filter(
             content_type__app_label="django_workhorse",
-            codename__in=["view_job", "change_job", "view_queue", "change_queue"],
+            codename__in=[
+                "view_job",
+                "change_job",
+                "view_queue",
+                "change_queue",
+                "view_job_payload",
+            ],
         )
     )
     page = context.new_page()

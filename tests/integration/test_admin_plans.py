@@ -6,9 +6,14 @@ what is checked is that the index matches the statement at all."""
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from tests.factories import FailedJobFactory, ReadyJobFactory
+import pytest
+from demo.jobs import add
+from django.db import connection
+
+from django_workhorse import store
+from tests.factories import FailedJobFactory, ReadyJobFactory, SucceededJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 
@@ -55,3 +60,37 @@ def test_the_queue_dashboard_counts_live_jobs_through_the_per_state_indexes(pg_c
     ):
         assert index in plans, plans
     assert "Seq Scan on workhorse_job_runtime" not in plans, plans
+
+
+def test_the_error_type_filter_reads_the_index_of_unsuccessful_outcomes_by_error_type(pg_connect):
+    """300 failures of one type and one of another, so that the type is worth
+    an index to the planner (with a handful of rows any index will do)."""
+    add.options(queue="plans").enqueue_many([{"a": i, "b": 0} for i in range(301)])
+    with connection.cursor() as cursor:
+        claimed = store.claim_many(cursor, "plans-w", ["plans"], [301], 30)
+        errors = [json.dumps({"type": "KeyError", "message": "k"})] * 300
+        errors.append(json.dumps({"type": "ValueError", "message": "v"}))
+        store.fail_many(
+            cursor,
+            "plans-w",
+            [c.job_id for c in claimed],
+            [c.fence for c in claimed],
+            errors,
+            ["failed"] * 301,
+            [False] * 301,
+            [None] * 301,
+        )
+        cursor.execute("ANALYZE workhorse_job_outcome")
+    plans = plans_of(
+        pg_connect(),
+        "SELECT * FROM workhorse_list_jobs_v1(p_state => %s, p_error_type => %s)",
+        ["failed", "ValueError"],
+    )
+    assert "workhorse_outcome_error_type" in plans, plans
+
+
+def test_the_queue_dashboard_reads_the_finish_counters_not_the_outcomes(pg_connect):
+    SucceededJobFactory(queue="plans")
+    plans = plans_of(pg_connect(), "SELECT * FROM workhorse_queue_stats_v1()", [])
+    assert "workhorse_queue_minute" in plans, plans
+    assert "workhorse_job_outcome" not in plans, plans

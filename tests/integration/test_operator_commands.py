@@ -8,8 +8,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 
-from django_workhorse import Admin
+from django_workhorse import Admin, store
+from django_workhorse.worker.presence import describe_worker
 from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +46,24 @@ def test_status_json_is_for_machines():
     (queue,) = [q for q in data["queues"] if q["queue"] == "status-json"]
     assert queue["paused"] is True and queue["ready"] == 1
     assert queue["oldest_ready_seconds"] >= 0
-    assert data["workers"] == {"connected": 0, "holding_jobs": []}
+    assert data["workers"] == {"connected": 0, "holding_jobs": [], "seen": []}
+
+
+def test_status_lists_the_workers_their_heartbeats_describe():
+    info = describe_worker("host-s:7:abc", {"status-w": 2}, 1, 15.0)
+    with connection.cursor() as cursor:
+        store.heartbeat_many(cursor, "host-s:7:abc", [], [], 30, json.dumps(info))
+
+    text = run("workhorse_status")
+    (seen,) = json.loads(run("workhorse_status", "--json"))["workers"]["seen"]
+
+    assert "host-s:7:abc on " in text and "1/2 slots busy, status-w(2)" in text
+    assert (seen["worker_id"], seen["queues"], seen["busy"], seen["silent"]) == (
+        "host-s:7:abc",
+        {"status-w": 2},
+        1,
+        False,
+    )
 
 
 def test_status_shows_each_queues_limits():

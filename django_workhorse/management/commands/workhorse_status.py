@@ -78,6 +78,21 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                 }
                 for w in workers["holding_jobs"]
             ],
+            # From the heartbeats (Admin.live_workers): who runs, where, how busy.
+            "seen": [
+                {
+                    "worker_id": w.worker_id,
+                    "host": w.host,
+                    "pid": w.pid,
+                    "queues": w.queues,
+                    "slots": w.slots,
+                    "busy": w.busy,
+                    "version": w.version,
+                    "seen_seconds_ago": w.seen_seconds_ago,
+                    "silent": w.silent,
+                }
+                for w in admin.live_workers()
+            ],
         },
         "schedules": [
             {
@@ -143,6 +158,13 @@ def table(data: dict[str, Any]) -> str:
     lines.append(f"workers connected: {workers['connected']}")
     for w in workers["holding_jobs"]:
         lines.append(f"  {w['worker_id']}: {w['jobs']} job(s) running")
+    for w in workers["seen"]:
+        queues = ", ".join(f"{q}({n})" for q, n in w["queues"].items())
+        lines.append(
+            f"  {w['worker_id']} on {w['host']} pid {w['pid']}: {w['busy']}/{w['slots']} slots"
+            f" busy, {queues}, seen {w['seen_seconds_ago']:.0f}s ago"
+            + (" (silent)" if w["silent"] else "")
+        )
     lines.append("")
     lines.extend(schedule_table(data["schedules"]))
     return "\n".join(lines)

@@ -27,6 +27,9 @@ READ_WRITE = (
     "workhorse_job_checkpoint",
     "workhorse_queue",
     "workhorse_schedule",
+    "workhorse_queue_minute",
+    "workhorse_failure_hour",
+    "workhorse_worker",
 )
 """Tables the SQL functions (which run with the caller's rights) read and write."""
 READ_ONLY = ("workhorse_schema",)
