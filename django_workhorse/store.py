@@ -921,6 +921,58 @@ def queue_names(cursor: Cursor) -> list[str]:
     return [row[0] for row in cursor.fetchall()]
 
 
+def payload_index_exists(cursor: Cursor) -> bool:
+    """Whether the operator made ``workhorse_job_payload_gin`` (docs/admin.md,
+    "Search"): payload search then covers every job, not live ones only."""
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_class c WHERE c.relname = 'workhorse_job_payload_gin'"
+        " AND c.relkind = 'i' AND c.relnamespace = (SELECT t.relnamespace FROM pg_class t"
+        " WHERE t.oid = 'workhorse_job'::regclass))"
+    )
+    return bool(cursor.fetchone()[0])
+
+
+def failures(cursor: Cursor, window_seconds: float) -> list[dict[str, Any]]:
+    """Failed jobs of the window by name and error type (``workhorse_failures_v1``)."""
+    cursor.execute(
+        "SELECT * FROM workhorse_failures_v1(make_interval(secs => %s))", [window_seconds]
+    )
+    return _dict_rows(cursor)
+
+
+def count_jobs(
+    cursor: Cursor,
+    *,
+    queue: str | None,
+    name: str | None,
+    state: str | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    cap: int,
+) -> int:
+    """Jobs matching the job list's filters, counted up to ``cap``."""
+    cursor.execute(
+        "SELECT workhorse_count_jobs_v1(%s, %s, %s, %s, %s, %s)",
+        [queue, name, state, created_after, created_before, cap],
+    )
+    return cast("int", cursor.fetchone()[0])
+
+
+def list_workers(cursor: Cursor, seen_within_seconds: float) -> list[dict[str, Any]]:
+    """Workers whose heartbeat was seen within the last ``seen_within_seconds``:
+    worker_id, info, first_seen_at, last_seen_at, seen_seconds_ago."""
+    cursor.execute(
+        "SELECT * FROM workhorse_list_workers_v1(make_interval(secs => %s))",
+        [seen_within_seconds],
+    )
+    return _dict_rows(cursor)
+
+
+def worker_gone(cursor: Cursor, worker_id: str) -> None:
+    """A stopping worker's registry row goes (``workhorse_worker_gone_v1``)."""
+    cursor.execute("SELECT workhorse_worker_gone_v1(%s)", [worker_id])
+
+
 def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:
     """Workers with a live lease: (worker_id, jobs, lease_expires_at of the latest)."""
     cursor.execute(
