@@ -677,11 +677,13 @@ class Admin:
             return store.queue_names(db)
 
     def workers(self) -> dict[str, Any]:
-        """Workers seen now: heartbeat connections open, and who holds leases."""
+        """Workers seen now: heartbeat connections open, who holds leases, and
+        the connections each worker holds (``store.worker_connections``)."""
         with connections[self.using].cursor() as db:
             return {
                 "connected": store.heartbeat_connections(db),
                 "holding_jobs": store.workers_holding_jobs(db),
+                "connections": store.worker_connections(db),
             }
 
     # -- actions ------------------------------------------------------------

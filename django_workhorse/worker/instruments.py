@@ -39,8 +39,8 @@ class Instruments:
         # per run instead of a call through the metrics module.
         self._run_histograms: dict[tuple[str, str], Any] = {}
 
-    def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
-        jobs, pickups = store.claim_many_observed(cursor, *args)
+    def claim(self, cursor: Cursor, *args: Any, flush: bool = True) -> list[store.ClaimedJob]:
+        jobs, pickups = store.claim_many_observed(cursor, *args, flush=flush)
         if self.metrics_on and jobs:
             # A claim is mostly one queue: look its histogram up once.
             last_queue: str | None = None
@@ -138,13 +138,15 @@ def claim_many(
     queues: Sequence[str],
     limits: Sequence[int],
     lease_seconds: float,
+    *,
+    flush: bool = True,
 ) -> list[store.ClaimedJob]:
     """The worker's claim: ``store.claim_many``, or its observed form while
     tracing or metrics are on (same jobs, one round trip)."""
     active = ACTIVE
     if active is None:
-        return store.claim_many(cursor, worker_id, queues, limits, lease_seconds)
-    return active.claim(cursor, worker_id, queues, limits, lease_seconds)
+        return store.claim_many(cursor, worker_id, queues, limits, lease_seconds, flush=flush)
+    return active.claim(cursor, worker_id, queues, limits, lease_seconds, flush=flush)
 
 
 def _definition(running: Running) -> JobDefinition[..., Any]:

@@ -61,6 +61,13 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL")}
+if env.bool("DATABASE_POOLED", default=False):
+    # Behind a transaction-mode pooler (PgBouncer): no server-side cursors,
+    # which live in a session (Django's docs, "Transaction pooling").
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+if env.str("DIRECT_DATABASE_URL", default=""):
+    # The server itself, when "default" is a pooler: WORKHORSE["LISTEN_DATABASE"].
+    DATABASES["direct"] = env.db("DIRECT_DATABASE_URL")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 USE_TZ = True

@@ -10,6 +10,13 @@ is still running at teardown and fails a test that passed but leaked one.
 ``wait_until(predicate, timeout=..., what=...)`` polls with a deadline and,
 on failure, shows the stderr of every worker the test started.
 
+``start_worker(..., through=pgbouncer)`` runs the worker as production
+does, behind a real PgBouncer in transaction mode (the session fixture
+``pgbouncer``: Debian's pgbouncer in front of the test database, a pool of
+``PGBOUNCER_POOL_SIZE`` server connections): its ``DATABASES['default']``
+(the worker's alias, and the handlers' ORM) is the pooler's URL, and
+``DATABASES['direct']`` the server's own, for ``LISTEN_DATABASE``.
+
 Every test here that touches the database is transactional (workers only
 see committed rows), with
 ``available_apps=["django_workhorse", "jobtests"]`` so that the flush after
@@ -35,7 +42,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from tests.helpers import poll_until
+from tests.helpers import poll_until, start_pgbouncer
 
 TESTPROJECT = Path(__file__).resolve().parents[2] / "testproject"
 READY_RE = re.compile(r"workhorse worker (\S+) serving ")
@@ -61,6 +68,13 @@ run opens a new database connection (the worker calls
 ``close_old_connections`` around each handler), which dominates a no-op job."""
 
 
+def database_name() -> str:
+    """The name of the database this test runs on."""
+    from django.db import connection
+
+    return str(connection.settings_dict["NAME"])
+
+
 def database_url(**query: str) -> str:
     """The URL of the database this test runs on (``test_workhorse``), with
     django-environ ``query`` options (``conn_max_age``, ``options``)."""
@@ -74,6 +88,21 @@ def database_url(**query: str) -> str:
     port = f":{s['PORT']}" if s.get("PORT") else ""
     url = f"postgres://{auth}{host}{port}/{quote(s['NAME'], safe='')}"
     return f"{url}?{urlencode(query, quote_via=quote)}" if query else url
+
+
+PGBOUNCER_POOL_SIZE = 3
+"""Server connections the test PgBouncer keeps: fewer than a worker's
+threads and handlers want at once, so that they take turns, as in production."""
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
+    """One PgBouncer (transaction mode) in front of the test database, for
+    the session (``scripts/pgbouncer.py``); fails naming how to install it."""
+    with django_db_blocker.unblock():
+        url = database_url()
+    with start_pgbouncer(url, pool_size=PGBOUNCER_POOL_SIZE) as bouncer:
+        yield bouncer
 
 
 def _process_stats():
@@ -227,14 +256,28 @@ class WorkerPool:
         ready: bool = True,
         processes: int = 1,
         persistent_connections: bool = False,
+        through: Any = None,
     ) -> WorkerProcess:
         """Run ``manage.py runworker -v 2 *flags``; wait until it serves unless ``ready=False``
         (``processes``: how many workers must announce themselves, for ``--processes``).
 
         ``-v 2`` makes the worker log the line that says it is ready; a later
-        ``-v`` in ``flags`` wins.
+        ``-v`` in ``flags`` wins. ``through``: a ``PgBouncer`` the worker's
+        database is reached through (``DATABASES['direct']`` is the server).
         """
         query = {**FAST_COMMITS, **(PERSISTENT_CONNECTIONS if persistent_connections else {})}
+        pooled: dict[str, str] = {}
+        if through is not None:
+            # PgBouncer refuses the startup option "options" (FAST_COMMITS):
+            # commits through it wait for their flush, as in production.
+            direct = database_url(**query)
+            query.pop("options")
+            pooled = {
+                "DATABASE_URL": through.url_for(database_name())
+                + (f"?{urlencode(query, quote_via=quote)}" if query else ""),
+                "DIRECT_DATABASE_URL": direct,
+                "DATABASE_POOLED": "1",
+            }
         full_env = {
             **os.environ,
             # This checkout's package first: an editable install may point at another.
@@ -245,6 +288,7 @@ class WorkerPool:
             "DJANGO_SETTINGS_MODULE": "testproject.settings",
             "WORKHORSE_JSON": json.dumps(settings or {}),
             "PYTHONUNBUFFERED": "1",
+            **pooled,
             **(env or {}),
         }
         name = name or f"worker-{len(self.started)}"

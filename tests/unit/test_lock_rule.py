@@ -50,20 +50,14 @@ CONFINED = {
         "_vacuum": "run() (through _start_threads), before the vacuum thread exists",
     },
     "ClaimSession": {
-        "owner": "the claim loop, under the worker's claim lock",
-        "conn": "the claim loop, under the worker's claim lock",
-        "_cursor": "the claim loop, under the worker's claim lock",
-        "_opened": "the claim loop, under the worker's claim lock",
+        "_cursor": "whoever holds its shared connection (SharedConnection.use's lock)",
     },
-    "Writer": {"_conn": "the writer thread", "_again": "the writer thread"},
-    "RunConnections": {
-        "_local": "a threading.local: each handler thread sets only its own connection "
-        "(the shared list of opened connections changes under _lock)",
+    "Writer": {"_again": "the writer thread"},
+    "Listener": {
+        "_conn": "the listener thread",
+        "pooled": "the listener thread, before it sets self_test_done (read after it)",
     },
-    "Heartbeat": {"_conn": "the heartbeat thread"},
-    "Listener": {"_conn": "the listener thread"},
-    "PeriodicThread": {"_conn": "its own thread (run, and tick_now and _close, which run calls)"},
-    "DepthSampler": {"holder": "the sampler thread (tick and closed, called by run)"},
+    "TurnCursor": {"_cursor": "the periodic thread that made it (one per tick)"},
     "VacuumSweeper": {"_told": "the vacuum thread (tick, called by run)"},
     "AsyncSlots": {
         "_closing": "the asyncio thread (set through call_soon_threadsafe)",

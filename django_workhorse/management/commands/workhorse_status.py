@@ -72,6 +72,7 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                 }
                 for w in workers["holding_jobs"]
             ],
+            "connections": workers["connections"],
         },
         "schedules": [
             {
@@ -134,6 +135,13 @@ def table(data: dict[str, Any]) -> str:
     lines.append(f"workers connected: {workers['connected']}")
     for w in workers["holding_jobs"]:
         lines.append(f"  {w['worker_id']}: {w['jobs']} job(s) running")
+    if workers["connections"]:
+        lines.append("worker connections (claims + leases, and the LISTEN connection):")
+        for worker, held in sorted(workers["connections"].items()):
+            roles = ", ".join(
+                f"{role} {held.get(role, 0)}" for role in ("claims", "leases", "listen")
+            )
+            lines.append(f"  {worker}: {sum(held.values())} ({roles})")
     lines.append("")
     lines.extend(schedule_table(data["schedules"]))
     return "\n".join(lines)
