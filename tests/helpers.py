@@ -80,6 +80,25 @@ def cut_connections(application_name: str) -> int:
         return cursor.fetchone()[0]
 
 
+PGBOUNCER_POOL_SIZE = 3
+"""Server connections the test PgBouncer keeps: fewer than a worker's
+threads and handlers want at once, so that they take turns, as in production."""
+
+POOLED = os.environ.get("WORKHORSE_TEST_PGBOUNCER", "") == "1"
+"""This run reaches the test database through PgBouncer (see above)."""
+
+DIRECT: dict[str, Any] = {}
+"""The test database's own settings (HOST, PORT, ...) while ``POOLED``
+points Django's connection at PgBouncer."""
+
+
+def direct_settings() -> dict[str, Any]:
+    """The settings that reach the test database itself, pooled run or not."""
+    from django.db import connection
+
+    return DIRECT or connection.settings_dict
+
+
 def start_pgbouncer(upstream_url: str, **options: Any) -> Any:
     """A ``PgBouncer`` (scripts/pgbouncer.py, loaded by path) in front of
     ``upstream_url``, not started yet: use it as a context manager."""

@@ -42,7 +42,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from tests.helpers import poll_until, start_pgbouncer
+from tests.helpers import POOLED, direct_settings, poll_until
 
 TESTPROJECT = Path(__file__).resolve().parents[2] / "testproject"
 READY_RE = re.compile(r"workhorse worker (\S+) serving ")
@@ -70,17 +70,14 @@ run opens a new database connection (the worker calls
 
 def database_name() -> str:
     """The name of the database this test runs on."""
-    from django.db import connection
-
-    return str(connection.settings_dict["NAME"])
+    return str(direct_settings()["NAME"])
 
 
 def database_url(**query: str) -> str:
     """The URL of the database this test runs on (``test_workhorse``), with
-    django-environ ``query`` options (``conn_max_age``, ``options``)."""
-    from django.db import connection
-
-    s = connection.settings_dict
+    django-environ ``query`` options (``conn_max_age``, ``options``): the
+    server's own, in a pooled run too."""
+    s = direct_settings()
     user = quote(s.get("USER") or "", safe="")
     password = quote(s.get("PASSWORD") or "", safe="")
     auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
@@ -88,21 +85,6 @@ def database_url(**query: str) -> str:
     port = f":{s['PORT']}" if s.get("PORT") else ""
     url = f"postgres://{auth}{host}{port}/{quote(s['NAME'], safe='')}"
     return f"{url}?{urlencode(query, quote_via=quote)}" if query else url
-
-
-PGBOUNCER_POOL_SIZE = 3
-"""Server connections the test PgBouncer keeps: fewer than a worker's
-threads and handlers want at once, so that they take turns, as in production."""
-
-
-@pytest.fixture(scope="session")
-def pgbouncer(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
-    """One PgBouncer (transaction mode) in front of the test database, for
-    the session (``scripts/pgbouncer.py``); fails naming how to install it."""
-    with django_db_blocker.unblock():
-        url = database_url()
-    with start_pgbouncer(url, pool_size=PGBOUNCER_POOL_SIZE) as bouncer:
-        yield bouncer
 
 
 def _process_stats():
@@ -243,9 +225,11 @@ class WorkerProcess:
 class WorkerPool:
     """The workers one test started."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, pgbouncer: Any = None) -> None:
         self.log_dir = log_dir
         self.started: list[WorkerProcess] = []
+        self.pgbouncer = pgbouncer
+        """The session's PgBouncer in a pooled run (workers start behind it)."""
 
     def start(
         self,
@@ -267,6 +251,9 @@ class WorkerPool:
         """
         query = {**FAST_COMMITS, **(PERSISTENT_CONNECTIONS if persistent_connections else {})}
         pooled: dict[str, str] = {}
+        if through is None and POOLED:
+            through = self.pgbouncer
+            settings = {"LISTEN_DATABASE": "direct", **(settings or {})}
         if through is not None:
             # PgBouncer refuses the startup option "options" (FAST_COMMITS):
             # commits through it wait for their flush, as in production.
@@ -325,7 +312,7 @@ def workers(
     Depends on ``transactional_db`` so that its teardown (killing workers)
     runs before the database is flushed and the workhorse tables truncated.
     """
-    pool = WorkerPool(tmp_path)
+    pool = WorkerPool(tmp_path, request.getfixturevalue("pgbouncer") if POOLED else None)
     yield pool
     leaked = pool.reap()
     failed = getattr(request.node, "acceptance_call_failed", True)
@@ -336,10 +323,15 @@ def workers(
 
 
 @pytest.fixture(scope="module")
-def module_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerPool]:
+def module_workers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerPool]:
     """Workers shared by a module's tests (e.g. started all at once); a worker
     still running when the module ends is killed and reported as an error."""
-    pool = WorkerPool(tmp_path_factory.mktemp("workers"))
+    pool = WorkerPool(
+        tmp_path_factory.mktemp("workers"),
+        request.getfixturevalue("pgbouncer") if POOLED else None,
+    )
     yield pool
     leaked = pool.reap()
     if leaked:

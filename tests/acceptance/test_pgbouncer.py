@@ -23,7 +23,8 @@ from jobtests.models import RunRecord
 
 from django_workhorse import Admin
 from django_workhorse.models import JobOutcome, JobRuntime
-from tests.acceptance.conftest import PGBOUNCER_POOL_SIZE, database_name
+from tests.acceptance.conftest import database_name
+from tests.helpers import PGBOUNCER_POOL_SIZE
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
