@@ -16,11 +16,11 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 from jobtests.durable_jobs import nap, staged
-from jobtests.jobs import async_echo, checks_for_cancel, doomed, record
+from jobtests.jobs import async_echo, checks_for_cancel, doomed, record, sleep
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
-from django_workhorse.models import JobRuntime
+from django_workhorse.models import JobOutcome, JobRuntime
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -115,3 +115,60 @@ def test_a_worker_holds_two_connections_and_its_listen_connection_with_every_fea
     assert {w: shown[w] for w in worker_ids} == {
         w: {"claims": 1, "leases": 1, "listen": 1} for w in worker_ids
     }
+
+
+def claim_connection_waits_on_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name LIKE 'workhorse-worker %%' AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0] == 1
+
+
+def lease_expiry(job_id: int):
+    return (
+        JobRuntime.objects.filter(job_id=job_id, state="active")
+        .values_list("lease_expires_at", flat=True)
+        .first()
+    )
+
+
+def test_a_claim_stuck_on_a_lock_does_not_hold_up_the_lease_renewals(
+    start_worker, wait_until, pg_connect
+):
+    """The heartbeat renews on the lease connection: while the claim
+    connection waits (here on a lock an operator holds on the queue table),
+    the running job's lease is renewed as usual and nobody takes it."""
+    running = sleep.enqueue(seconds=8)
+    worker = start_worker(
+        "--queues",
+        "jobtests.sleep",
+        "--concurrency",
+        "2",
+        settings={"LOCK_DURATION": 2, "STALLED_INTERVAL": 0.5, "POLL_INTERVAL": 0.2},
+    )
+    wait_until(lambda: lease_expiry(running.id), what="the long job running")
+    blocker = pg_connect()
+    with blocker.transaction():
+        blocker.execute("LOCK TABLE workhorse_queue IN ACCESS EXCLUSIVE MODE")
+        sleep.enqueue(seconds=0)
+        wait_until(claim_connection_waits_on_a_lock, what="the claim connection stuck")
+        renewals = [lease_expiry(running.id)]
+        for _ in range(3):  # three renewals (one a second) while the claim waits
+            wait_until(
+                lambda: lease_expiry(running.id) not in renewals,
+                timeout=10,
+                what="a renewal while the claim waits",
+            )
+            renewals.append(lease_expiry(running.id))
+        assert claim_connection_waits_on_a_lock()
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=running.id).exists(),
+        timeout=30,
+        what="the long job finished",
+    )
+    assert worker.stop() == 0
+    outcome = JobOutcome.objects.get(job_id=running.id)
+    assert (outcome.state, outcome.attempts) == ("succeeded", 1)
+    assert "lease lost" not in worker.stderr
