@@ -37,7 +37,9 @@ slot against two bare transactions per row, bench/oneslot.py) too.
 ``peers-enqueue`` runs the enqueue half of ``peers`` alone (single and bulk,
 ours and pgqueuer's, in turns). ``enqueue`` runs the enqueue figures of ``core`` alone: one job per
 transaction against a bare one-row INSERT commit, in turns, and batches of
-1,000.
+1,000. ``pickup-pgbouncer`` (bench/pgbouncer.py, only when named) compares the
+pickup of a worker behind PgBouncer in transaction mode, woken through its
+direct LISTEN connection, with a direct worker's, in turns (``--rounds``).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def main() -> None:
             "growth",
             "storage",
             "oneslot",
+            "pickup-pgbouncer",
         ],
     )
     parser.add_argument(
@@ -109,7 +112,7 @@ def main() -> None:
         "--rounds",
         type=int,
         default=5,
-        help="with --against: rounds of each side, taken in turns",
+        help="with --against, and for pickup-pgbouncer: rounds of each side, taken in turns",
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
@@ -175,6 +178,11 @@ def main() -> None:
         from . import worker
 
         worker.pickup(conn, url)
+    if "pickup-pgbouncer" in args.sections:
+        from . import common, pgbouncer
+
+        common.reset(conn)
+        pgbouncer.run(conn, url, args.rounds)
     if args.sections == ["ratio"]:
         from . import worker
 
