@@ -40,6 +40,8 @@ transaction against a bare one-row INSERT commit, in turns, and batches of
 1,000. ``pickup-pgbouncer`` (bench/pgbouncer.py, only when named) compares the
 pickup of a worker behind PgBouncer in transaction mode, woken through its
 direct LISTEN connection, with a direct worker's, in turns (``--rounds``).
+``ceiling`` (bench/ceiling.py, only when named) drains with one process and
+counts the server CPU of its backends per job: the jobs/s one core carries.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def main() -> None:
             "storage",
             "oneslot",
             "pickup-pgbouncer",
+            "ceiling",
         ],
     )
     parser.add_argument(
@@ -178,6 +181,10 @@ def main() -> None:
         from . import worker
 
         worker.pickup(conn, url)
+    if "ceiling" in args.sections:
+        from . import ceiling
+
+        ceiling.run(conn, url)
     if "pickup-pgbouncer" in args.sections:
         from . import common, pgbouncer
 

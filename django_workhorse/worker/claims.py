@@ -13,8 +13,7 @@ returned.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import psycopg
 
@@ -55,14 +54,15 @@ class ClaimSession:
     def close(self) -> None:
         self.shared.close()
 
-    @contextlib.contextmanager
-    def _claim_cursor(self) -> Iterator[tuple[str, psycopg.Cursor]]:
-        """The owner name and the claim cursor, the connection held meanwhile."""
-        with self.shared.use() as conn:
-            cursor = self._cursor
-            if cursor is None or cursor.connection is not conn:
-                cursor = self._cursor = conn.cursor()
-            yield self.owner, cursor
+    def _claim_cursor(self) -> psycopg.Cursor:
+        """The claim cursor on the ready connection; the caller holds
+        ``shared.lock`` (one ``with`` on the hot path, not two context
+        managers: a one-slot worker makes this call once per job)."""
+        conn = self.shared.ready()
+        cursor = self._cursor
+        if cursor is None or cursor.connection is not conn:
+            cursor = self._cursor = conn.cursor()
+        return cursor
 
     def claim(
         self, queues: Sequence[str], limits: Sequence[int], lease_seconds: float
@@ -71,7 +71,9 @@ class ClaimSession:
         they were claimed under, and the jobs. The claim commits without
         waiting for its WAL flush, in its own transaction only (see the
         module's docstring)."""
-        with self._claim_cursor() as (owner, cursor):
+        with self.shared.lock:
+            cursor = self._claim_cursor()
+            owner = self.owner
             return owner, instruments.claim_many(
                 cursor, owner, queues, limits, lease_seconds, flush=False
             )
@@ -92,8 +94,9 @@ class ClaimSession:
         runs were claimed under: if the connection was replaced since (by
         another thread that met an error on it), nothing is sent and
         OperationalError is raised, as for a lost connection."""
-        with self._claim_cursor() as (current, cursor):
-            if current != owner:
+        with self.shared.lock:
+            cursor = self._claim_cursor()
+            if self.owner != owner:
                 raise psycopg.OperationalError(
                     "the claim connection was replaced; the successes go to the writer"
                 )

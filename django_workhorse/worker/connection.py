@@ -25,11 +25,16 @@ from __future__ import annotations
 import contextlib
 import select
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import psycopg
 from django.db import connections
 from psycopg.types.string import TextLoader
+
+IDLE_CHECK_AFTER = 1.0
+"""Seconds a shared connection sits unused before its next user first looks
+whether the server closed it meanwhile."""
 
 APPLICATION_NAME_MAX = 63
 """PostgreSQL keeps this many bytes of an application_name (NAMEDATALEN - 1)."""
@@ -82,22 +87,37 @@ class SharedConnection:
 
     def __init__(self, connect: Callable[[], psycopg.Connection]) -> None:
         self._connect = connect
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
+        """Held by whoever uses the connection (``use()``, or ``ready()``'s caller)."""
         self.conn: psycopg.Connection | None = None
         self.opened = 0
+        self._used_at = 0.0
 
     @contextlib.contextmanager
     def use(self) -> Iterator[psycopg.Connection]:
-        """The connection, for the caller alone until the block ends. One the
-        server closed while it sat idle (a restart of PostgreSQL or of a
-        pooler, a terminated session) is replaced first: a checkpoint hours
-        after the last claim must not fail its job's attempt on a dead
-        socket."""
-        with self._lock:
-            conn = self.conn
-            if conn is None or conn.closed or conn.broken or _hung_up(conn):
-                conn = self.open()
-            yield conn
+        """The connection, for the caller alone until the block ends."""
+        with self.lock:
+            yield self.ready()
+
+    def ready(self) -> psycopg.Connection:
+        """The connection, connecting first if there is none or it broke;
+        the caller holds ``lock`` for as long as it uses it. One that sat
+        idle for a while and that the server closed meanwhile (a restart of
+        PostgreSQL or of a pooler, a terminated session) is replaced first:
+        a checkpoint hours after the last claim must not fail its job's
+        attempt on a dead socket. (A connection in constant use, the claim
+        loop's, is not looked at each time: one poll a second is enough.)"""
+        conn = self.conn
+        now = time.monotonic()
+        if (
+            conn is None
+            or conn.closed
+            or conn.broken
+            or (now - self._used_at > IDLE_CHECK_AFTER and _hung_up(conn))
+        ):
+            conn = self.open()
+        self._used_at = now
+        return conn
 
     @contextlib.contextmanager
     def cursor(self) -> Iterator[psycopg.Cursor]:
@@ -107,7 +127,7 @@ class SharedConnection:
 
     def open(self) -> psycopg.Connection:
         """A new connection in place of the current one (which is closed)."""
-        with self._lock:
+        with self.lock:
             self.close()
             conn = self._connect()
             self.conn = conn
@@ -117,7 +137,7 @@ class SharedConnection:
     def close(self, conn: psycopg.Connection | None = None) -> None:
         """Close the connection; with ``conn``, only if it is still that one
         (a thread that met an error on it drops it, not its replacement)."""
-        with self._lock:
+        with self.lock:
             if self.conn is None or (conn is not None and conn is not self.conn):
                 return
             old, self.conn = self.conn, None

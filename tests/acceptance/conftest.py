@@ -230,6 +230,10 @@ class WorkerPool:
         self.started: list[WorkerProcess] = []
         self.pgbouncer = pgbouncer
         """The session's PgBouncer in a pooled run (workers start behind it)."""
+        self.bouncers: list[Any] = []
+        """PgBouncers this test's workers went through (not in a pooled run):
+        their server connections are closed after the test, so that no
+        later test counts them (they carry the workers' application_name)."""
 
     def start(
         self,
@@ -254,6 +258,8 @@ class WorkerPool:
         if through is None and POOLED:
             through = self.pgbouncer
             settings = {"LISTEN_DATABASE": "direct", **(settings or {})}
+        elif through is not None:
+            self.bouncers.append(through)
         if through is not None:
             # PgBouncer refuses the startup option "options" (FAST_COMMITS):
             # commits through it wait for their flush, as in production.
@@ -315,6 +321,8 @@ def workers(
     pool = WorkerPool(tmp_path, request.getfixturevalue("pgbouncer") if POOLED else None)
     yield pool
     leaked = pool.reap()
+    for bouncer in set(pool.bouncers):
+        bouncer.drop_server_connections(database_name())
     failed = getattr(request.node, "acceptance_call_failed", True)
     if failed and pool.started:
         print(pool.report())

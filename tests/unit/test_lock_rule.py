@@ -50,7 +50,12 @@ CONFINED = {
         "_vacuum": "run() (through _start_threads), before the vacuum thread exists",
     },
     "ClaimSession": {
-        "_cursor": "whoever holds its shared connection (SharedConnection.use's lock)",
+        "_cursor": "whoever holds its shared connection's lock (shared.lock)",
+    },
+    "SharedConnection": {
+        "conn": "whoever holds self.lock (use(), ready()'s callers, open(), close())",
+        "opened": "whoever holds self.lock (open())",
+        "_used_at": "whoever holds self.lock (ready()'s callers)",
     },
     "Writer": {"_again": "the writer thread"},
     "Listener": {
