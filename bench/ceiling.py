@@ -1,7 +1,8 @@
 """The ceiling of one primary: jobs/s per CPU core of PostgreSQL (docs/scaling.md).
 
 ``python -m bench ceiling`` drains 20,000 no-op jobs with one burst worker
-process (``--concurrency 100``), three times, and counts the CPU time the
+process (``--concurrency 100``: claims and finishes in batches), three times,
+then 3,000 with one slot (a claim and a finish per job), and counts the CPU time the
 server's backends of that worker used: every 20 ms it looks the worker's
 connections up in ``pg_stat_activity`` (by their ``workhorse-*``
 application_name) and reads each backend's user and system time from
@@ -21,6 +22,8 @@ from . import worker
 from .common import median, report, reset, section
 
 JOBS = 20_000
+JOBS_ONE_SLOT = 3_000
+"""Jobs of the one-slot drains: each is a claim and a finish of its own."""
 RUNS = 3
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -66,11 +69,16 @@ class BackendCpu(threading.Thread):
 
 
 def run(conn, url: str) -> None:
+    for concurrency, jobs in ((100, JOBS), (1, JOBS_ONE_SLOT)):
+        ceiling(conn, url, concurrency, jobs)
+
+
+def ceiling(conn, url: str, concurrency: int, jobs: int) -> None:
     from .common import raw_connection
 
     section(
-        f"the ceiling of one primary: server CPU per job, drains of {JOBS:,} no-op jobs, "
-        f"1 process, --concurrency 100 ({RUNS} runs)"
+        f"the ceiling of one primary: server CPU per job, drains of {jobs:,} no-op jobs, "
+        f"1 process, --concurrency {concurrency} ({RUNS} runs)"
     )
     rates, per_job = [], []
     for _ in range(RUNS):
@@ -79,14 +87,15 @@ def run(conn, url: str) -> None:
         watcher = BackendCpu(watcher_conn)
         watcher.start()
         try:
-            rate, _ = worker.drain(conn, url, JOBS, 1, 100)
+            rate, _ = worker.drain(conn, url, jobs, 1, concurrency)
         finally:
             cpu = watcher.stop()
             watcher_conn.close()
         rates.append(rate)
-        per_job.append(cpu / JOBS)
-    cpu_ms = median(per_job) * 1000
+        per_job.append(cpu / jobs)
+    cpu_us = median(per_job) * 1e6
+    spread = f"runs {min(per_job) * 1e6:,.1f}-{max(per_job) * 1e6:,.1f}"
     report("drain, 1 process", median(rates), "jobs/s", f"median of {RUNS}")
-    report("server CPU per job (the worker's backends)", cpu_ms, "ms", f"median of {RUNS}")
-    report("jobs/s one server core can carry (1 / CPU per job)", 1000 / cpu_ms, "jobs/s")
+    report("server CPU per job (the worker's backends)", cpu_us, "us", f"median, {spread}")
+    report("jobs/s one server core can carry (1 / CPU per job)", 1e6 / cpu_us, "jobs/s")
     print(f"  (load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})", flush=True)
