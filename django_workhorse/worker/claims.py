@@ -51,8 +51,8 @@ class ClaimSession:
         """A new connection, and with it a new owner name for its claims."""
         return self.shared.open()
 
-    def close(self) -> None:
-        self.shared.close()
+    def close(self, *, wait: bool = True) -> None:
+        self.shared.close(wait=wait)
 
     def _claim_cursor(self) -> psycopg.Cursor:
         """The claim cursor on the ready connection; the caller holds

@@ -134,15 +134,25 @@ class SharedConnection:
             self.opened += 1
             return conn
 
-    def close(self, conn: psycopg.Connection | None = None) -> None:
+    def close(self, conn: psycopg.Connection | None = None, *, wait: bool = True) -> None:
         """Close the connection; with ``conn``, only if it is still that one
-        (a thread that met an error on it drops it, not its replacement)."""
-        with self.lock:
+        (a thread that met an error on it drops it, not its replacement).
+
+        ``wait=False`` (a worker's last close, at a forced stop too) waits at
+        most a second for a user stuck in a statement (a write held up by a
+        lock, an abandoned handler's checkpoint), then leaves the connection
+        to the end of the process: closing it under a statement in flight on
+        another thread is not safe."""
+        if not self.lock.acquire(timeout=-1 if wait else 1.0):
+            return
+        try:
             if self.conn is None or (conn is not None and conn is not self.conn):
                 return
             old, self.conn = self.conn, None
             with contextlib.suppress(psycopg.Error):
                 old.close()
+        finally:
+            self.lock.release()
 
     @property
     def broken(self) -> bool:

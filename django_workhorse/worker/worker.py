@@ -858,8 +858,9 @@ class Worker:
         for thread in (self._retention, self._vacuum):
             if thread is not None and thread.is_alive():
                 thread.join(1.0)
-        self._session.close()
-        self._lease.close()
+        # Not waiting long for a thread stuck in a statement (a forced stop).
+        self._session.close(wait=False)
+        self._lease.close(wait=False)
         if self._listener:
             # It looks at its stop flag every 0.5 s; joined, its connection is
             # closed when run() returns.
