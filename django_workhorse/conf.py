@@ -57,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "SCHEDULES": {},
     "LOG_FORMAT": "text",
     "RETENTION": {},
+    "LISTEN_DATABASE": None,
 }
 """Every key of ``WORKHORSE`` with its default; docs/settings.md explains each."""
 
@@ -106,6 +107,19 @@ class WorkhorseSettings:
     vacuum_interval: float | None = 30.0
     """How often each worker looks at the dead tuples of the tables with churn
     and vacuums those past the threshold; None: never (docs/worker.md#vacuum)."""
+    listen_database: str | Mapping[str, str] | None = None
+    """The alias a worker opens its LISTEN connection on: one alias (for the
+    worker of ``DATABASE``) or a dict from the worker's alias to it; None:
+    the worker's own alias (docs/settings.md#listen_database)."""
+
+    def listen_alias(self, alias: str) -> str:
+        """The alias the LISTEN connection of a worker serving ``alias`` opens on."""
+        chosen = self.listen_database
+        if isinstance(chosen, str):
+            return chosen if alias == self.database else alias
+        if isinstance(chosen, Mapping):
+            return chosen.get(alias, alias)
+        return alias
 
 
 def duration_seconds(value: Any) -> float:
@@ -324,6 +338,56 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
         found.append(("WORKER_ID", worker_id_problem(worker_id)))
     found.extend(observability_problems(raw))
     found.extend(retention_problems(raw["RETENTION"]))
+    found.extend(listen_database_problems(raw["LISTEN_DATABASE"]))
+    return found
+
+
+def listen_database_problems(value: Any) -> list[tuple[str, str]]:
+    """LISTEN_DATABASE must be None, an alias, or a dict of alias to alias,
+    every alias one of settings.DATABASES on PostgreSQL."""
+    aliases = django_settings.DATABASES
+    shape = (
+        "must be None, the alias of settings.DATABASES that connects to PostgreSQL "
+        "directly for the worker's LISTEN connection (e.g. 'default_direct'), or a dict "
+        "from a worker's alias to such an alias"
+    )
+    if value is None:
+        return []
+    if isinstance(value, str):
+        pairs = [("LISTEN_DATABASE", value)]
+    elif isinstance(value, Mapping):
+        pairs = []
+        for worker_alias, listen_alias in value.items():
+            key = f"LISTEN_DATABASE[{shown(worker_alias)}]"
+            if not isinstance(worker_alias, str) or worker_alias not in aliases:
+                return [
+                    (
+                        key,
+                        f"{shown(worker_alias)} is not an alias of settings.DATABASES "
+                        f"({', '.join(aliases)}); {shape}",
+                    )
+                ]
+            pairs.append((key, listen_alias))
+    else:
+        return [("LISTEN_DATABASE", f"{shape}; got {type(value).__name__} {shown(value)}")]
+    found = []
+    for key, alias in pairs:
+        if not isinstance(alias, str) or alias not in aliases:
+            found.append(
+                (
+                    key,
+                    f"{shown(alias)} is not an alias of settings.DATABASES "
+                    f"({', '.join(aliases)}); {shape}",
+                )
+            )
+        elif "postgresql" not in str(aliases[alias].get("ENGINE", "")):
+            found.append(
+                (
+                    key,
+                    f"names {alias!r}, whose ENGINE is {aliases[alias].get('ENGINE')!r}: "
+                    "LISTEN needs a PostgreSQL alias",
+                )
+            )
     return found
 
 
@@ -489,6 +553,7 @@ def get_settings(
         schedules=dict(raw["SCHEDULES"]),
         log_format=raw["LOG_FORMAT"],
         vacuum_interval=None if vacuum is None else duration_seconds(vacuum),
+        listen_database=raw["LISTEN_DATABASE"],
     )
 
 

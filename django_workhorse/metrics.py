@@ -11,8 +11,8 @@ Off unless a worker runs with ``runworker --metrics-port N`` or
 - ``workhorse_job_pickup_seconds{queue}``: claimed minus due, on the
   database clock;
 - ``workhorse_queue_depth{queue, state}``: live jobs by state, sampled every
-  ``QUEUE_METRICS_INTERVAL`` by the one worker of the fleet holding the
-  sampler's advisory lock.
+  ``QUEUE_METRICS_INTERVAL`` by every worker that has it on (aggregate with
+  ``max``).
 
 With ``--processes N`` the children write prometheus-client's multi-process
 files and the supervisor serves one merged view (``serve_merged``).

@@ -220,13 +220,31 @@ def claim_many(
     queues: Sequence[str],
     limits: Sequence[int],
     lease_seconds: float,
+    *,
+    flush: bool = True,
 ) -> list[ClaimedJob]:
-    """Claim up to ``limits[i]`` ready jobs of ``queues[i]`` for ``worker_id``."""
+    """Claim up to ``limits[i]`` ready jobs of ``queues[i]`` for ``worker_id``.
+
+    ``flush=False`` commits the claim without waiting for its WAL flush
+    (``UNFLUSHED``): the worker's claims, on an autocommit connection."""
     cursor.execute(
-        "SELECT * FROM workhorse_claim_many_v1(%s, %s::text[], %s::integer[], %s)",
+        _CLAIM if flush else _CLAIM_UNFLUSHED,
         [worker_id, _names(queues), _ints(limits), lease_seconds],
     )
     return [_claimed(r) for r in cursor.fetchall()]
+
+
+UNFLUSHED = " CROSS JOIN set_config('synchronous_commit', 'off', true) AS unflushed"
+"""Appended to a claim's FROM: its autocommit transaction commits without
+waiting for the WAL flush (docs/decisions.md), and only that transaction. A
+session ``SET synchronous_commit = off`` would stay on the server connection
+for whoever gets it next behind a transaction-mode pooler (the application's
+own transactions included). set_config(..., true) ends with the statement's
+transaction; it only matters at the commit, so the order the two run in
+does not (a claim of no rows may commit flushed: it wrote little or nothing)."""
+
+_CLAIM = "SELECT c.* FROM workhorse_claim_many_v1(%s, %s::text[], %s::integer[], %s) AS c"
+_CLAIM_UNFLUSHED = _CLAIM + UNFLUSHED
 
 
 _SUCCEED_AND_CLAIM = (
@@ -632,23 +650,6 @@ def queue_depth(cursor: Cursor) -> list[tuple[str, str, int]]:
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
-QUEUE_DEPTH_LOCK = 0x776F726B686F7273
-"""The advisory lock key held by the one worker that samples queue depth."""
-
-
-def try_depth_sampler_lock(cursor: Cursor) -> bool:
-    """Take the session-level advisory lock of the depth sampler, if free.
-    The holder keeps it until its connection closes (or dies)."""
-    cursor.execute("SELECT pg_try_advisory_lock(%s)", [QUEUE_DEPTH_LOCK])
-    return cast("bool", cursor.fetchone()[0])
-
-
-VACUUM_LOCK = "workhorse_vacuum"
-"""The advisory lock held by the one worker of a fleet that is vacuuming: the
-key is ``hashtext('workhorse_vacuum')``, named like the keys the SQL functions
-take (``hashtext('workhorse_prune')``, ...; docs/sql.md#advisory-locks)."""
-
-
 @dataclass(frozen=True, slots=True)
 class VacuumCandidate:
     """A table with churn from ``workhorse_vacuum_due_v1``: due for a VACUUM,
@@ -669,17 +670,6 @@ def vacuum_due(cursor: Cursor, quiet_for: float) -> list[VacuumCandidate]:
     last ``quiet_for`` seconds), and those this role may not vacuum."""
     cursor.execute("SELECT * FROM workhorse_vacuum_due_v1(make_interval(secs => %s))", [quiet_for])
     return [VacuumCandidate(*row) for row in cursor.fetchall()]
-
-
-def try_vacuum_lock(cursor: Cursor) -> bool:
-    """Take the session-level advisory lock of the vacuum turn, if free."""
-    cursor.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [VACUUM_LOCK])
-    return cast("bool", cursor.fetchone()[0])
-
-
-def release_vacuum_lock(cursor: Cursor) -> None:
-    """Give back the lock ``try_vacuum_lock`` took."""
-    cursor.execute("SELECT pg_advisory_unlock(hashtext(%s))", [VACUUM_LOCK])
 
 
 def vacuum_table(cursor: Cursor, table: str) -> list[tuple[str | None, str]]:
@@ -712,12 +702,14 @@ def claim_many_observed(
     queues: Sequence[str],
     limits: Sequence[int],
     lease_seconds: float,
+    *,
+    flush: bool = True,
 ) -> tuple[list[ClaimedJob], list[float | None]]:
     """``claim_many`` with each job's ``trace`` filled in (stored trace context,
     seconds from enqueue to this claim), plus each job's pickup: seconds from
     due to this claim."""
     cursor.execute(
-        "SELECT * FROM workhorse_claim_many_observed_v1(%s, %s::text[], %s::integer[], %s)",
+        _CLAIM_OBSERVED if flush else _CLAIM_OBSERVED + UNFLUSHED,
         [worker_id, _names(queues), _ints(limits), lease_seconds],
     )
     rows = cursor.fetchall()
@@ -735,6 +727,11 @@ def claim_observations(
         ((_trace_context(r[1]), r[2]) if r[2] is not None else None, r[3])
         for r in cursor.fetchall()
     ]
+
+
+_CLAIM_OBSERVED = (
+    "SELECT c.* FROM workhorse_claim_many_observed_v1(%s, %s::text[], %s::integer[], %s) AS c"
+)
 
 
 def _trace_context(raw: str | None) -> dict[str, str] | None:
@@ -958,6 +955,11 @@ def count_jobs(
     return cast("int", cursor.fetchone()[0])
 
 
+def notify(cursor: Cursor, channel: str, payload: str) -> None:
+    """``pg_notify(channel, payload)``: sent when the statement's transaction commits."""
+    cursor.execute("SELECT pg_notify(%s, %s)", [channel, payload])
+
+
 def list_workers(cursor: Cursor, seen_within_seconds: float) -> list[dict[str, Any]]:
     """Workers whose heartbeat was seen within the last ``seen_within_seconds``:
     worker_id, info, first_seen_at, last_seen_at, seen_seconds_ago."""
@@ -971,6 +973,37 @@ def list_workers(cursor: Cursor, seen_within_seconds: float) -> list[dict[str, A
 def worker_gone(cursor: Cursor, worker_id: str) -> None:
     """A stopping worker's registry row goes (``workhorse_worker_gone_v1``)."""
     cursor.execute("SELECT workhorse_worker_gone_v1(%s)", [worker_id])
+
+
+WORKER_CONNECTION_ROLES = {
+    "workhorse-worker": "claims",
+    "workhorse-heartbeat": "leases",
+    "workhorse-listener": "listen",
+}
+"""The application_name a worker gives each of its connections (followed by
+its worker id, cut to fit: worker/connection.py), and the role it shows as."""
+
+
+def worker_connections(cursor: Cursor) -> dict[str, dict[str, int]]:
+    """The sessions the server has of each worker now, by worker id (as far
+    as the application_name keeps it) and role (claims, leases, listen).
+
+    Counted in ``pg_stat_activity``: exact for connections made to
+    PostgreSQL directly. Behind a transaction-mode pooler a server
+    connection carries the application_name of the client it served last,
+    so there these are the pooled server connections that last served each
+    worker (PgBouncer's ``SHOW CLIENTS`` lists the workers' own)."""
+    cursor.execute(
+        "SELECT substr(application_name, strpos(application_name, ' ') + 1) AS worker,"
+        " split_part(application_name, ' ', 1) AS role, count(*)"
+        " FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name ~ '^workhorse-(worker|heartbeat|listener) '"
+        " GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+    found: dict[str, dict[str, int]] = {}
+    for worker, role, count in cursor.fetchall():
+        found.setdefault(worker, {})[WORKER_CONNECTION_ROLES[role]] = count
+    return found
 
 
 def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:

@@ -139,6 +139,22 @@ class PgBouncer:
             names = [column.name for column in cursor.description or ()]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
+    def command(self, text: str) -> None:
+        """Run an admin console command (``KILL db``, ``RESUME db``, ``RECONNECT``)."""
+        with psycopg.connect(
+            self.url_for("pgbouncer"),
+            autocommit=True,
+            cursor_factory=psycopg.ClientCursor,
+            prepare_threshold=None,
+        ) as conn:
+            conn.execute(text)
+
+    def drop_server_connections(self, dbname: str) -> None:
+        """Close every client and server connection of ``dbname`` now, and
+        take new ones again: what the server connections carried is gone."""
+        self.command(f"KILL {dbname}")
+        self.command(f"RESUME {dbname}")
+
     # ------------------------------------------------------------------
     # Life cycle
 

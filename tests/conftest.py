@@ -8,6 +8,13 @@ Django's flush after a ``transaction=True`` test leaves their rows behind;
 Transactional tests that need no other app's tables say so with
 ``available_apps=["django_workhorse"]``: Django's flush then has nothing to
 truncate, which saves about a second per test.
+
+``pgbouncer`` is one real PgBouncer (transaction mode, a pool of
+``PGBOUNCER_POOL_SIZE``) in front of the test database for the session.
+With ``WORKHORSE_TEST_PGBOUNCER=1`` (``make test``'s second run, over
+``PGBOUNCER_TESTS``) the whole run goes through it: the tests' own Django
+connection, and every worker the acceptance tests start, whose wake-ups come
+through ``DATABASES['direct']`` (``WORKHORSE['LISTEN_DATABASE']``).
 """
 
 from __future__ import annotations
@@ -19,7 +26,53 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.helpers import WORKHORSE_TABLES, delete_workhorse_rows, poll_until, side_alias
+from tests.helpers import (
+    DIRECT,
+    PGBOUNCER_POOL_SIZE,
+    POOLED,
+    WORKHORSE_TABLES,
+    delete_workhorse_rows,
+    poll_until,
+    side_alias,
+    start_pgbouncer,
+)
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(django_db_setup: None, django_db_blocker: Any) -> Iterator[Any]:
+    """One PgBouncer (transaction mode) in front of the test database, for
+    the session (``scripts/pgbouncer.py``); fails naming how to install it."""
+    from tests.acceptance.conftest import database_url
+
+    with django_db_blocker.unblock():
+        url = database_url()
+    with start_pgbouncer(url, pool_size=PGBOUNCER_POOL_SIZE) as bouncer:
+        yield bouncer
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _through_pgbouncer(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """In a pooled run, Django's connection goes through ``pgbouncer``."""
+    if not POOLED:
+        yield None
+        return
+    bouncer = request.getfixturevalue("pgbouncer")
+    from django.db import connections
+
+    conn = connections["default"]
+    saved = dict(conn.settings_dict)
+    DIRECT.update(saved)
+    conn.close()
+    # Server-side cursors live in a session: Django's advice for transaction pooling.
+    conn.settings_dict.update(
+        HOST="127.0.0.1", PORT=str(bouncer.port), DISABLE_SERVER_SIDE_CURSORS=True
+    )
+    try:
+        yield bouncer
+    finally:
+        conn.close()
+        conn.settings_dict.update(saved)
+        DIRECT.clear()
 
 
 def _is_transactional(request: pytest.FixtureRequest) -> bool:

@@ -69,16 +69,53 @@ def poll_until(
 
 def cut_connections(application_name: str) -> int:
     """Terminate the test database's sessions of ``application_name`` (as a
-    network failure or a DBA would); how many were cut."""
+    network failure or a DBA would); how many were cut. A worker's
+    connections are named ``<role> <worker id>``: the role matches them."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND application_name = %s",
-            [application_name],
+            " WHERE datname = current_database()"
+            " AND (application_name = %s OR application_name LIKE %s)",
+            [application_name, application_name.replace("%", r"\%") + " %"],
         )
         return cursor.fetchone()[0]
+
+
+PGBOUNCER_POOL_SIZE = 3
+"""Server connections the test PgBouncer keeps: fewer than a worker's
+threads and handlers want at once, so that they take turns, as in production."""
+
+POOLED = os.environ.get("WORKHORSE_TEST_PGBOUNCER", "") == "1"
+"""This run reaches the test database through PgBouncer (see above)."""
+
+DIRECT: dict[str, Any] = {}
+"""The test database's own settings (HOST, PORT, ...) while ``POOLED``
+points Django's connection at PgBouncer."""
+
+
+def direct_settings() -> dict[str, Any]:
+    """The settings that reach the test database itself, pooled run or not."""
+    from django.db import connection
+
+    return DIRECT or connection.settings_dict
+
+
+def start_pgbouncer(upstream_url: str, **options: Any) -> Any:
+    """A ``PgBouncer`` (scripts/pgbouncer.py, loaded by path) in front of
+    ``upstream_url``, not started yet: use it as a context manager."""
+    import importlib.util
+
+    name = "workhorse_pgbouncer_script"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "pgbouncer.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module.PgBouncer(upstream_url, **options)
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,9 +187,6 @@ with row counts, sent to the client as notices."""
 
 CHURN_TABLES = ("workhorse_job_runtime", "workhorse_queue", "workhorse_schedule")
 """The tables ``workhorse_vacuum_due_v1`` looks at."""
-
-VACUUM_LOCK_SQL = "hashtext('workhorse_vacuum')"
-"""The key of the fleet's vacuum lock, as SQL."""
 
 
 def table_stats(cursor: Any, table: str) -> dict[str, Any]:

@@ -13,55 +13,74 @@ returned.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 
 import psycopg
 
 from .. import store
 from . import instruments
+from .connection import SharedConnection
 
 
 class ClaimSession:
-    """One claim connection at a time, used by one thread at a time (the
-    worker's claim lock). Its claims share one cursor, which keeps the
-    loaders of the claim's columns from one call to the next: one-job calls
-    took 95 to 115 µs of client CPU on it against 120 to 170 µs with a
-    cursor per call (docs/decisions.md)."""
+    """The claim connection, used by one claiming thread at a time (the
+    worker's claim lock) and shared with the worker's other short work
+    (look-ups, checkpoints, the periodic sweeps: ``shared``), one use at a
+    time. Its claims share one cursor, which keeps the loaders of the
+    claim's columns from one call to the next: one-job calls took 95 to 115
+    µs of client CPU on it against 120 to 170 µs with a cursor per call
+    (docs/decisions.md). Whoever opens a new connection on it (a reconnect
+    after an error, from any thread) gives the claims a new owner name."""
 
     def __init__(self, worker_id: str, connect: Callable[[], psycopg.Connection]) -> None:
         self.worker_id = worker_id
-        self.owner = worker_id
-        self.conn: psycopg.Connection | None = None
+        self.shared = SharedConnection(connect)
         self._cursor: psycopg.Cursor | None = None
-        self._connect = connect
-        self._opened = 0
+
+    @property
+    def owner(self) -> str:
+        """The owner name of the claims made on the current connection."""
+        opened = max(self.shared.opened, 1)
+        return self.worker_id if opened == 1 else f"{self.worker_id}+{opened - 1}"
+
+    @property
+    def conn(self) -> psycopg.Connection | None:
+        return self.shared.conn
 
     def open(self) -> psycopg.Connection:
         """A new connection, and with it a new owner name for its claims."""
-        conn = self._connect()
-        self.owner = self.worker_id if self._opened == 0 else f"{self.worker_id}+{self._opened}"
-        self._opened += 1
-        self.conn = conn
-        self._cursor = conn.cursor()
-        return conn
+        return self.shared.open()
 
-    def close(self) -> None:
-        if self.conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self.conn.close()
+    def close(self, *, wait: bool = True) -> None:
+        self.shared.close(wait=wait)
+
+    def _claim_cursor(self) -> psycopg.Cursor:
+        """The claim cursor on the ready connection; the caller holds
+        ``shared.lock`` (one ``with`` on the hot path, not two context
+        managers: a one-slot worker makes this call once per job)."""
+        conn = self.shared.ready()
+        cursor = self._cursor
+        if cursor is None or cursor.connection is not conn:
+            cursor = self._cursor = conn.cursor()
+        return cursor
 
     def claim(
         self, queues: Sequence[str], limits: Sequence[int], lease_seconds: float
     ) -> tuple[str, list[store.ClaimedJob]]:
         """Claim up to ``limits[i]`` jobs of ``queues[i]``; the owner name
-        they were claimed under, and the jobs."""
-        owner = self.owner
-        assert self._cursor is not None, "claims are made while connected"
-        return owner, instruments.claim_many(self._cursor, owner, queues, limits, lease_seconds)
+        they were claimed under, and the jobs. The claim commits without
+        waiting for its WAL flush, in its own transaction only (see the
+        module's docstring)."""
+        with self.shared.lock:
+            cursor = self._claim_cursor()
+            owner = self.owner
+            return owner, instruments.claim_many(
+                cursor, owner, queues, limits, lease_seconds, flush=False
+            )
 
     def succeed_and_claim(
         self,
+        owner: str,
         job_ids: Sequence[int],
         fences: Sequence[int],
         results_json: Sequence[str],
@@ -70,9 +89,18 @@ class ClaimSession:
         lease_seconds: float,
     ) -> tuple[list[tuple[int, bool]], list[store.ClaimedJob]]:
         """Record successes of runs claimed under the current owner name,
-        then claim as ``claim`` does, in one call (see ``store``)."""
-        assert self._cursor is not None, "claims are made while connected"
-        succeeded, jobs = store.succeed_and_claim(
-            self._cursor, self.owner, job_ids, fences, results_json, queues, limits, lease_seconds
-        )
-        return succeeded, instruments.observe_claimed(self._cursor, jobs)
+        then claim as ``claim`` does, in one call (see ``store``); its commit
+        waits for the flush, as every finish does. ``owner`` is the name the
+        runs were claimed under: if the connection was replaced since (by
+        another thread that met an error on it), nothing is sent and
+        OperationalError is raised, as for a lost connection."""
+        with self.shared.lock:
+            cursor = self._claim_cursor()
+            if self.owner != owner:
+                raise psycopg.OperationalError(
+                    "the claim connection was replaced; the successes go to the writer"
+                )
+            succeeded, jobs = store.succeed_and_claim(
+                cursor, owner, job_ids, fences, results_json, queues, limits, lease_seconds
+            )
+            return succeeded, instruments.observe_claimed(cursor, jobs)

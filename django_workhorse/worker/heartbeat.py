@@ -1,8 +1,12 @@
 """The heartbeat thread: renews every in-flight lease in one call, delivers
 cancel requests, and runs the periodic sweeps (stall recovery, partitions).
 
-It has its own connection so that a slow claim never delays a renewal: a late
-renewal is what makes another worker take a job that is still running.
+It works on the worker's lease connection, never the claim connection, so
+that a slow claim (or a sweep, a checkpoint, a VACUUM: all on the claim
+connection) never delays a renewal: a late renewal is what makes another
+worker take a job that is still running. The one other user of the lease
+connection is the writer, whose batches are short single transactions;
+a renewal waits at most for the one under way (docs/worker.md#connections).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 import psycopg
 
 from .. import store
-from .connection import connect, retry_delays
+from .connection import SharedConnection, connect, retry_delays
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -47,6 +51,7 @@ class Heartbeat(threading.Thread):
         on_cancel: Callable[[int, int, str], None],
         on_recovered: Callable[[list[store.Recovered]], None],
         describe: Callable[[], dict[str, Any]] | None = None,
+        connection: SharedConnection | None = None,
     ) -> None:
         super().__init__(name="workhorse-heartbeat", daemon=True)
         self.alias = alias
@@ -70,7 +75,10 @@ class Heartbeat(threading.Thread):
         recovered (jobs whose lease expired while no worker ran)."""
         self.on_swept: Callable[[], None] = lambda: None
         """Called once, after that first sweep (the worker wakes its loop)."""
-        self._conn: psycopg.Connection | None = None
+        self._owns_connection = connection is None
+        self._shared = connection or SharedConnection(
+            lambda: connect(alias, application_name="workhorse-heartbeat")
+        )
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -103,7 +111,7 @@ class Heartbeat(threading.Thread):
                 # One warning per outage; the tries after it at DEBUG.
                 log = logger.warning if delays is None else logger.debug
                 log("workhorse heartbeat: database error, reconnecting: %s", exc)
-                self._close()
+                self._shared.close()
                 if delays is None:
                     delays = retry_delays()
                 # A renewal that failed is tried again on a new connection
@@ -115,7 +123,8 @@ class Heartbeat(threading.Thread):
             wait = min(next_renew, next_recover, next_partitions) - time.monotonic()
             self.kick.wait(max(0.0, wait))
         self.say_gone()
-        self._close()
+        if self._owns_connection:
+            self._shared.close()
 
     def say_gone(self) -> None:
         """A stopping worker leaves the workers view at once (one that dies
@@ -125,10 +134,12 @@ class Heartbeat(threading.Thread):
         with contextlib.suppress(psycopg.Error), self.cursor() as cursor:
             store.worker_gone(cursor, self.describe()["worker_id"])
 
-    def cursor(self) -> psycopg.Cursor:
-        if self._conn is None or self._conn.closed:
-            self._conn = connect(self.alias, application_name="workhorse-heartbeat")
-        return self._conn.cursor()
+        if self._owns_connection:
+            self._shared.close()
+
+    def cursor(self) -> contextlib.AbstractContextManager[psycopg.Cursor]:
+        """A cursor on the lease connection, held for the block."""
+        return self._shared.cursor()
 
     def renew(self) -> None:
         """Renew every lease ``in_flight`` names: one call per owner name
@@ -164,7 +175,5 @@ class Heartbeat(threading.Thread):
             self.on_swept()
 
     def _close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
+        """Close the lease connection (a test's heartbeat, driven by hand)."""
+        self._shared.close()

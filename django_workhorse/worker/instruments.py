@@ -53,10 +53,10 @@ class Instruments:
         self._run_histograms: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
-    def claim(self, cursor: Cursor, *args: Any) -> list[store.ClaimedJob]:
+    def claim(self, cursor: Cursor, *args: Any, flush: bool = True) -> list[store.ClaimedJob]:
         """The claim with what tracing and metrics need, in the same round
         trip (``workhorse_claim_many_observed_v1``)."""
-        jobs, pickups = store.claim_many_observed(cursor, *args)
+        jobs, pickups = store.claim_many_observed(cursor, *args, flush=flush)
         self._observe_pickups(jobs, pickups)
         return jobs
 
@@ -211,13 +211,15 @@ def claim_many(
     queues: Sequence[str],
     limits: Sequence[int],
     lease_seconds: float,
+    *,
+    flush: bool = True,
 ) -> list[store.ClaimedJob]:
     """The worker's claim: ``store.claim_many``, or its observed form while
     tracing or metrics are on (same jobs, one round trip)."""
     active = ACTIVE
     if active is None:
-        return store.claim_many(cursor, worker_id, queues, limits, lease_seconds)
-    return active.claim(cursor, worker_id, queues, limits, lease_seconds)
+        return store.claim_many(cursor, worker_id, queues, limits, lease_seconds, flush=flush)
+    return active.claim(cursor, worker_id, queues, limits, lease_seconds, flush=flush)
 
 
 def observe_claimed(cursor: Cursor, jobs: list[store.ClaimedJob]) -> list[store.ClaimedJob]:

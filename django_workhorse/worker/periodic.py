@@ -1,22 +1,27 @@
-"""A thread that does one job every few seconds on a connection of its own.
+"""A thread that does one job every few seconds on the worker's claim connection.
 
 The schedule sweeper, the queue-depth sampler, the retention run and the
-vacuum turn share this loop: connect when needed, call ``tick`` with a
-cursor, log an error (a database error as a warning, any other with its
-traceback) and drop the connection (the next tick reconnects), wait, until
-``stop()``. Only this thread touches ``_conn``.
+vacuum turn share this loop: call ``tick`` with a cursor, log an error (a
+database error as a warning, any other with its traceback) and drop the
+connection if it broke (the next use reconnects), wait, until ``stop()``.
+
+The cursor takes the connection for one statement at a time
+(``TurnCursor``): each statement is its own transaction (autocommit), so a
+retention turn of a hundred steps or a VACUUM of each table lets the
+worker's claims in between its statements. Started alone (tests, tools), a
+thread opens a connection of its own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
+from typing import Any
 
 import psycopg
 
 from ..store import Cursor
-from .connection import connect
+from .connection import SharedConnection, connect
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -27,12 +32,20 @@ class PeriodicThread(threading.Thread):
     what = "periodic work"
     """Named in the warning logged when a tick meets a database error."""
 
-    def __init__(self, alias: str, interval: float, *, name: str) -> None:
+    def __init__(
+        self,
+        alias: str,
+        interval: float,
+        *,
+        name: str,
+        connection: SharedConnection | None = None,
+    ) -> None:
         super().__init__(name=name, daemon=True)
         self.alias = alias
         self.interval = interval
         self._stopping = threading.Event()
-        self._conn: psycopg.Connection | None = None
+        self._owns_connection = connection is None
+        self._shared = connection or SharedConnection(lambda: connect(alias, application_name=name))
 
     def tick(self, cursor: Cursor) -> float | None:
         """One turn; returns the seconds to wait before the next one, or None
@@ -63,18 +76,16 @@ class PeriodicThread(threading.Thread):
         self._close()
 
     def tick_now(self) -> float | None:
-        """One tick on this thread's connection, connecting first if needed."""
-        if self._conn is None or self._conn.closed:
-            self._conn = connect(self.alias, application_name=self.name)
-        with self._conn.cursor() as cursor:
+        """One tick, each statement on the connection in its turn."""
+        with TurnCursor(self._shared) as cursor:
             return self.tick(cursor)
 
     def _close(self) -> None:
+        """After an error: drop the connection if it broke (or is this
+        thread's own), so that the next turn starts on a new one."""
         self.closed()
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
+        if self._owns_connection or self._shared.broken:
+            self._shared.close()
 
     def closed(self) -> None:
         """Called (on this thread) when its connection is dropped."""
@@ -83,3 +94,61 @@ class PeriodicThread(threading.Thread):
         self._stopping.set()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(5.0)
+
+
+class TurnCursor:
+    """A cursor that takes a shared connection for each statement it runs.
+
+    ``execute`` waits for the connection, runs the statement (its own
+    transaction: the connection is in autocommit) and lets go; the rows stay
+    with this cursor for ``fetchone``/``fetchall``. Only for autocommit
+    work: two statements may run on two different connections if the first
+    broke in between."""
+
+    def __init__(self, shared: SharedConnection) -> None:
+        self._shared = shared
+        self._cursor: psycopg.Cursor | None = None
+
+    def __enter__(self) -> TurnCursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def execute(self, query: Any, params: Any = None) -> TurnCursor:
+        with self._shared.use() as conn:
+            cursor = self._cursor
+            if cursor is None or cursor.connection is not conn:
+                cursor = self._cursor = conn.cursor()
+            cursor.execute(query, params)
+        return self
+
+    def _rows(self) -> psycopg.Cursor:
+        if self._cursor is None:
+            raise psycopg.ProgrammingError("no statement was run on this cursor")
+        return self._cursor
+
+    def fetchone(self) -> Any:
+        return self._rows().fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._rows().fetchall()
+
+    @property
+    def description(self) -> Any:
+        return self._rows().description
+
+    @property
+    def rowcount(self) -> int:
+        return self._rows().rowcount
+
+    @property
+    def connection(self) -> psycopg.Connection:
+        """The connection now (a notice handler's place: vacuum's warnings)."""
+        with self._shared.use() as conn:
+            return conn
+
+    def close(self) -> None:
+        if self._cursor is not None:
+            self._cursor.close()
+            self._cursor = None

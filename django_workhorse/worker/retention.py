@@ -1,6 +1,7 @@
 """The worker's periodic retention run (see ``django_workhorse.retention``).
 
-A thread with its own autocommit connection wakes every
+A thread on the worker's claim connection (a statement at a time,
+``periodic.TurnCursor``: claims go on between the steps) wakes every
 ``RETENTION["INTERVAL"]`` (the first time after a random part of it, so a
 fleet started together does not line up) and prunes. Every worker runs it;
 the advisory lock in ``workhorse_prune_v1`` lets one at a time do the work
@@ -16,6 +17,7 @@ import random
 from .. import retention
 from ..conf import RetentionSettings, get_retention
 from ..store import Cursor
+from .connection import SharedConnection
 from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -34,8 +36,16 @@ class RetentionSweeper(PeriodicThread):
 
     what = "retention"
 
-    def __init__(self, *, alias: str, settings: RetentionSettings) -> None:
-        super().__init__(alias, settings.interval or 0.0, name="workhorse-retention")
+    def __init__(
+        self,
+        *,
+        alias: str,
+        settings: RetentionSettings,
+        connection: SharedConnection | None = None,
+    ) -> None:
+        super().__init__(
+            alias, settings.interval or 0.0, name="workhorse-retention", connection=connection
+        )
         self.settings = settings
 
     def first_wait(self) -> float:
@@ -58,11 +68,13 @@ class RetentionSweeper(PeriodicThread):
         return None
 
 
-def start_retention(alias: str) -> RetentionSweeper | None:
+def start_retention(
+    alias: str, connection: SharedConnection | None = None
+) -> RetentionSweeper | None:
     """Start the sweeper, or None when ``RETENTION["INTERVAL"]`` is None."""
     settings = get_retention()
     if settings.interval is None:
         return None
-    sweeper = RetentionSweeper(alias=alias, settings=settings)
+    sweeper = RetentionSweeper(alias=alias, settings=settings, connection=connection)
     sweeper.start()
     return sweeper

@@ -1,6 +1,6 @@
 """The schedule sweeper: syncs the schedules at worker start, then enqueues what is due.
 
-Every worker runs one, on its own connection. Which sweep takes a slot is the
+Every worker runs one, on its claim connection. Which sweep takes a slot is the
 database's decision (``workhorse_schedule_fire_v1`` moves the schedule on with
 a compare-and-set, and each slot's job carries an idempotency key), so any
 number of workers may sweep at once: the losers simply get no rows.
@@ -17,6 +17,7 @@ import psycopg
 
 from .. import schedules, store
 from ..store import Cursor
+from .connection import SharedConnection
 from .logs import job_extra
 from .periodic import PeriodicThread
 
@@ -24,12 +25,12 @@ logger = logging.getLogger("django_workhorse.worker")
 
 
 def sync_at_start(
-    alias: str, settings_schedules: Mapping[str, Mapping[str, Any]], conn: psycopg.Connection
+    alias: str, settings_schedules: Mapping[str, Mapping[str, Any]], shared: SharedConnection
 ) -> None:
     """Write the declared schedules to the table (one transaction, serialised
     with other workers' syncs by the SQL function)."""
     declared = schedules.declared(alias, settings_schedules)
-    with conn.transaction(), conn.cursor() as cursor:
+    with shared.use() as conn, conn.transaction(), conn.cursor() as cursor:
         actions = schedules.sync(cursor, declared)
     changed = {name: action for name, action in actions.items() if action != "unchanged"}
     if changed:
@@ -115,8 +116,10 @@ class ScheduleSweeper(PeriodicThread):
 
     what = "schedule sweep"
 
-    def __init__(self, alias: str, interval: float) -> None:
-        super().__init__(alias, interval, name="workhorse-schedules")
+    def __init__(
+        self, alias: str, interval: float, connection: SharedConnection | None = None
+    ) -> None:
+        super().__init__(alias, interval, name="workhorse-schedules", connection=connection)
         self.reported: dict[str, str] = {}
         """The schedules skipped as unreadable, reported once each."""
 

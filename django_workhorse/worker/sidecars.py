@@ -3,18 +3,17 @@
 ``start`` is called once the worker has checked the schema: it switches the
 tracing and metrics hooks on or off, syncs the declared schedules, and
 starts the schedule sweeper and (with ``QUEUE_METRICS_INTERVAL``) the
-queue-depth sampler. ``Sidecars.stop`` ends both threads.
+queue-depth sampler, on the worker's claim connection. ``Sidecars.stop`` ends both threads.
 """
 
 from __future__ import annotations
 
 import logging
 
-import psycopg
-
 from .. import metrics, store
 from ..store import Cursor
 from . import instruments
+from .connection import SharedConnection
 from .options import WorkerOptions
 from .periodic import PeriodicThread
 from .scheduler import ScheduleSweeper, sync_at_start
@@ -23,29 +22,25 @@ logger = logging.getLogger("django_workhorse.worker")
 
 
 class DepthSampler(PeriodicThread):
-    """Every ``interval`` seconds, if this worker holds the sampler's advisory
-    lock (taken when free, kept for the life of the connection), sets the
-    queue-depth gauge. The other workers of the fleet retry the lock at each
-    interval, so one takes over when the holder stops or dies."""
+    """Every ``interval`` seconds sets the queue-depth gauge from one count
+    of the live rows.
+
+    Every worker with the sampler on samples (docs/observability.md): the
+    one-sampler-per-fleet lock this once held for the life of its connection
+    is session state, which a transaction-mode pooler hands to whoever gets
+    that server connection next, and which the next statement may not even
+    meet. The samples agree, so ``max by (queue, state)`` across workers
+    reads the fleet's depth."""
 
     what = "queue depth sampling"
 
-    def __init__(self, alias: str, interval: float) -> None:
-        super().__init__(alias, interval, name="workhorse-metrics")
-        self.holder = False
+    def __init__(
+        self, alias: str, interval: float, connection: SharedConnection | None = None
+    ) -> None:
+        super().__init__(alias, interval, name="workhorse-metrics", connection=connection)
 
     def tick(self, cursor: Cursor) -> None:
-        if not self.holder:
-            self.holder = store.try_depth_sampler_lock(cursor)
-        if self.holder:
-            metrics.set_depth(store.queue_depth(cursor))
-
-    def closed(self) -> None:
-        if self.holder:
-            # The lock went with the connection: another worker may take it
-            # before this one reconnects, and a fleet's gauge is the holder's.
-            self.holder = False
-            metrics.drop_depth()
+        metrics.set_depth(store.queue_depth(cursor))
 
 
 class Sidecars:
@@ -59,20 +54,21 @@ class Sidecars:
                 thread.stop()
 
 
-def start(options: WorkerOptions, conn: psycopg.Connection) -> Sidecars:
-    """Switch the hooks on or off, sync schedules, start the sweeper and sampler.
+def start(options: WorkerOptions, connection: SharedConnection) -> Sidecars:
+    """Switch the hooks on or off, sync schedules, start the sweeper and
+    sampler, both on ``connection`` (the worker's claim connection).
 
     A ``--burst`` worker syncs but does not sweep: it runs what is due and exits.
     """
     settings = options.settings
     instruments.configure(settings, options.worker_id)
-    sync_at_start(options.alias, settings.schedules, conn)
+    sync_at_start(options.alias, settings.schedules, connection)
     sweeper = None
     if not options.burst:
-        sweeper = ScheduleSweeper(options.alias, settings.schedule_sweep_interval)
+        sweeper = ScheduleSweeper(options.alias, settings.schedule_sweep_interval, connection)
         sweeper.start()
     sampler = None
     if settings.queue_metrics_interval is not None and metrics.enabled():
-        sampler = DepthSampler(options.alias, settings.queue_metrics_interval)
+        sampler = DepthSampler(options.alias, settings.queue_metrics_interval, connection)
         sampler.start()
     return Sidecars(sweeper, sampler)

@@ -4,18 +4,24 @@ autovacuum does (docs/worker.md#vacuum).
 Every ``VACUUM_INTERVAL`` (the first time after a random part of it, so a
 fleet started together does not line up) the thread asks
 ``workhorse_vacuum_due_v1`` which tables have more dead tuples than the
-threshold. When one is due it takes the fleet's vacuum lock without waiting
-(a worker that finds it taken skips its turn), asks again under the lock (the
-worker that held it may have just vacuumed them), and runs ``VACUUM`` on
+threshold and nobody vacuumed within the interval, and runs ``VACUUM`` on
 each, one statement at a time: VACUUM cannot run inside a function or a
 transaction, so it is the one statement this thread sends itself (through
 ``store``). A table this worker's role may not vacuum is named once at INFO
 and left to autovacuum. A database error is logged and the next turn tries
 again.
 
-The connection is opened for a turn and closed after it: a turn every 30 s
-does not need a session of its own the rest of the time, and the session
-advisory lock goes with the connection, whatever ends the turn.
+One worker at a time vacuums a table without any lock of ours: a VACUUM
+holds the table's SHARE UPDATE EXCLUSIVE lock, which conflicts with itself,
+and ``SKIP_LOCKED`` makes a second worker's VACUUM of it skip at once (and
+the next turn finds it vacuumed within the interval). A session advisory
+lock held across the turn's statements, as this once took, cannot work
+behind a transaction-mode pooler: each statement may run on another server
+connection, and the lock would stay on whichever took it.
+
+The turn runs on the worker's claim connection, a statement at a time
+(``periodic.TurnCursor``): while a VACUUM runs, this worker's claims wait
+for it; its lease renewals do not (they have the lease connection).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import psycopg
 
 from .. import store
 from ..store import Cursor, VacuumCandidate
+from .connection import SharedConnection
 from .periodic import PeriodicThread
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -42,19 +49,15 @@ class VacuumSweeper(PeriodicThread):
 
     what = "vacuum"
 
-    def __init__(self, alias: str, interval: float) -> None:
-        super().__init__(alias, interval, name="workhorse-vacuum")
+    def __init__(
+        self, alias: str, interval: float, connection: SharedConnection | None = None
+    ) -> None:
+        super().__init__(alias, interval, name="workhorse-vacuum", connection=connection)
         self._told: set[str] = set()
         """Tables this role may not vacuum that have been logged already."""
 
     def first_wait(self) -> float:
         return random.uniform(0.0, self.interval)
-
-    def tick_now(self) -> float | None:
-        try:
-            return super().tick_now()
-        finally:
-            self._close()
 
     def tick(self, cursor: Cursor) -> None:
         candidates = store.vacuum_due(cursor, self.interval)
@@ -62,13 +65,9 @@ class VacuumSweeper(PeriodicThread):
         if not any(c.due and c.may_vacuum for c in candidates):
             logger.debug("workhorse vacuum: no table this role may vacuum is due")
             return
-        if not store.try_vacuum_lock(cursor):
-            logger.debug("workhorse vacuum: another worker holds the vacuum lock; turn skipped")
-            return
-        for candidate in store.vacuum_due(cursor, self.interval):
+        for candidate in candidates:
             if candidate.due and candidate.may_vacuum:
                 self._vacuum(cursor, candidate)
-        store.release_vacuum_lock(cursor)
 
     def _vacuum(self, cursor: Cursor, candidate: VacuumCandidate) -> None:
         started = time.monotonic()
@@ -76,8 +75,8 @@ class VacuumSweeper(PeriodicThread):
         took = time.monotonic() - started
         if any(state == LOCK_NOT_AVAILABLE for state, _ in warnings):
             logger.info(
-                "workhorse vacuum: %s is locked by another session (autovacuum, a migration); "
-                "it is left for the next turn",
+                "workhorse vacuum: %s is locked by another session (another worker's or "
+                "autovacuum's VACUUM, a migration); it is left for the next turn",
                 candidate.table,
             )
         else:
@@ -108,7 +107,9 @@ class VacuumSweeper(PeriodicThread):
         )
 
 
-def start_vacuum(alias: str, interval: float | None) -> VacuumSweeper | None:
+def start_vacuum(
+    alias: str, interval: float | None, connection: SharedConnection | None = None
+) -> VacuumSweeper | None:
     """Start the vacuum turns, or None when ``VACUUM_INTERVAL`` is None."""
     if interval is None:
         logger.info(
@@ -116,6 +117,6 @@ def start_vacuum(alias: str, interval: float | None) -> VacuumSweeper | None:
             "the tables with churn"
         )
         return None
-    sweeper = VacuumSweeper(alias, interval)
+    sweeper = VacuumSweeper(alias, interval, connection)
     sweeper.start()
     return sweeper

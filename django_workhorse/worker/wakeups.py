@@ -4,8 +4,19 @@ hears the operator's control messages.
 Enqueue sends ``NOTIFY "workhorse:<queue>"`` on commit, with an empty payload
 for ready work or the epoch seconds of the earliest run_at for scheduled work.
 A worker listens only to its own queues, so traffic on other queues never
-wakes it. At start-up the listener checks that a NOTIFY actually arrives; a
-transaction-mode pooler drops them, and the worker then says it is polling.
+wakes it.
+
+LISTEN is the one thing a worker needs a session for, so the listener has a
+connection of its own, to PostgreSQL directly: ``WORKHORSE['LISTEN_DATABASE']``
+names the alias to open it on when the worker's database is reached through
+a transaction-mode pooler (where a LISTEN would stay on whichever server
+connection ran it, and notifications go nowhere). Before it listens, the
+listener asks the server for its process id: one that differs from the id
+the connection was given at start-up means a pooler sits in between, and the
+listener listens to nothing there; the worker polls and says why, once. Then
+it checks that a NOTIFY sent on the worker's own database connection
+arrives (the same database, delivered); if none does, the worker polls and
+says so.
 
 Every worker also listens to ``workhorse_control``, where
 ``workhorse_cancel_v1`` announces the cancel of a running job (JSON:
@@ -40,6 +51,22 @@ def channel(queue: str) -> str:
     return f"workhorse:{queue}"
 
 
+class PooledConnection(Exception):
+    """The listener's connection goes through a pooler: LISTEN cannot work there."""
+
+
+def through_pooler(conn: psycopg.Connection) -> bool:
+    """Whether ``conn`` reaches PostgreSQL through a pooler such as PgBouncer.
+
+    PostgreSQL tells each connection its backend's process id at start-up; a
+    pooler answers the start-up itself, with an id of its own making, and
+    forwards statements to whichever server connection it picks. A server
+    whose ``pg_backend_pid()`` differs from the id the connection was given
+    is therefore not the other end of this connection."""
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    return row is None or row[0] != conn.info.backend_pid
+
+
 class Listener(threading.Thread):
     """Calls ``on_ready()`` for ready work and ``on_due(epoch)`` for scheduled work."""
 
@@ -51,9 +78,18 @@ class Listener(threading.Thread):
         on_ready: Callable[[], None],
         on_due: Callable[[float], None],
         on_cancel: Callable[[int, int, str], None] | None = None,
+        send_probe: Callable[[str], None] | None = None,
+        application_name: str = "workhorse-listener",
     ) -> None:
         super().__init__(name="workhorse-listener", daemon=True)
         self.alias = alias
+        self.application_name = application_name
+        self.send_probe = send_probe
+        """Sends the start-up NOTIFY on the worker's database connection
+        (None: on the listener's own)."""
+        self.pooled = False
+        """Set when the listener's connection turned out to go through a
+        pooler: it listens to nothing and the worker polls."""
         self.queues = list(queues)
         self.on_ready = on_ready
         self.on_due = on_due
@@ -68,7 +104,10 @@ class Listener(threading.Thread):
         self.stop_event.set()
 
     def _listen(self) -> psycopg.Connection:
-        conn = connect(self.alias, application_name="workhorse-listener")
+        conn = connect(self.alias, application_name=self.application_name)
+        if through_pooler(conn):
+            conn.close()
+            raise PooledConnection(self.alias)
         for queue in self.queues:
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(queue))))
         if self.on_cancel is not None:
@@ -81,7 +120,14 @@ class Listener(threading.Thread):
         try:
             conn = self._conn = self._listen()
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(probe)))
-            conn.execute("SELECT pg_notify(%s, 'probe')", [probe])
+            if self.send_probe is None:
+                conn.execute("SELECT pg_notify(%s, 'probe')", [probe])
+            else:
+                self.send_probe(probe)
+        except PooledConnection:
+            self.pooled = True
+            self.self_test_done.set()
+            return
         except psycopg.Error as exc:
             logger.warning("workhorse: cannot LISTEN (%s); polling instead", exc)
             self.self_test_done.set()
@@ -130,6 +176,9 @@ class Listener(threading.Thread):
                 return None
             try:
                 conn = self._conn = self._listen()
+            except PooledConnection:
+                self.pooled = True
+                return None
             except psycopg.Error as exc:
                 logger.debug("workhorse listener: cannot reconnect yet (%s)", exc)
                 continue

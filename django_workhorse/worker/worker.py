@@ -27,7 +27,6 @@ import time
 from typing import Any
 
 import psycopg
-from django.db import connections
 
 from .. import registry, store
 from ..conf import import_callable
@@ -45,9 +44,8 @@ from .cancels import (
     of_run,
     stored_reason,
 )
-from .checkpoints import RunConnections
 from .claims import ClaimSession
-from .connection import connect, retry_delays
+from .connection import SharedConnection, application_name, connect, retry_delays
 from .execution import AsyncSlots, Finished, Running, SyncSlots
 from .failures import call_stall_hook, log_recovered, report_lost
 from .heartbeat import Heartbeat
@@ -66,7 +64,7 @@ from .recycle import Recycle
 from .retention import RetentionSweeper, start_retention
 from .routes import SuccessRoute
 from .vacuum import VacuumSweeper, start_vacuum
-from .wakeups import Listener
+from .wakeups import SELF_TEST_TIMEOUT, Listener
 from .writer import Writer
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -107,6 +105,15 @@ class Worker:
         # Every ON_JOB_FAILURE / ON_JOB_CANCELED call runs there, after the
         # end it reports is recorded (hookcalls.py).
         self._hooks = HookCalls()
+        # Two connections to the database, whatever the slots and features
+        # (docs/worker.md#connections): the claim connection (the session's)
+        # and the lease connection, shared by the heartbeat and the writer.
+        self._lease = SharedConnection(
+            lambda: connect(
+                options.alias,
+                application_name=application_name("workhorse-heartbeat", self.worker_id),
+            )
+        )
         self._writer = Writer(
             alias=options.alias,
             hook=self._hook,
@@ -116,6 +123,7 @@ class Worker:
             on_written=self._written,
             on_error=self._on_writer_error,
             give_up=self._forced,
+            connection=self._lease,
         )
         self.ledger = Ledger(options.concurrency, hand_over=self._writer.put)
         self._session = ClaimSession(self.worker_id, self._connect)
@@ -127,8 +135,9 @@ class Worker:
         # One slot in all: its handler thread claims the next job (_carry_on).
         self.route = SuccessRoute.choose(options.concurrency)
         self._one_slot = self.route.carries_on
-        self._run_connections = RunConnections(options.alias)
-        self._checkpoint_cursor = self._run_connections.cursor
+        # Checkpoints and sleeps are written on the claim connection, in
+        # transactions of their own, one at a time with the claims.
+        self._checkpoint_cursor = self._session.shared.cursor
         self._sync: dict[str, SyncSlots] = {}
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
@@ -196,14 +205,14 @@ class Worker:
 
     def run(self) -> int:
         install_record_factory()
-        conn = self._session.open()
-        with conn.cursor() as cursor:
+        self._session.open()
+        with self._session.shared.cursor() as cursor:
             problem = store.schema_problem(store.schema_version(cursor))
             if problem:
                 raise SchemaVersionError(f"database {self.options.alias!r}: {problem}")
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
             limits.sync(cursor, self.settings, self.options.queues)
-        self._sidecars = sidecars.start(self.options, conn)
+        self._sidecars = sidecars.start(self.options, self._session.shared)
         # Whatever tracing and metrics are (configured just above): they read
         # what they need after the claim (instruments.observe_claimed).
         self.ledger.hold_successes(True)
@@ -234,12 +243,15 @@ class Worker:
         if self._hook is not None or self._cancel_hook is not None:
             self._hooks.start()
         self._writer.start()
+        listen_alias = self.settings.listen_alias(self.options.alias)
         self._listener = Listener(
-            alias=self.options.alias,
+            alias=listen_alias,
             queues=self.options.queues,
             on_ready=self._wake.set,
             on_due=self._on_due,
             on_cancel=self._cancel_notified,
+            send_probe=self._send_probe,
+            application_name=application_name("workhorse-listener", self.worker_id),
         )
         self._listener.start()
         self._heartbeat = Heartbeat(
@@ -253,18 +265,53 @@ class Worker:
             on_cancel=self._cancel_renewed,
             on_recovered=self._on_recovered,
             describe=self._describe,
+            connection=self._lease,
         )
         self._heartbeat.on_swept = self._wake.set
         self._heartbeat.start()
-        self._retention = start_retention(self.options.alias)
-        self._vacuum = start_vacuum(self.options.alias, self.settings.vacuum_interval)
-        self._listener.self_test_done.wait(3.0)
-        if not self._listener.delivering.is_set():
+        self._retention = start_retention(self.options.alias, self._session.shared)
+        self._vacuum = start_vacuum(
+            self.options.alias, self.settings.vacuum_interval, self._session.shared
+        )
+        self._listener.self_test_done.wait(SELF_TEST_TIMEOUT + 1.0)
+        self._say_if_polling(listen_alias)
+
+    def _send_probe(self, channel: str) -> None:
+        """The listener's start-up NOTIFY, sent on the claim connection: one
+        that arrives proves the listener hears this database's notifications."""
+        with self._session.shared.cursor() as cursor:
+            store.notify(cursor, channel, "probe")
+
+    def _say_if_polling(self, listen_alias: str) -> None:
+        """Say once, at start, that this worker polls instead of listening, and why."""
+        assert self._listener is not None
+        alias, poll = self.options.alias, self.settings.poll_interval
+        if self._listener.pooled and listen_alias == alias:
             logger.warning(
-                "workhorse: NOTIFY is not delivered on database %r (a transaction-mode "
-                "pooler?); polling every %g s instead",
-                self.options.alias,
-                self.settings.poll_interval,
+                "workhorse: database %r is reached through a connection pooler (PgBouncer?), "
+                "where LISTEN cannot work; polling every %g s instead, so new jobs wait up to "
+                "that long. Set WORKHORSE['LISTEN_DATABASE'] to an alias of DATABASES that "
+                "connects to PostgreSQL directly to be woken at once (docs/settings.md)",
+                alias,
+                poll,
+            )
+        elif self._listener.pooled:
+            logger.warning(
+                "workhorse: WORKHORSE['LISTEN_DATABASE'] names %r, which is reached through a "
+                "connection pooler too, where LISTEN cannot work; polling every %g s instead. "
+                "Point that alias at PostgreSQL itself (its host and port, not the pooler's)",
+                listen_alias,
+                poll,
+            )
+        elif not self._listener.delivering.is_set():
+            logger.warning(
+                "workhorse: NOTIFY is not delivered: one sent on database %r did not reach "
+                "the LISTEN connection on %r within %g s (another database? a pooler?); "
+                "polling every %g s instead",
+                alias,
+                listen_alias,
+                SELF_TEST_TIMEOUT,
+                poll,
             )
 
     def _describe(self) -> dict[str, Any]:
@@ -292,9 +339,9 @@ class Worker:
                 self._reconnect()
 
     def _connect(self) -> psycopg.Connection:
-        # Claims need not wait for their WAL flush; finishes do (the writer).
         return connect(
-            self.options.alias, application_name="workhorse-worker", wait_for_flush=False
+            self.options.alias,
+            application_name=application_name("workhorse-worker", self.worker_id),
         )
 
     def _reconnect(self) -> None:
@@ -386,8 +433,7 @@ class Worker:
             # Looked up once per empty claim, not on every wait: with one
             # slot the loop waits once per job.
             if not self.ledger.due_known:
-                assert self._session.conn is not None, "the loop runs connected"
-                with self._claim_lock, self._session.conn.cursor() as cursor:
+                with self._claim_lock, self._session.shared.cursor() as cursor:
                     # Only the queues with a free slot: a due job of a queue
                     # whose slots are full cannot start here before one frees
                     # (which wakes the loop), and waking for it would loop.
@@ -500,6 +546,7 @@ class Worker:
             return self._session.claim(queues, limits_, lease)
         try:
             succeeded, jobs = self._session.succeed_and_claim(
+                owner,
                 [i.running.job.job_id for i in items],
                 [i.running.job.fence for i in items],
                 encoded,
@@ -729,8 +776,8 @@ class Worker:
     def _call_recovered_cancel_hook(self, item: store.Recovered) -> None:
         """On the hook thread: ``ON_JOB_CANCELED`` for a job the stall sweep
         ended canceled, with the reason its envelope holds (read with the
-        thread's Django connection, closed after the hook calls)."""
-        with connections[self.options.alias].cursor() as cursor:
+        claim connection, in turn with the claims)."""
+        with self._session.shared.cursor() as cursor:
             reason = stored_reason(cursor, item.job_id)
         call_cancel_hook(self._cancel_hook, of_recovered(item, reason))
 
@@ -780,16 +827,12 @@ class Worker:
                 self._close()
 
     def _release(self, leftover: list[Running]) -> None:
-        # The claim connection does not wait for WAL flushes; a release does.
-        conn = self._session.conn
-        assert conn is not None, "leftover runs are released while connected"
         by_owner: dict[str, list[Running]] = {}
         for running in leftover:
             by_owner.setdefault(running.owner, []).append(running)
         released = 0
         canceled: list[Running] = []
-        with conn.transaction(), conn.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = on")
+        with self._session.shared.use() as conn, conn.transaction(), conn.cursor() as cursor:
             for owner, runs in by_owner.items():
                 rows = store.release_many(
                     cursor, owner, [r.job.job_id for r in runs], [r.job.fence for r in runs]
@@ -812,10 +855,8 @@ class Worker:
     def _report_release_cancels(self, canceled: list[Running]) -> None:
         """Log each job the release ended canceled; ``ON_JOB_CANCELED`` is
         called on the hook thread."""
-        conn = self._session.conn
-        assert conn is not None, "the release ran connected"
         for running in canceled:
-            with conn.cursor() as cursor:
+            with self._session.shared.cursor() as cursor:
                 reason = stored_reason(cursor, running.job.job_id)
             log_canceled(running, reason)
             if self._cancel_hook is not None:
@@ -840,10 +881,14 @@ class Worker:
             slots.close()
         if self._async:
             self._async.close()
-        self._session.close()
-        self._run_connections.close()
         if self._heartbeat:
             self._heartbeat.join(2.0)
+        for thread in (self._retention, self._vacuum):
+            if thread is not None and thread.is_alive():
+                thread.join(1.0)
+        # Not waiting long for a thread stuck in a statement (a forced stop).
+        self._session.close(wait=False)
+        self._lease.close(wait=False)
         if self._listener:
             # It looks at its stop flag every 0.5 s; joined, its connection is
             # closed when run() returns.

@@ -44,7 +44,7 @@ from ..outcomes import error_json
 from ..payloads import encode_result
 from . import instruments
 from .cancels import call_cancel_hook, log_canceled, of_run, stored_reason
-from .connection import connect, retry_delays
+from .connection import SharedConnection, connect, retry_delays
 from .execution import Finished, Running
 from .failures import (
     Failure,
@@ -103,6 +103,7 @@ class Writer(threading.Thread):
         on_written: Callable[[list[Running]], None],
         on_error: Callable[[BaseException], None],
         give_up: threading.Event,
+        connection: SharedConnection | None = None,
     ) -> None:
         super().__init__(name="workhorse-writer", daemon=True)
         self.alias = alias
@@ -115,7 +116,12 @@ class Writer(threading.Thread):
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._linger = Linger()
         self._give_up = give_up  # set: stop retrying a lost connection (a forced stop)
-        self._conn: psycopg.Connection | None = None
+        # The worker lends its lease connection, which the heartbeat shares
+        # (docs/worker.md#connections); alone, the writer opens its own.
+        self._owns_connection = connection is None
+        self._shared = connection or SharedConnection(
+            lambda: connect(alias, application_name="workhorse-writer")
+        )
         self._again = False  # the batch is written again after a lost connection
 
     # -- from other threads -------------------------------------------------
@@ -190,7 +196,7 @@ class Writer(threading.Thread):
             logger.exception("workhorse writer: stopped by an unexpected error")
             self.on_error(exc)
         finally:
-            self._close()
+            self._close(ending=True)
             instruments.observe_runs()
 
     def _gather(self, batch: list[Finished]) -> bool:
@@ -249,16 +255,14 @@ class Writer(threading.Thread):
             job.job_id, True, will_retry, run_at, retry_in, job.attempt, job.max_attempts
         )
 
-    def _cursor(self) -> psycopg.Cursor:
-        if self._conn is None or self._conn.closed:
-            self._conn = connect(self.alias, application_name="workhorse-writer")
-        return self._conn.cursor()
+    def _cursor(self) -> contextlib.AbstractContextManager[psycopg.Cursor]:
+        """A cursor on the writer's connection, held for the block."""
+        return self._shared.cursor()
 
-    def _close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(psycopg.Error):
-                self._conn.close()
-            self._conn = None
+    def _close(self, *, ending: bool = False) -> None:
+        """Drop the connection after an error; at the end, only one of its own."""
+        if self._owns_connection or not ending:
+            self._shared.close()
 
     # -- one batch ------------------------------------------------------------
 
@@ -288,7 +292,7 @@ class Writer(threading.Thread):
         """Worth writing again as it is: a lost or broken connection, a
         serialization failure or deadlock, a server short of resources or
         shutting down. Not so: a value the database refuses (data, limits)."""
-        if self._conn is None or self._conn.broken or self._conn.closed:
+        if self._shared.broken:
             return True
         state = exc.sqlstate or ""
         return not state or state[:2] in TRANSIENT_CLASSES
@@ -361,11 +365,13 @@ class Writer(threading.Thread):
                 sleeps.append(item)
                 continue
             failures.append(classify(item))
-        cursor = self._cursor()
         # One call is its own transaction (autocommit); two or three share one.
         several = (bool(successes) + bool(failures) + bool(sleeps)) > 1
-        assert self._conn is not None, "_cursor() connects"
-        with cursor, self._conn.transaction() if several else contextlib.nullcontext():
+        with (
+            self._shared.use() as conn,
+            conn.cursor() as cursor,
+            conn.transaction() if several else contextlib.nullcontext(),
+        ):
             if several:
                 # Each call locks its own runs in job_id order, but one after
                 # the other they would not: the whole batch first, in one

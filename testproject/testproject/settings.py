@@ -66,6 +66,13 @@ if env("DATABASE_URL_SECOND", default=""):
     # A second primary, a store of its own: the jobs of jobtests/second_store.py
     # are bound to it, and `runworker --database second` serves them.
     DATABASES["second"] = env.db("DATABASE_URL_SECOND")
+if env.bool("DATABASE_POOLED", default=False):
+    # Behind a transaction-mode pooler (PgBouncer): no server-side cursors,
+    # which live in a session (Django's docs, "Transaction pooling").
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+if env.str("DIRECT_DATABASE_URL", default=""):
+    # The server itself, when "default" is a pooler: WORKHORSE["LISTEN_DATABASE"].
+    DATABASES["direct"] = env.db("DIRECT_DATABASE_URL")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 USE_TZ = True

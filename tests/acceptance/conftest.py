@@ -10,6 +10,13 @@ is still running at teardown and fails a test that passed but leaked one.
 ``wait_until(predicate, timeout=..., what=...)`` polls with a deadline and,
 on failure, shows the stderr of every worker the test started.
 
+``start_worker(..., through=pgbouncer)`` runs the worker as production
+does, behind a real PgBouncer in transaction mode (the session fixture
+``pgbouncer``: Debian's pgbouncer in front of the test database, a pool of
+``PGBOUNCER_POOL_SIZE`` server connections): its ``DATABASES['default']``
+(the worker's alias, and the handlers' ORM) is the pooler's URL, and
+``DATABASES['direct']`` the server's own, for ``LISTEN_DATABASE``.
+
 Every test here that touches the database is transactional (workers only
 see committed rows), with
 ``available_apps=["django_workhorse", "jobtests"]`` so that the flush after
@@ -35,7 +42,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from tests.helpers import poll_until
+from tests.helpers import POOLED, direct_settings, poll_until
 
 TESTPROJECT = Path(__file__).resolve().parents[2] / "testproject"
 READY_RE = re.compile(r"workhorse worker (\S+) serving ")
@@ -61,12 +68,16 @@ run opens a new database connection (the worker calls
 ``close_old_connections`` around each handler), which dominates a no-op job."""
 
 
+def database_name() -> str:
+    """The name of the database this test runs on."""
+    return str(direct_settings()["NAME"])
+
+
 def database_url(**query: str) -> str:
     """The URL of the database this test runs on (``test_workhorse``), with
-    django-environ ``query`` options (``conn_max_age``, ``options``)."""
-    from django.db import connection
-
-    s = connection.settings_dict
+    django-environ ``query`` options (``conn_max_age``, ``options``): the
+    server's own, in a pooled run too."""
+    s = direct_settings()
     user = quote(s.get("USER") or "", safe="")
     password = quote(s.get("PASSWORD") or "", safe="")
     auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
@@ -214,9 +225,15 @@ class WorkerProcess:
 class WorkerPool:
     """The workers one test started."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, pgbouncer: Any = None) -> None:
         self.log_dir = log_dir
         self.started: list[WorkerProcess] = []
+        self.pgbouncer = pgbouncer
+        """The session's PgBouncer in a pooled run (workers start behind it)."""
+        self.bouncers: list[Any] = []
+        """PgBouncers this test's workers went through (not in a pooled run):
+        their server connections are closed after the test, so that no
+        later test counts them (they carry the workers' application_name)."""
 
     def start(
         self,
@@ -227,14 +244,33 @@ class WorkerPool:
         ready: bool = True,
         processes: int = 1,
         persistent_connections: bool = False,
+        through: Any = None,
     ) -> WorkerProcess:
         """Run ``manage.py runworker -v 2 *flags``; wait until it serves unless ``ready=False``
         (``processes``: how many workers must announce themselves, for ``--processes``).
 
         ``-v 2`` makes the worker log the line that says it is ready; a later
-        ``-v`` in ``flags`` wins.
+        ``-v`` in ``flags`` wins. ``through``: a ``PgBouncer`` the worker's
+        database is reached through (``DATABASES['direct']`` is the server).
         """
         query = {**FAST_COMMITS, **(PERSISTENT_CONNECTIONS if persistent_connections else {})}
+        pooled: dict[str, str] = {}
+        if through is None and POOLED:
+            through = self.pgbouncer
+            settings = {"LISTEN_DATABASE": "direct", **(settings or {})}
+        elif through is not None:
+            self.bouncers.append(through)
+        if through is not None:
+            # PgBouncer refuses the startup option "options" (FAST_COMMITS):
+            # commits through it wait for their flush, as in production.
+            direct = database_url(**query)
+            query.pop("options")
+            pooled = {
+                "DATABASE_URL": through.url_for(database_name())
+                + (f"?{urlencode(query, quote_via=quote)}" if query else ""),
+                "DIRECT_DATABASE_URL": direct,
+                "DATABASE_POOLED": "1",
+            }
         full_env = {
             **os.environ,
             # This checkout's package first: an editable install may point at another.
@@ -245,6 +281,7 @@ class WorkerPool:
             "DJANGO_SETTINGS_MODULE": "testproject.settings",
             "WORKHORSE_JSON": json.dumps(settings or {}),
             "PYTHONUNBUFFERED": "1",
+            **pooled,
             **(env or {}),
         }
         name = name or f"worker-{len(self.started)}"
@@ -281,9 +318,11 @@ def workers(
     Depends on ``transactional_db`` so that its teardown (killing workers)
     runs before the database is flushed and the workhorse tables truncated.
     """
-    pool = WorkerPool(tmp_path)
+    pool = WorkerPool(tmp_path, request.getfixturevalue("pgbouncer") if POOLED else None)
     yield pool
     leaked = pool.reap()
+    for bouncer in set(pool.bouncers):
+        bouncer.drop_server_connections(database_name())
     failed = getattr(request.node, "acceptance_call_failed", True)
     if failed and pool.started:
         print(pool.report())
@@ -292,10 +331,15 @@ def workers(
 
 
 @pytest.fixture(scope="module")
-def module_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerPool]:
+def module_workers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerPool]:
     """Workers shared by a module's tests (e.g. started all at once); a worker
     still running when the module ends is killed and reported as an error."""
-    pool = WorkerPool(tmp_path_factory.mktemp("workers"))
+    pool = WorkerPool(
+        tmp_path_factory.mktemp("workers"),
+        request.getfixturevalue("pgbouncer") if POOLED else None,
+    )
     yield pool
     leaked = pool.reap()
     if leaked:

@@ -41,7 +41,7 @@ SETTINGS = {
     "SHUTDOWN_GRACE": 1,
     "POLL_INTERVAL": 1,
 }
-CONNECTIONS = ("workhorse-worker", "workhorse-writer", "workhorse-heartbeat", "workhorse-listener")
+CONNECTIONS = ("workhorse-worker", "workhorse-heartbeat", "workhorse-listener")
 
 
 def test_jobs_survive_killed_frozen_stopped_and_cut_off_workers(start_worker, wait_until):

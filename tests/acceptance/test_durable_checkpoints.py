@@ -212,14 +212,14 @@ def test_a_replayed_stage_or_sleep_after_a_cancel_raises_job_cancelled(
 
 
 def test_a_checkpoint_connection_cut_while_idle_costs_no_attempt(start_worker, wait_until):
-    # As after a PostgreSQL restart in a quiet hour: the handler thread's
-    # checkpoint connection died while no job used it.
+    # As after a PostgreSQL restart in a quiet hour: the claim connection,
+    # which checkpoints are written on, died while no job used it.
     worker = start_worker("--queues", "jobtests.staged", "--concurrency", "1")
     first = staged.enqueue()
     wait_until(
         lambda: JobOutcome.objects.filter(job_id=first.id).exists(), what="the first job done"
     )
-    assert cut_connections("workhorse-checkpoint") == 1
+    assert cut_connections("workhorse-worker") == 1
 
     second = staged.enqueue()
     wait_until(

@@ -76,7 +76,7 @@ def claim_loops_idle_since(moment) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND application_name = 'workhorse-worker' AND state = 'idle'"
+            " AND application_name LIKE 'workhorse-worker %%' AND state = 'idle'"
             " AND query LIKE '%%workhorse_next_run_at_v1%%' AND state_change > %s",
             [moment],
         )

@@ -69,8 +69,8 @@ def cancel_unheard(job_id: int, wait_until) -> None:
             return False
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND application_name = 'workhorse-listener'"
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name LIKE 'workhorse-listener %%'"
             )
             if cursor.fetchone()[0]:
                 transaction.set_rollback(True)

@@ -46,7 +46,12 @@ def test_status_json_is_for_machines():
     (queue,) = [q for q in data["queues"] if q["queue"] == "status-json"]
     assert queue["paused"] is True and queue["ready"] == 1
     assert queue["oldest_ready_seconds"] >= 0
-    assert data["workers"] == {"connected": 0, "holding_jobs": [], "seen": []}
+    assert data["workers"] == {
+        "connected": 0,
+        "holding_jobs": [],
+        "seen": [],
+        "connections": {},
+    }
 
 
 def test_status_lists_the_workers_their_heartbeats_describe():

@@ -50,21 +50,20 @@ CONFINED = {
         "_vacuum": "run() (through _start_threads), before the vacuum thread exists",
     },
     "ClaimSession": {
-        "owner": "the claim loop, under the worker's claim lock",
-        "conn": "the claim loop, under the worker's claim lock",
-        "_cursor": "the claim loop, under the worker's claim lock",
-        "_opened": "the claim loop, under the worker's claim lock",
+        "_cursor": "whoever holds its shared connection's lock (shared.lock)",
     },
-    "Writer": {"_conn": "the writer thread", "_again": "the writer thread"},
     "Recycle": {"taken": "whichever thread claims, under the worker's claim lock"},
-    "RunConnections": {
-        "_local": "a threading.local: each handler thread sets only its own connection "
-        "(the shared list of opened connections changes under _lock)",
+    "SharedConnection": {
+        "conn": "whoever holds self.lock (use(), ready()'s callers, open(), close())",
+        "opened": "whoever holds self.lock (open())",
+        "_used_at": "whoever holds self.lock (ready()'s callers)",
     },
-    "Heartbeat": {"_conn": "the heartbeat thread"},
-    "Listener": {"_conn": "the listener thread"},
-    "PeriodicThread": {"_conn": "its own thread (run, and tick_now and _close, which run calls)"},
-    "DepthSampler": {"holder": "the sampler thread (tick and closed, called by run)"},
+    "Writer": {"_again": "the writer thread"},
+    "Listener": {
+        "_conn": "the listener thread",
+        "pooled": "the listener thread, before it sets self_test_done (read after it)",
+    },
+    "TurnCursor": {"_cursor": "the periodic thread that made it (one per tick)"},
     "VacuumSweeper": {"_told": "the vacuum thread (tick, called by run)"},
     "AsyncSlots": {
         "_closing": "the asyncio thread (set through call_soon_threadsafe)",

@@ -65,8 +65,9 @@ def test_a_worker_that_hears_no_notify_says_it_polls_and_still_runs_jobs(
 
     (line,) = [r.getMessage() for r in caplog.records if NOT_DELIVERED in r.getMessage()]
     assert line == (
-        "workhorse: NOTIFY is not delivered on database 'default' (a transaction-mode "
-        "pooler?); polling every 0.5 s instead"
+        "workhorse: NOTIFY is not delivered: one sent on database 'default' did not reach "
+        "the LISTEN connection on 'default' within 2 s (another database? a pooler?); "
+        "polling every 0.5 s instead"
     )
 
 

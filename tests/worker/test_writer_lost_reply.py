@@ -43,8 +43,8 @@ def reply_lost_once(real, writer: Writer):
         result = real(cursor, *args, **kwargs)
         if not calls:
             calls.append(1)
-            assert writer._conn is not None
-            writer._conn.close()
+            assert writer._shared.conn is not None
+            writer._shared.conn.close()
             raise psycopg.OperationalError("server closed the connection unexpectedly")
         return result
 

@@ -93,6 +93,7 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                 }
                 for w in admin.live_workers()
             ],
+            "connections": workers["connections"],
         },
         "schedules": [
             {
@@ -165,6 +166,13 @@ def table(data: dict[str, Any]) -> str:
             f" busy, {queues}, seen {w['seen_seconds_ago']:.0f}s ago"
             + (" (silent)" if w["silent"] else "")
         )
+    if workers["connections"]:
+        lines.append("worker connections (claims + leases, and the LISTEN connection):")
+        for worker, held in sorted(workers["connections"].items()):
+            roles = ", ".join(
+                f"{role} {held.get(role, 0)}" for role in ("claims", "leases", "listen")
+            )
+            lines.append(f"  {worker}: {sum(held.values())} ({roles})")
     lines.append("")
     lines.extend(schedule_table(data["schedules"]))
     return "\n".join(lines)

@@ -1,0 +1,195 @@
+"""A worker behind PgBouncer in transaction mode, as production runs it
+(docs/scaling.md): nothing it does outlives its transaction on a pooled
+server connection, and its wake-ups come through a direct LISTEN connection.
+
+PgBouncer hands each transaction to whichever server connection is free and
+never resets one between clients: a session ``SET``, a session advisory
+lock, a prepared statement, a temporary table or a ``LISTEN`` left there is
+what the next client (the application's own transactions) gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import transaction
+from jobtests.durable_jobs import nap, staged
+from jobtests.jobs import async_echo, checks_for_cancel, doomed, record
+from jobtests.models import RunRecord
+
+from django_workhorse import Admin
+from django_workhorse.models import JobOutcome, JobRuntime
+from tests.acceptance.conftest import database_name
+from tests.helpers import PGBOUNCER_POOL_SIZE
+
+pytestmark = pytest.mark.django_db(
+    transaction=True, available_apps=["django_workhorse", "jobtests"]
+)
+
+CARRIED_BY_PGBOUNCER = {
+    "application_name",
+    "client_encoding",
+    "DateStyle",
+    "TimeZone",
+    "standard_conforming_strings",
+}
+"""Parameters PgBouncer itself sets on a server connection for each client
+(it tracks them per client); any other session-level setting is a leak."""
+
+EVERY_FEATURE = {
+    "LOCK_DURATION": 2,
+    "STALLED_INTERVAL": 0.5,
+    "SCHEDULE_SWEEP_INTERVAL": 0.2,
+    "QUEUE_METRICS_INTERVAL": 0.2,
+    "VACUUM_INTERVAL": 0.2,
+    "SCHEDULES": {"tick": {"job": "jobtests.jobs.record", "cron": "* * * * * *"}},
+    "RETENTION": {"FINISHED_JOBS": 1, "INTERVAL": 0.3},
+}
+"""Short cadences, so that every loop of the worker runs many times: lease
+renewals, stall sweeps, schedule sweeps, the depth sampler, vacuum turns
+and retention."""
+
+QUEUES = ",".join(
+    [
+        "jobtests.record",
+        "jobtests.staged",
+        "jobtests.nap",
+        "jobtests.cancel",
+        "jobtests.doomed",
+        "jobtests.async",
+    ]
+)
+
+
+def session_state(conn: psycopg.Connection) -> dict[str, Any]:
+    """What the server connection behind ``conn`` (in a transaction) carries
+    beyond the server's defaults: empty when it is clean."""
+    found: dict[str, Any] = {}
+    settings = conn.execute(
+        "SELECT name, setting FROM pg_settings WHERE source = 'session' ORDER BY name"
+    ).fetchall()
+    found.update(
+        {f"SET {name}": value for name, value in settings if name not in CARRIED_BY_PGBOUNCER}
+    )
+    checks = {
+        "prepared statements": "SELECT array_agg(name) FROM pg_prepared_statements",
+        "LISTEN channels": "SELECT array_agg(c) FROM pg_listening_channels() AS c",
+        "advisory locks": (
+            "SELECT array_agg(objid) FROM pg_locks"
+            " WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        ),
+        "temporary tables": (
+            "SELECT array_agg(relname) FROM pg_class WHERE relnamespace = pg_my_temp_schema()"
+        ),
+    }
+    for what, query in checks.items():
+        row = conn.execute(query).fetchone()
+        if row and row[0]:
+            found[what] = row[0]
+    return found
+
+
+def every_server_connection(bouncer: Any) -> list[dict[str, Any]]:
+    """``session_state`` of each server connection of the pool: as many
+    clients as the pool has connections, each holding a transaction open, so
+    that each gets a server connection of its own."""
+    url = bouncer.url_for(database_name())
+    states = []
+    with contextlib.ExitStack() as stack:
+        for _ in range(PGBOUNCER_POOL_SIZE):
+            conn = stack.enter_context(psycopg.connect(url, prepare_threshold=None))
+            pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # opens the transaction
+            states.append({"server pid": pid, **session_state(conn)})
+    assert len({state["server pid"] for state in states}) == PGBOUNCER_POOL_SIZE
+    return states
+
+
+def test_a_worker_leaves_no_session_state_on_pgbouncers_server_connections(
+    pgbouncer, start_worker, wait_until
+):
+    with transaction.atomic():
+        checkpointed = [staged.enqueue() for _ in range(3)]
+        slept = [nap.enqueue(seconds=0.3) for _ in range(3)]
+        plain = record.enqueue_many([{"label": f"r{i}"} for i in range(20)])
+        failing = doomed.enqueue()
+        echoed = async_echo.enqueue(value="x")
+        canceled = checks_for_cancel.enqueue()
+    worker = start_worker(
+        "--queues", QUEUES, "--concurrency", "4", settings=EVERY_FEATURE, through=pgbouncer
+    )
+    wait_until(
+        lambda: RunRecord.objects.filter(job_id=canceled.id).exists(),
+        timeout=30,
+        what="the job to cancel started",
+    )
+    Admin().cancel(canceled.id, "the leak test")
+    finished = [*checkpointed, *slept, *plain, failing, echoed, canceled]
+    wait_until(
+        lambda: not JobRuntime.objects.filter(job_id__in=[h.id for h in finished]).exists(),
+        timeout=60,
+        what="every job ended",
+    )
+    # Jobs of the schedule ran and finished jobs were retired meanwhile.
+    wait_until(
+        lambda: RunRecord.objects.exclude(job_id__in=[h.id for h in finished]).count() >= 3,
+        timeout=30,
+        what="three jobs of the schedule ran",
+    )
+    wait_until(
+        lambda: not JobOutcome.objects.filter(job_id__in=[h.id for h in plain]).exists(),
+        timeout=30,
+        what="retention retired the finished jobs",
+    )
+    assert worker.stop() == 0
+
+    states = every_server_connection(pgbouncer)
+
+    assert [{k: v for k, v in s.items() if k != "server pid"} for s in states] == [
+        {}
+    ] * PGBOUNCER_POOL_SIZE, states
+
+
+def test_a_worker_behind_pgbouncer_is_woken_through_its_direct_listen_connection(
+    pgbouncer, start_worker, wait_until
+):
+    worker = start_worker(
+        "--queues",
+        "jobtests.record",
+        settings={"POLL_INTERVAL": 3600, "LISTEN_DATABASE": "direct"},
+        through=pgbouncer,
+    )
+    assert "polling" not in worker.stderr
+
+    job = record.enqueue(label="woken")
+
+    # With an hour between polls, only the NOTIFY can have started it.
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=job.id).exists(),
+        timeout=30,
+        what="the job picked up at once",
+    )
+    assert worker.stop() == 0
+
+
+def test_a_worker_behind_pgbouncer_without_a_direct_connection_says_once_that_it_polls(
+    pgbouncer, start_worker, wait_until
+):
+    worker = start_worker(
+        "--queues", "jobtests.record", settings={"POLL_INTERVAL": 0.5}, through=pgbouncer
+    )
+    job = record.enqueue(label="polled")
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=job.id).exists(),
+        timeout=30,
+        what="the job picked up by a poll",
+    )
+    assert worker.stop() == 0
+
+    [line] = [line for line in worker.stderr.splitlines() if "polling every" in line]
+    assert "reached through a connection pooler" in line
+    assert "WORKHORSE['LISTEN_DATABASE']" in line
+    assert logging.getLevelName(logging.WARNING) in line
