@@ -656,6 +656,9 @@ class JobAdmin(OperatorAdmin):
         if not may_see_payload(request):
             job = without_payload(job)
             timeline_items = [timeline_without_payload(e) for e in timeline_items]
+        # What an event says comes from the stored entry: who promoted a job
+        # is not payload, and a user without the payload permission sees it.
+        labels = [_event_label(e) for e in timeline.items]
         # Times are formatted here: the date filter costs ~0.2 ms a call, and a
         # page of 100 entries has 200 of them.
         entries = [
@@ -667,9 +670,9 @@ class JobAdmin(OperatorAdmin):
                 "error_text": _as_text(e.error),
                 "data_text": _as_text(e.data),
                 "details": _details(e.data),
-                "label": _event_label(e),
+                "label": label,
             }
-            for e in timeline_items
+            for e, label in zip(timeline_items, labels, strict=True)
         ]
         earlier_errors = (
             [e for e in timeline.items if e.source == "attempt" and e.error]
@@ -988,7 +991,10 @@ class QueueAdmin(OperatorAdmin):
                 )
                 return
         limits = service.set_queue_limits(
-            name, concurrency=values["concurrency"], rate=values["rate"], period=values["period"]
+            name,
+            global_concurrency=values["concurrency"],
+            rate=values["rate"],
+            period=values["period"],
         )
         described = ", ".join(
             part

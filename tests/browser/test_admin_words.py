@@ -30,7 +30,11 @@ QUEUE = "notifications.email-digest"
 
 
 def operator(django_user_model) -> None:
-    staff(django_user_model, "operator", ["view_job", "change_job", "view_queue", "change_queue"])
+    staff(
+        django_user_model,
+        "operator",
+        ["view_job", "change_job", "view_job_payload", "view_queue", "change_queue"],
+    )
 
 
 def succeeded_after_a_retry(queue: str) -> int:
