@@ -32,7 +32,6 @@ from .definitions import (
     BoundJob,
     JobDecorator,
     JobDefinition,
-    JobOptions,
     aenqueue,
     enqueue,
     job,
@@ -62,6 +61,7 @@ from .exceptions import (
 )
 from .handles import JobHandle
 from .hooks import JobCancel, JobFailure, deprecated_name
+from .job_options import JobOptions
 from .store import QueueLimits, ScheduleRow
 
 __all__ = [

@@ -270,6 +270,11 @@ class WorkerInfo:
     lost the database; a worker that stops cleanly leaves the list instead."""
     jobs_held: int = 0
     """Jobs whose lease it holds now (from the live rows)."""
+    success_route: str = ""
+    """How its successes reach the database, chosen once at its start from its
+    slots: ``"one_slot"`` (with the next claim, on the handler's thread) or
+    ``"batched"`` (in writer batches, or with the next claim when the last run
+    going ends); empty for a worker that does not say (docs/worker.md)."""
 
 
 @dataclass(frozen=True)
@@ -829,7 +834,7 @@ class Admin:
         """Workers whose heartbeat was seen within ``seen_within_seconds``
         (default an hour), most recently seen first: id, host, pid, queues and
         slots, slots busy, version, when first and last seen, whether it has
-        gone silent, and the jobs it holds."""
+        gone silent, the jobs it holds, and the route of its successes."""
         try:
             within = seconds_of(seen_within_seconds)
         except ValueError as exc:
@@ -870,6 +875,7 @@ class Admin:
                     seen_seconds_ago=r["seen_seconds_ago"],
                     silent=r["seen_seconds_ago"] > 3 * interval + 5,
                     jobs_held=held.get(r["worker_id"], 0),
+                    success_route=str(info.get("success_route") or ""),
                 )
             )
         return found

@@ -12,14 +12,12 @@ import json
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import (
     Any,
     Generic,
-    Literal,
     ParamSpec,
     Protocol,
-    TypedDict,
     TypeVar,
     Unpack,
     cast,
@@ -31,9 +29,8 @@ from django.apps import apps
 from django.db import DatabaseError, connections, transaction
 
 from . import discovery, preflight, registry, schedules, store, tracing
-from .backoff import BackoffSpec, custom_delay, policy_of
+from .backoff import custom_delay, policy_of
 from .conf import SettingsJobDefaults, duration_seconds, job_defaults
-from .defaults import JOB_DEFAULTS
 from .exceptions import (
     InvalidJobOptionError,
     InvalidPayloadError,
@@ -41,6 +38,14 @@ from .exceptions import (
     UnknownJobError,
 )
 from .handles import JobHandle
+from .job_options import (
+    DEFINITION_DEFAULTS,
+    DEFINITION_OPTIONS,
+    ENQUEUE_OPTIONS,
+    JobDefinitionOptions,
+    JobOptions,
+    unknown_options,
+)
 from .limits import (
     CONCURRENCY_MAX,
     MAX_ATTEMPTS_MAX,
@@ -71,24 +76,11 @@ that the enqueue's JSON and the dependent's snapshot stay reasonable."""
 MAX_JOB_ID = 2**63 - 1
 
 
-class JobOptions(TypedDict, total=False):
-    """The keyword arguments of ``.options(...)``: per-enqueue choices."""
-
-    queue: str
-    priority: int
-    max_attempts: int
-    timeout: float | timedelta | None
-    max_stalled: int | None
-    delay: float | timedelta | None
-    run_at: datetime | None
-    idempotency_key: str | None
-    depends_on: Iterable[JobHandle[Any] | int] | None
-    dependency_policy: Literal["all_succeeded", "all_finished", "any_succeeded"] | None
-
-
 @dataclass(frozen=True)
 class EnqueueOptions:
-    """Per-enqueue choices layered over a job's defaults by ``.options()``.
+    """Per-enqueue choices layered over a job's defaults by ``.options()``:
+    the options of ``JobOptions`` (job_options.py) as values, durations in
+    seconds and prerequisites as ids.
 
     ``queue``, ``max_attempts`` and ``max_stalled`` left at None take the
     settings' defaults when the job is enqueued (``resolved``), like every
@@ -468,18 +460,7 @@ class JobDefinition(_Enqueuer[P, R]):
     def __init__(
         self,
         func: Callable[P, R] | Callable[P, Awaitable[R]],
-        *,
-        name: str | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-        priority: int = JOB_DEFAULTS.priority,
-        timeout: float | timedelta | None = None,
-        backoff: BackoffSpec = None,
-        retry_on: tuple[type[BaseException], ...] | type[BaseException] = (),
-        max_stalled: int | None = None,
-        concurrency: int | None = None,
-        using: str | None = None,
-        schedule: str | None = None,
+        **options: Unpack[JobDefinitionOptions],
     ) -> None:
         given: object = func  # typed as a callable; checked, as callers pass anything
         if not callable(given):
@@ -493,6 +474,13 @@ class JobDefinition(_Enqueuer[P, R]):
                 f"({type(given).__name__}); {hint}"
             )
         self.func: Callable[P, Any] = func
+        where = f"@workhorse.job on {func.__module__}.{func.__qualname__}"
+        if problem := unknown_options(options, DEFINITION_OPTIONS, where):
+            raise InvalidJobOptionError(problem)
+        chosen: dict[str, Any] = {**DEFINITION_DEFAULTS, **options}
+        name, using, concurrency = chosen["name"], chosen["using"], chosen["concurrency"]
+        retry_on, backoff, schedule = chosen["retry_on"], chosen["backoff"], chosen["schedule"]
+        timeout = chosen["timeout"]
         self.registered_while_apps_load = not apps.ready
         """Defined while Django loaded the apps (an app's ``jobs.py``, its
         models, what they import): every process of the project knows it."""
@@ -533,11 +521,11 @@ class JobDefinition(_Enqueuer[P, R]):
         """The policy as the enqueue functions take it (encoded once)."""
         self._options = validate_options(
             EnqueueOptions(
-                queue=queue,
-                priority=priority,
-                max_attempts=max_attempts,
+                queue=chosen["queue"],
+                priority=chosen["priority"],
+                max_attempts=chosen["max_attempts"],
                 timeout=None if timeout is None else _seconds("timeout", timeout, positive=True),
-                max_stalled=max_stalled,
+                max_stalled=chosen["max_stalled"],
             )
         )
         self.schedule = (
@@ -586,24 +574,8 @@ class JobDefinition(_Enqueuer[P, R]):
         return self._bind(self._options, overrides)
 
     def _bind(self, base: EnqueueOptions, overrides: Mapping[str, Any]) -> BoundJob[P, R]:
-        allowed = {
-            "queue",
-            "priority",
-            "max_attempts",
-            "timeout",
-            "delay",
-            "run_at",
-            "idempotency_key",
-            "max_stalled",
-            "depends_on",
-            "dependency_policy",
-        }
-        unknown = set(overrides) - allowed
-        if unknown:
-            raise InvalidJobOptionError(
-                f"unknown option(s) {', '.join(sorted(unknown))} for job {self.name!r}; "
-                f"known: {', '.join(sorted(allowed))}"
-            )
+        if problem := unknown_options(overrides, ENQUEUE_OPTIONS, f"job {self.name!r}"):
+            raise InvalidJobOptionError(problem)
         changes = dict(overrides)
         # delay and run_at both say when the job is due: one named by a later
         # .options() replaces the other named earlier (both in one call are
@@ -729,74 +701,31 @@ def job(func: Callable[P, R], /) -> JobDefinition[P, R]: ...
 
 
 @overload
-def job(
-    func: None = None,
-    /,
-    *,
-    name: str | None = None,
-    queue: str | None = None,
-    max_attempts: int | None = None,
-    priority: int = JOB_DEFAULTS.priority,
-    timeout: float | timedelta | None = None,
-    backoff: BackoffSpec = None,
-    retry_on: tuple[type[BaseException], ...] | type[BaseException] = (),
-    max_stalled: int | None = None,
-    concurrency: int | None = None,
-    using: str | None = None,
-    schedule: str | None = None,
-) -> JobDecorator: ...
+def job(func: None = None, /, **options: Unpack[JobDefinitionOptions]) -> JobDecorator: ...
 
 
 def job(
-    func: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    queue: str | None = None,
-    max_attempts: int | None = None,
-    priority: int = JOB_DEFAULTS.priority,
-    timeout: float | timedelta | None = None,
-    backoff: BackoffSpec = None,
-    retry_on: tuple[type[BaseException], ...] | type[BaseException] = (),
-    max_stalled: int | None = None,
-    concurrency: int | None = None,
-    using: str | None = None,
-    schedule: str | None = None,
+    func: Callable[..., Any] | None = None, /, **options: Unpack[JobDefinitionOptions]
 ) -> JobDefinition[..., Any] | JobDecorator:
     """Register a function as a job type.
 
-    ``name`` defaults to ``module.qualname``; ``queue`` to ``WORKHORSE['DEFAULT_QUEUE']``;
-    ``max_attempts`` to ``WORKHORSE['DEFAULT_MAX_ATTEMPTS']``; ``max_stalled`` to
-    ``WORKHORSE['MAX_STALLED_COUNT']`` (the settings are read when a job is
-    enqueued, not here); ``priority`` runs from -100 to 100, higher first;
-    ``timeout`` ends an attempt as timed out; ``backoff``
-    is ``workhorse.exponential(...)`` (default), ``workhorse.fixed(...)`` or a callable;
-    ``retry_on`` limits retries to those exceptions; ``concurrency`` is this job's
-    queue's slot count when the worker sets none; ``using`` is the database alias;
-    ``schedule`` is a cron expression: workers enqueue the job (without
-    arguments) at each of its slots (docs/schedules.md).
+    The options are those of ``JobDefinitionOptions`` (job_options.py, each
+    with its meaning and default): name, queue, priority, max_attempts,
+    timeout, max_stalled, backoff, retry_on, concurrency, using, schedule.
+    Defaults read from the settings are read when a job is enqueued, not here.
 
     Used bare (``@job``) or with options (``@job(queue=...)``); either way a
     type checker sees a ``JobDefinition[P, R]`` of the handler's parameters
     and result (an ``AsyncJobDefinition`` for an ``async def``).
     """
 
+    # Checked here too, so that a misspelt option is named at the decorator's line.
+    if problem := unknown_options(options, DEFINITION_OPTIONS, "@workhorse.job"):
+        raise InvalidJobOptionError(problem)
+
     def decorate(f: Callable[..., Any]) -> JobDefinition[..., Any]:
         kind = AsyncJobDefinition if inspect.iscoroutinefunction(f) else JobDefinition
-        definition: JobDefinition[..., Any] = kind(
-            f,
-            name=name,
-            queue=queue,
-            max_attempts=max_attempts,
-            priority=priority,
-            timeout=timeout,
-            backoff=backoff,
-            retry_on=retry_on,
-            max_stalled=max_stalled,
-            concurrency=concurrency,
-            using=using,
-            schedule=schedule,
-        )
+        definition: JobDefinition[..., Any] = kind(f, **options)
         registry.register(definition)
         return definition
 

@@ -29,6 +29,7 @@ from ..conf import job_defaults
 from ..definitions import JobDefinition
 from ..discovery import may_import
 from ..exceptions import WorkhorseError
+from ..job_options import BACKEND_OPTIONS, TASK_ENQUEUE_OPTIONS
 from ..limits import (
     MAX_ATTEMPTS_MAX,
     MAX_ATTEMPTS_MIN,
@@ -255,10 +256,13 @@ class WorkhorseBackend(BaseTaskBackend):
             return definition
         options = self.workhorse_options
         ours = task if isinstance(task, WorkhorseTask) else None
-
-        def pick(field: str) -> Any:
-            value = getattr(ours, field, None)
-            return value if value is not None else getattr(options, field)
+        # The task's own value of each option the backend's OPTIONS give a
+        # default for (job_options.BACKEND_OPTIONS), else the backend's.
+        chosen: dict[str, Any] = {}
+        for key, option in BACKEND_OPTIONS.items():
+            value = getattr(ours, option, None)
+            chosen[option] = value if value is not None else getattr(options, key.lower())
+        chosen["using"] = self.database
 
         from .running import run_task, run_task_async
 
@@ -267,11 +271,7 @@ class WorkhorseBackend(BaseTaskBackend):
                 run_task_async if iscoroutinefunction(task.func) else run_task,
                 name=name,
                 queue=task.queue_name,
-                max_attempts=pick("max_attempts"),
-                timeout=pick("timeout"),
-                max_stalled=pick("max_stalled"),
-                backoff=pick("backoff"),
-                using=self.database,
+                **chosen,
             )
         except WorkhorseError as exc:
             raise InvalidTask(f"task {name}: {exc}") from None
@@ -320,14 +320,7 @@ class WorkhorseBackend(BaseTaskBackend):
             "run_at": run_after,
         }
         if isinstance(task, WorkhorseTask):
-            for field in (
-                "max_attempts",
-                "timeout",
-                "max_stalled",
-                "idempotency_key",
-                "depends_on",
-                "dependency_policy",
-            ):
+            for field in TASK_ENQUEUE_OPTIONS:
                 if getattr(task, field) is not None:
                     changes[field] = getattr(task, field)
         try:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..backoff import BackoffSpec, exponential, fixed
 from ..conf import duration_seconds
+from ..job_options import BACKEND_OPTIONS
 from ..limits import (
     MAX_ATTEMPTS_MAX,
     MAX_ATTEMPTS_MIN,
@@ -23,8 +24,9 @@ from ..limits import (
     whole_problem,
 )
 
-OPTION_KEYS = ("DATABASE", "MAX_ATTEMPTS", "TIMEOUT", "MAX_STALLED", "BACKOFF")
-"""Every key ``OPTIONS`` may hold; docs/django-tasks.md explains each."""
+OPTION_KEYS = tuple(BACKEND_OPTIONS)
+"""Every key ``OPTIONS`` may hold, each the default of a job option
+(``job_options.BACKEND_OPTIONS``); docs/django-tasks.md explains each."""
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,15 @@ def package_version() -> str:
 
 
 def describe_worker(
-    worker_id: str, concurrency: dict[str, int], busy: int, renew_interval: float
+    worker_id: str,
+    concurrency: dict[str, int],
+    busy: int,
+    renew_interval: float,
+    success_route: str,
 ) -> dict[str, Any]:
     """The ``info`` of this worker's ``workhorse_worker`` row: its id, host,
-    pid, queues with their slots, slots in use, version, and how often it
+    pid, queues with their slots, slots in use, version, the route its
+    successes take to the database (``SuccessRoute.label``), and how often it
     sends this (the view calls a worker silent after a few missed turns)."""
     return {
         "worker_id": worker_id,
@@ -38,5 +43,6 @@ def describe_worker(
         "slots": sum(concurrency.values()),
         "busy": busy,
         "version": package_version(),
+        "success_route": success_route,
         "renew_interval": renew_interval,
     }

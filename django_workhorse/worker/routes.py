@@ -9,7 +9,8 @@ the handler's own thread, which runs the job it gets (``Worker._carry_on``).
 Which of these a worker uses depends on its slots alone: tracing and metrics
 change nothing here (after a claim that wrote successes,
 ``instruments.observe_claimed`` reads what they need). The worker names its
-route in its start-up line.
+route in its start-up line, and its heartbeat says it (``label``) to the
+workers view.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ class SuccessRoute(Enum):
     def choose(cls, concurrency: Mapping[str, int]) -> SuccessRoute:
         """The route of a worker with these slots per queue."""
         return cls.ONE_SLOT if sum(concurrency.values()) == 1 else cls.BATCHED
+
+    @property
+    def label(self) -> str:
+        """The route's short name, as the worker's heartbeat reports it
+        (``workhorse_status``, the admin's Workers page): ``one_slot`` or ``batched``."""
+        return self.name.lower()
 
     @property
     def carries_on(self) -> bool:

@@ -321,6 +321,7 @@ class Worker:
             self.options.concurrency,
             self.ledger.counts()["busy"],
             self.settings.lock_renew_interval,
+            self.route.label,
         )
 
     def _loop(self) -> None:

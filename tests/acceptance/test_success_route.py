@@ -5,13 +5,19 @@ line; metrics and tracing read what they need after whichever call claimed
 the jobs (``workhorse_claim_observations_v1``), so a one-slot worker with
 ``--metrics-port`` still writes each success with its next claim, and every
 job it claims that way still has its pickup observed (docs/worker.md,
-docs/observability.md)."""
+docs/observability.md). Each worker says its route in its heartbeat too, so
+``workhorse_status`` and the admin's Workers page show it per worker."""
 
 from __future__ import annotations
 
+import json
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from jobtests.jobs import record
 
+from django_workhorse import Admin
 from django_workhorse.models import JobOutcome
 from django_workhorse.worker.routes import SuccessRoute
 from tests.acceptance.test_metrics import finished, free_port, scrape
@@ -57,3 +63,27 @@ def test_a_worker_of_several_slots_names_the_batched_route(start_worker):
     worker = start_worker("--queues", record.queue, "--concurrency", "4")
     assert f"successes recorded {SuccessRoute.BATCHED.value}" in worker.stderr
     assert worker.stop() == 0
+
+
+def test_workhorse_status_shows_each_workers_success_route(start_worker, wait_until):
+    one = start_worker("--queues", record.queue, "--concurrency", "1")
+    four = start_worker("--queues", record.queue, "--concurrency", "4")
+    wait_until(
+        lambda: {w.worker_id for w in Admin().live_workers()} >= {one.worker_id, four.worker_id},
+        timeout=30,
+        what="both workers seen through their heartbeats",
+    )
+
+    text, as_json = StringIO(), StringIO()
+    call_command("workhorse_status", stdout=text)
+    call_command("workhorse_status", "--json", stdout=as_json)
+
+    seen = {w["worker_id"]: w for w in json.loads(as_json.getvalue())["workers"]["seen"]}
+    assert seen[one.worker_id]["success_route"] == SuccessRoute.ONE_SLOT.label == "one_slot"
+    assert seen[four.worker_id]["success_route"] == SuccessRoute.BATCHED.label == "batched"
+    lines = text.getvalue().splitlines()
+    (one_line,) = [line for line in lines if line.strip().startswith(f"{one.worker_id} on ")]
+    (four_line,) = [line for line in lines if line.strip().startswith(f"{four.worker_id} on ")]
+    assert "0/1 slots busy" in one_line and "successes one_slot" in one_line
+    assert "0/4 slots busy" in four_line and "successes batched" in four_line
+    assert one.stop() == 0 and four.stop() == 0

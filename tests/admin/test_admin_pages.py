@@ -3,6 +3,7 @@ dashboard, and the actions, through Django's test client."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_workhorse import Admin, store
 from django_workhorse import admin as admin_module
+from django_workhorse.worker.presence import describe_worker
 from tests.factories import (
     ActiveJobFactory,
     BlockedJobFactory,
@@ -513,3 +515,24 @@ def test_a_run_at_the_local_calendar_cannot_hold_is_shown_in_utc(
     assert (listing.status_code, page.status_code) == (200, 200)
     assert run_at.strftime("%Y-%m-%d %H:%M:%S") + " UTC" in listing.content.decode()
     assert run_at.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC" in page.content.decode()
+
+
+def test_the_workers_page_shows_the_route_of_each_workers_successes(viewer_client):
+    with connection.cursor() as cursor:
+        for worker_id, slots, route in (
+            ("host-r:1:one", 1, "one_slot"),
+            ("host-r:2:four", 4, "batched"),
+        ):
+            info = describe_worker(worker_id, {"route-q": slots}, 0, 15.0, route)
+            store.heartbeat_many(cursor, worker_id, [], [], 30, json.dumps(info))
+
+    response = viewer_client.get(QUEUES + "workers/")
+
+    assert response.status_code == 200
+    rows = {row["worker"].worker_id: row["worker"] for row in response.context["rows"]}
+    assert rows["host-r:1:one"].success_route == "one_slot"
+    assert rows["host-r:2:four"].success_route == "batched"
+    body = response.content.decode()
+    assert "<th>Successes</th>" in body
+    assert '<td class="wh-route">one_slot</td>' in body
+    assert '<td class="wh-route">batched</td>' in body

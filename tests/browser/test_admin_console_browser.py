@@ -125,6 +125,9 @@ def test_the_workers_view_shows_two_live_workers_and_drops_one_that_stopped(
     for worker in (first, second):
         assert str(worker.pid) in text
     assert "email (3)" in text and "default (" in text and "live" in text
+    for worker, route in ((first, "batched"), (second, "batched")):
+        row = page.locator("#wh-workers tr.wh-worker", has_text=str(worker.pid))
+        assert row.locator("td.wh-route").inner_text() == route
     screenshot(page, "workers-1280")
 
     first.stop()

@@ -55,20 +55,21 @@ def test_status_json_is_for_machines():
 
 
 def test_status_lists_the_workers_their_heartbeats_describe():
-    info = describe_worker("host-s:7:abc", {"status-w": 2}, 1, 15.0)
+    info = describe_worker("host-s:7:abc", {"status-w": 2}, 1, 15.0, "batched")
     with connection.cursor() as cursor:
         store.heartbeat_many(cursor, "host-s:7:abc", [], [], 30, json.dumps(info))
 
     text = run("workhorse_status")
     (seen,) = json.loads(run("workhorse_status", "--json"))["workers"]["seen"]
 
-    assert "host-s:7:abc on " in text and "1/2 slots busy, status-w(2)" in text
-    assert (seen["worker_id"], seen["queues"], seen["busy"], seen["silent"]) == (
-        "host-s:7:abc",
-        {"status-w": 2},
-        1,
-        False,
-    )
+    assert "host-s:7:abc on " in text and "1/2 slots busy, status-w(2), successes batched" in text
+    assert (
+        seen["worker_id"],
+        seen["queues"],
+        seen["busy"],
+        seen["silent"],
+        seen["success_route"],
+    ) == ("host-s:7:abc", {"status-w": 2}, 1, False, "batched")
 
 
 def test_status_shows_each_queues_limits():

@@ -19,7 +19,7 @@ transactional = pytest.mark.django_db(transaction=True, available_apps=["django_
 
 
 def beat(worker_id: str, ids=(), fences=(), busy: int = 0, owner: str | None = None) -> None:
-    info = describe_worker(worker_id, {"mail": 4, "reports": 1}, busy, 15.0)
+    info = describe_worker(worker_id, {"mail": 4, "reports": 1}, busy, 15.0, "batched")
     with connection.cursor() as cursor:
         store.heartbeat_many(
             cursor, owner or worker_id, list(ids), list(fences), 30, json.dumps(info)
@@ -32,11 +32,12 @@ def test_a_heartbeat_with_no_jobs_records_the_worker_as_seen():
 
     (worker,) = Admin().live_workers()
 
-    assert (worker.worker_id, worker.queues, worker.slots, worker.busy) == (
+    assert (worker.worker_id, worker.queues, worker.slots, worker.busy, worker.success_route) == (
         "host-a:101:abc",
         {"mail": 4, "reports": 1},
         5,
         0,
+        "batched",
     )
     assert worker.pid and worker.host and worker.version and not worker.silent
 

@@ -90,6 +90,7 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                     "version": w.version,
                     "seen_seconds_ago": w.seen_seconds_ago,
                     "silent": w.silent,
+                    "success_route": w.success_route,
                 }
                 for w in admin.live_workers()
             ],
@@ -163,8 +164,8 @@ def table(data: dict[str, Any]) -> str:
         queues = ", ".join(f"{q}({n})" for q, n in w["queues"].items())
         lines.append(
             f"  {w['worker_id']} on {w['host']} pid {w['pid']}: {w['busy']}/{w['slots']} slots"
-            f" busy, {queues}, seen {w['seen_seconds_ago']:.0f}s ago"
-            + (" (silent)" if w["silent"] else "")
+            f" busy, {queues}, successes {w['success_route'] or 'unsaid'},"
+            f" seen {w['seen_seconds_ago']:.0f}s ago" + (" (silent)" if w["silent"] else "")
         )
     if workers["connections"]:
         lines.append("worker connections (claims + leases, and the LISTEN connection):")
