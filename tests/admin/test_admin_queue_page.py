@@ -144,3 +144,22 @@ def test_the_queues_page_charts_the_jobs_finished_in_the_last_hour(operator_clie
     assert len(bars) == 12  # 5-minute slices
     assert bars[-1] == ("28.0", "2")  # the latest slice, at full height
     assert {n for _, n in bars[:-1]} == {"0"}
+
+
+def test_a_queue_reads_running_only_when_a_live_worker_says_it_serves_it(operator_client):
+    import json
+
+    from django_workhorse import store
+    from django_workhorse.worker.presence import describe_worker
+
+    ReadyJobFactory(queue="page-served")
+    ReadyJobFactory(queue="page-unserved")
+    info = describe_worker("host-q:1:abc", {"page-served": 2}, 0, 15.0, "batched")
+    with connection.cursor() as cursor:
+        store.heartbeat_many(cursor, "host-q:1:abc", [], [], 30, json.dumps(info))
+
+    body = operator_client.get(QUEUES).content.decode()
+
+    assert "running" in queue_row(body, "page-served")
+    assert "no worker" not in queue_row(body, "page-served")
+    assert "no worker" in queue_row(body, "page-unserved")
