@@ -392,6 +392,21 @@ _BAD_CURSOR = (
 BIGINT_MAX = 2**63 - 1
 
 
+def _check_window(key: str, value: object) -> float:
+    """``value`` (seconds or a timedelta) as seconds, from 1 microsecond to
+    100 years; else InvalidQueryError naming ``key``."""
+    try:
+        seconds = seconds_of(value)
+    except ValueError as exc:
+        raise InvalidQueryError(f"{key}: {exc}") from None
+    if not MIN_INTERVAL_SECONDS <= seconds <= MAX_DURATION_SECONDS:
+        raise InvalidQueryError(
+            f"{key} must be more than 0 (at least 1 microsecond) and at most "
+            f"{MAX_DURATION_SECONDS} (100 years), got {shown(value, 40)}"
+        )
+    return seconds
+
+
 def _is_id(value: object) -> bool:
     """A row id as a cursor may carry it: an int in bigint's positive range."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= BIGINT_MAX
@@ -767,15 +782,7 @@ class Admin:
         many per queue and the states that reached it are in ``capped``: the
         call then reads a bounded number of index entries however deep the
         queues are (the admin's queues page uses 1,000)."""
-        try:
-            window = seconds_of(window_seconds)
-        except ValueError as exc:
-            raise InvalidQueryError(f"window_seconds: {exc}") from None
-        if not MIN_INTERVAL_SECONDS <= window <= MAX_DURATION_SECONDS:
-            raise InvalidQueryError(
-                f"window_seconds must be more than 0 (at least 1 microsecond) and at most "
-                f"{MAX_DURATION_SECONDS} (100 years), got {shown(window_seconds, 40)}"
-            )
+        window = _check_window("window_seconds", window_seconds)
         if (
             not isinstance(buckets, int)
             or isinstance(buckets, bool)
@@ -835,15 +842,7 @@ class Admin:
         (default an hour), most recently seen first: id, host, pid, queues and
         slots, slots busy, version, when first and last seen, whether it has
         gone silent, the jobs it holds, and the route of its successes."""
-        try:
-            within = seconds_of(seen_within_seconds)
-        except ValueError as exc:
-            raise InvalidQueryError(f"seen_within_seconds: {exc}") from None
-        if not 0 < within <= MAX_DURATION_SECONDS:
-            raise InvalidQueryError(
-                f"seen_within_seconds must be more than 0 and at most {MAX_DURATION_SECONDS},"
-                f" got {shown(seen_within_seconds, 40)}"
-            )
+        within = _check_window("seen_within_seconds", seen_within_seconds)
         with connections[self.using].cursor() as db:
             rows = store.list_workers(db, within)
             held: dict[str, int] = {}
@@ -1003,15 +1002,7 @@ class Admin:
         first. Read from the failure counters the finishing statement keeps
         (docs/admin.md, "Queue statistics"): the same few rows whatever the
         number of failures."""
-        try:
-            window = seconds_of(window_seconds)
-        except ValueError as exc:
-            raise InvalidQueryError(f"window_seconds: {exc}") from None
-        if not 0 < window <= MAX_DURATION_SECONDS:
-            raise InvalidQueryError(
-                f"window_seconds must be more than 0 and at most {MAX_DURATION_SECONDS},"
-                f" got {shown(window_seconds, 40)}"
-            )
+        window = _check_window("window_seconds", window_seconds)
         with connections[self.using].cursor() as db:
             return [FailureGroup(**r) for r in store.failures(db, window)]
 
