@@ -392,6 +392,22 @@ _BAD_CURSOR = (
 BIGINT_MAX = 2**63 - 1
 
 
+def _check_filters(
+    queue: object, name: object, state: object, created_after: object, created_before: object
+) -> tuple[datetime | None, datetime | None]:
+    """The job list's filters checked (InvalidQueryError naming a bad one);
+    the two times as the query takes them."""
+    if queue is not None:
+        check_queue_name(queue)
+    if name is not None:
+        _check_job_name(name)
+    if state is not None and state not in STATES:
+        raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {shown(state)}")
+    return _check_time("created_after", created_after), _check_time(
+        "created_before", created_before
+    )
+
+
 def _check_window(key: str, value: object) -> float:
     """``value`` (seconds or a timedelta) as seconds, from 1 microsecond to
     100 years; else InvalidQueryError naming ``key``."""
@@ -695,14 +711,9 @@ class Admin:
                 raise InvalidQueryError(
                     f"payload is at most 10,000 characters of JSON text, got {shown(payload)}"
                 )
-        if queue is not None:
-            check_queue_name(queue)
-        if name is not None:
-            _check_job_name(name)
-        if state is not None and state not in STATES:
-            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {shown(state)}")
-        created_after = _check_time("created_after", created_after)
-        created_before = _check_time("created_before", created_before)
+        created_after, created_before = _check_filters(
+            queue, name, state, created_after, created_before
+        )
         if idempotency_key is not None and (
             not isinstance(idempotency_key, str)
             or not 1 <= len(idempotency_key) <= 255
@@ -1025,12 +1036,9 @@ class Admin:
         """How many jobs match ``list_jobs``' filters, counted up to ``cap``
         (a result equal to ``cap`` means "at least that many"): the cost is
         bounded by ``cap`` index entries, never a count of all history."""
-        if queue is not None:
-            check_queue_name(queue)
-        if name is not None:
-            _check_job_name(name)
-        if state is not None and state not in STATES:
-            raise InvalidQueryError(f"state must be one of {', '.join(STATES)}; got {shown(state)}")
+        created_after, created_before = _check_filters(
+            queue, name, state, created_after, created_before
+        )
         if not isinstance(cap, int) or isinstance(cap, bool) or not 1 <= cap <= INT4_MAX:
             raise InvalidQueryError(
                 f"cap must be a whole number from 1 to {INT4_MAX}; got {shown(cap)}"
@@ -1041,8 +1049,8 @@ class Admin:
                 queue=queue,
                 name=name,
                 state=state,
-                created_after=_check_time("created_after", created_after),
-                created_before=_check_time("created_before", created_before),
+                created_after=created_after,
+                created_before=created_before,
                 cap=cap,
             )
 
