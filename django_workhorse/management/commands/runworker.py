@@ -19,8 +19,9 @@ from typing import Any
 import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, connections
 
-from ... import logformat, metrics
+from ... import installed_sql, logformat, metrics
 from ...conf import CADENCE_FLOORS, cadence_problem, get_settings, worker_id_problem
 from ...exceptions import SchemaVersionError
 from ...limits import (
@@ -296,6 +297,7 @@ class Command(BaseCommand):
             )
         if options["processes"] > 1 and options["burst"]:
             raise CommandError("--burst runs one process; drop --processes")
+        refuse_changed_functions(worker_options.alias)
         logformat.set_process_worker_id(worker_options.worker_id)
         use_log_format(settings.log_format, worker_options.worker_id)
         addr = options["metrics_addr"]
@@ -333,3 +335,31 @@ class Command(BaseCommand):
         exit_past_handler_threads(code, threads_before)
         if code:
             sys.exit(code)
+
+
+def refuse_changed_functions(alias: str) -> None:
+    """A one-line CommandError when the database's SQL functions were changed
+    by hand (``workhorse.E005``): a worker would run whatever they now do.
+    A database that cannot be read here is left to the worker's own start,
+    which says what is wrong with it."""
+    newer: list[str] = []
+    try:
+        with connections[alias].cursor() as cursor:
+            problem = installed_sql.problem(cursor, alias)
+            newer = installed_sql.newer_migrations(cursor)
+    except DatabaseError:
+        problem = None
+    finally:
+        connections[alias].close()
+    if problem is not None:
+        raise CommandError(problem)
+    if newer:
+        # A rolling deploy: the schema version (checked by the worker) says
+        # whether this release still speaks the schema; its functions are
+        # the newer release's.
+        logging.getLogger("django_workhorse").warning(
+            "workhorse: database %r was migrated by a newer django-workhorse (%s); "
+            "this worker runs while the schema version is one it speaks",
+            alias,
+            ", ".join(newer),
+        )
