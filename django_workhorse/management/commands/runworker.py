@@ -21,7 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from ... import installed_sql, logformat, metrics
+from ... import installed_sql, logformat, metrics, store
 from ...conf import CADENCE_FLOORS, cadence_problem, get_settings, worker_id_problem
 from ...exceptions import SchemaVersionError
 from ...limits import (
@@ -297,7 +297,7 @@ class Command(BaseCommand):
             )
         if options["processes"] > 1 and options["burst"]:
             raise CommandError("--burst runs one process; drop --processes")
-        refuse_changed_functions(worker_options.alias)
+        refuse_unusable_schema(worker_options.alias)
         logformat.set_process_worker_id(worker_options.worker_id)
         use_log_format(settings.log_format, worker_options.worker_id)
         addr = options["metrics_addr"]
@@ -337,14 +337,19 @@ class Command(BaseCommand):
             sys.exit(code)
 
 
-def refuse_changed_functions(alias: str) -> None:
-    """A one-line CommandError when the database's SQL functions were changed
+def refuse_unusable_schema(alias: str) -> None:
+    """A one-line CommandError, before any worker process starts, when the
+    schema is not one this code speaks (the worker checks it again, for a
+    ``Worker`` run without this command) or its SQL functions were changed
     by hand (``workhorse.E005``): a worker would run whatever they now do.
     A database that cannot be read here is left to the worker's own start,
     which says what is wrong with it."""
     newer: list[str] = []
     try:
         with connections[alias].cursor() as cursor:
+            version_problem = store.schema_problem(store.schema_version(cursor))
+            if version_problem is not None:
+                raise CommandError(f"database {alias!r}: {version_problem}")
             problem = installed_sql.problem(cursor, alias)
             newer = installed_sql.newer_migrations(cursor)
     except DatabaseError:
