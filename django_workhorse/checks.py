@@ -140,12 +140,15 @@ def schema_messages(alias: str) -> list[Error | Warning]:
 
 
 def functions_messages(alias: str) -> list[Error | Warning]:
-    """workhorse.E005 when the installed SQL functions are not the package's."""
+    """workhorse.E005 when the installed SQL functions are not the package's;
+    workhorse.W002 when some migrations are pending (a newer package's
+    functions not installed yet) though the schema version is one it speaks."""
     from . import installed_sql
 
     try:
         with connections[alias].cursor() as cursor:
             problem = installed_sql.problem(cursor, alias)
+            pending = installed_sql.pending_message(cursor, alias)
     except DatabaseError as exc:
         return [
             Warning(
@@ -153,6 +156,8 @@ def functions_messages(alias: str) -> list[Error | Warning]:
                 id="workhorse.W001",
             )
         ]
+    if pending is not None and not inside_migrate():
+        return [Warning(pending, id="workhorse.W002")]
     if problem is None:
         return []
     return [

@@ -235,6 +235,31 @@ def migrations_differ(cursor: store.Cursor) -> bool:
     return set(store.applied_migrations(cursor, APP)) != set(package_migrations())
 
 
+def pending_migrations(cursor: store.Cursor) -> list[str]:
+    """The package's django_workhorse migrations not applied to the database."""
+    applied = set(store.applied_migrations(cursor, APP))
+    return [name for name in package_migrations() if name not in applied]
+
+
+def pending_message(cursor: store.Cursor, alias: str) -> str | None:
+    """What to say of a database some of the package's migrations are not
+    applied to (its functions may be older ones), or None when all are."""
+    pending = pending_migrations(cursor)
+    if not pending:
+        return None
+    found = drift(cursor)
+    differing = f"; its SQL functions are not this package's yet ({found.describe()})"
+    which = (
+        f"migration {pending[0]} is"
+        if len(pending) == 1
+        else f"migrations {', '.join(pending)} are"
+    )
+    return (
+        f"database {alias!r}: the django_workhorse {which} not applied"
+        f"{differing if found else ''}: run `manage.py migrate django_workhorse`"
+    )
+
+
 def newer_migrations(cursor: store.Cursor) -> list[str]:
     """The django_workhorse migrations applied to the database that this
     package does not have: a newer release migrated it."""

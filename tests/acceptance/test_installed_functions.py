@@ -175,7 +175,8 @@ def test_workhorse_repair_sql_on_package_functions_does_nothing(capsys):
 def test_a_newer_release_with_a_pending_migration_runs_its_worker(put_back, start_worker):
     """The newer release re-creates a function in a migration not applied
     yet: the schema version is one it speaks, so its worker runs, and its
-    ``check`` does not say the database was changed by hand."""
+    ``check`` says to migrate (W002), naming the function that differs,
+    not that the database was changed by hand."""
     handle = record.enqueue(label="run by the newer release")
 
     worker = start_worker("--burst", "--queues", "jobtests.record", env=NEWER_RELEASE, ready=False)
@@ -185,6 +186,11 @@ def test_a_newer_release_with_a_pending_migration_runs_its_worker(put_back, star
     checked = manage("check", "--database", "default", env=NEWER_RELEASE)
     assert checked.returncode == 0, checked.stderr
     assert "workhorse.E005" not in checked.stderr
+    assert "workhorse.W002" in checked.stderr, checked.stderr
+    assert "migration 0002_queue_names_fixed is not applied" in checked.stderr
+    assert f"changed: {CHANGED}" in checked.stderr
+    assert "run `manage.py migrate django_workhorse`" in checked.stderr
+    assert "migration 0002_queue_names_fixed is not applied" in worker.stderr
 
 
 def test_an_older_release_on_a_database_a_newer_one_migrated_runs_and_says_so(

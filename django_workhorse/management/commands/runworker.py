@@ -345,6 +345,7 @@ def refuse_unusable_schema(alias: str) -> None:
     A database that cannot be read here is left to the worker's own start,
     which says what is wrong with it."""
     newer: list[str] = []
+    pending = None
     try:
         with connections[alias].cursor() as cursor:
             version_problem = store.schema_problem(store.schema_version(cursor))
@@ -352,12 +353,16 @@ def refuse_unusable_schema(alias: str) -> None:
                 raise CommandError(f"database {alias!r}: {version_problem}")
             problem = installed_sql.problem(cursor, alias)
             newer = installed_sql.newer_migrations(cursor)
+            pending = installed_sql.pending_message(cursor, alias)
     except DatabaseError:
         problem = None
     finally:
         connections[alias].close()
     if problem is not None:
         raise CommandError(problem)
+    if pending is not None:
+        # The schema version is one this code speaks: the worker runs on it.
+        logging.getLogger("django_workhorse").warning("workhorse: %s", pending)
     if newer:
         # A rolling deploy: the schema version (checked by the worker) says
         # whether this release still speaks the schema; its functions are
