@@ -12,7 +12,9 @@ job or is not JSON),
 workhorse.W004 (a schedule with ``catch_up="latest"`` has slots closer together
 than ``SCHEDULE_SWEEP_INTERVAL``: each sweep enqueues only the latest of them),
 workhorse.E004 (a database alias that holds jobs is not PostgreSQL),
-workhorse.W005 (a job no worker would find: defined under a name of its own
+workhorse.E005 (the database's workhorse_* SQL functions are not the ones
+the package's migrations install, and no migration is pending: changed by
+hand), workhorse.W005 (a job no worker would find: defined under a name of its own
 in a module that app loading does not import), workhorse.W006 (a job
 defined in a module of no installed app), workhorse.W007 (a job found by
 its import path on a queue no worker serves by default) and
@@ -129,12 +131,42 @@ def schema_messages(alias: str) -> list[Error | Warning]:
         ]
     problem = store.schema_problem(installed)
     if problem is None:
-        return []
+        return functions_messages(alias)
     if migrations_pending(alias):
         if inside_migrate():
             return []  # the command about to apply them need not be told to run
         return [Warning(f"database {alias!r}: {problem}", id="workhorse.W002")]
     return [Error(f"database {alias!r}: {problem}", id="workhorse.E002")]
+
+
+def functions_messages(alias: str) -> list[Error | Warning]:
+    """workhorse.E005 when the installed SQL functions are not the package's;
+    workhorse.W002 when some migrations are pending (a newer package's
+    functions not installed yet) though the schema version is one it speaks."""
+    from . import installed_sql
+
+    try:
+        with connections[alias].cursor() as cursor:
+            problem = installed_sql.problem(cursor, alias)
+            pending = installed_sql.pending_message(cursor, alias)
+    except DatabaseError as exc:
+        return [
+            Warning(
+                f"could not read the django-workhorse functions of database {alias!r}: {exc}",
+                id="workhorse.W001",
+            )
+        ]
+    if pending is not None and not inside_migrate():
+        return [Warning(pending, id="workhorse.W002")]
+    if problem is None:
+        return []
+    return [
+        Error(
+            problem,
+            hint="docs/settings.md#installed-sql-functions says what is compared.",
+            id="workhorse.E005",
+        )
+    ]
 
 
 def inside_migrate() -> bool:

@@ -552,6 +552,57 @@ def schema_problem(installed: int | None) -> str | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class InstalledFunction:
+    """A ``workhorse_*`` function as the catalog has it."""
+
+    name: str
+    arguments: str
+    body_sha256: str
+    language: str
+    volatility: str
+    strict: bool
+    definer: bool
+    parallel: str
+    settings: list[str]
+    schema: str
+    """The schema it is in, quoted as an identifier if it needs it."""
+
+
+def installed_functions(cursor: Cursor) -> list[InstalledFunction]:
+    """The ``workhorse_*`` functions of the current schema, in one catalog read.
+
+    The body's digest is computed by the server (sha256 of ``prosrc``, the
+    text between the dollar quotes as it was written), so the bodies
+    themselves do not travel."""
+    cursor.execute(
+        """
+        SELECT p.proname, pg_get_function_identity_arguments(p.oid),
+               encode(sha256(convert_to(p.prosrc, 'UTF8')), 'hex'), l.lanname,
+               p.provolatile, p.proisstrict, p.prosecdef, p.proparallel,
+               coalesce(p.proconfig, '{}'), quote_ident(n.nspname)
+        FROM pg_proc p
+        JOIN pg_namespace n ON n.oid = p.pronamespace
+        JOIN pg_language l ON l.oid = p.prolang
+        WHERE n.nspname = current_schema() AND p.proname LIKE 'workhorse\\_%'
+        ORDER BY 1, 2
+        """
+    )
+    return [
+        InstalledFunction(*row[:8], settings=list(row[8]), schema=row[9])  # type: ignore[misc]
+        for row in cursor.fetchall()
+    ]
+
+
+def applied_migrations(cursor: Cursor, app: str) -> list[str]:
+    """The names of ``app``'s migrations recorded as applied in this database."""
+    cursor.execute("SELECT to_regclass('django_migrations') IS NOT NULL")
+    if not cursor.fetchone()[0]:
+        return []
+    cursor.execute("SELECT name FROM django_migrations WHERE app = %s ORDER BY id", [app])
+    return [name for (name,) in cursor.fetchall()]
+
+
 # -- repeatable schedules, queue depth, claimed-job details -------------------
 
 

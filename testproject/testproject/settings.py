@@ -113,6 +113,11 @@ TASKS = {
 # Tests and benchmarks pass worker settings to subprocesses as JSON.
 WORKHORSE = env.json("WORKHORSE_JSON", default={})
 
+# The tests of mixed releases run a worker with the migrations of a newer
+# release in place of the package's (tests/newer_release).
+if env("WORKHORSE_TEST_MIGRATIONS", default=""):
+    MIGRATION_MODULES = {"django_workhorse": env("WORKHORSE_TEST_MIGRATIONS")}
+
 if env.bool("WORKHORSE_OTEL_SDK", default=False):
     # The observed-drain benchmark: an OpenTelemetry SDK provider records the
     # worker's spans (no exporter), as in a project that traces. Every span,

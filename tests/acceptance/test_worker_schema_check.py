@@ -49,3 +49,18 @@ def test_a_schema_the_worker_does_not_speak_stops_it_naming_the_fix(
     assert "Traceback" not in worker.stderr, worker.stderr
     assert not worker.worker_ids()
     assert handle.refresh().status == "ready"
+
+
+def test_a_newer_schema_stops_a_fleet_before_any_worker_process_starts(
+    start_worker, schema_version
+):
+    """``--processes`` checks once, in the supervisor's place: one line, not
+    one per child and a supervisor giving up on children that keep exiting."""
+    schema_version(store.SCHEMA_VERSION + 1)
+
+    fleet = start_worker("--processes", "2", ready=False)
+
+    assert fleet.wait_exit(60) == 1
+    assert fleet.stderr.count("upgrade django-workhorse on this machine") == 1, fleet.stderr
+    assert "supervisor" not in fleet.stderr, fleet.stderr
+    assert "Traceback" not in fleet.stderr, fleet.stderr

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import uuid
@@ -30,6 +29,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.docs.fresh_project import checkout_copy, database_server_env
 from tests.docs.test_doc_examples import BLOCK_RE, DOCS, is_settings
 
 pytestmark = pytest.mark.fresh_venv
@@ -64,31 +64,6 @@ def page_blocks() -> list[tuple[str, str]]:
     return [(lang, code) for lang, code in BLOCK_RE.findall(text) if lang in ("python", "console")]
 
 
-SKIPPED_DIRS = (".git", ".venv*", "*.egg-info", "build", "dist", "__pycache__", ".*_cache")
-"""Left out of the copy when the checkout is not a git work tree."""
-
-
-def checkout_copy(target: Path) -> Path:
-    """The checkout's files as git sees them (tracked, and new ones not
-    ignored); without git, the tree but for virtualenvs, builds and caches."""
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=CHECKOUT,
-            capture_output=True,
-            check=True,
-        ).stdout.decode()
-    except (OSError, subprocess.CalledProcessError):
-        shutil.copytree(CHECKOUT, target, ignore=shutil.ignore_patterns(*SKIPPED_DIRS))
-        return target
-    for name in filter(None, listed.split("\0")):
-        source = CHECKOUT / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    return target
-
-
 @pytest.fixture(scope="session")
 def fresh_venv(tmp_path_factory) -> Path:
     """A folder holding ``venv/`` (no packages but pip's) and a copy of the
@@ -101,17 +76,7 @@ def fresh_venv(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def server_env() -> dict[str, str]:
-    from django.db import connection
-
-    s = connection.settings_dict
-    env = {
-        "PGHOST": s.get("HOST") or "127.0.0.1",
-        "PGPORT": str(s.get("PORT") or 5432),
-        "PGUSER": s.get("USER") or "postgres",
-    }
-    if s.get("PASSWORD"):
-        env["PGPASSWORD"] = s["PASSWORD"]
-    return env
+    return database_server_env()
 
 
 def test_getting_started_runs_as_written(fresh_venv, server_env, tmp_path):

@@ -49,6 +49,8 @@ def run_command(monkeypatch):
     """``run_command(*flags)``: the options of the worker ``runworker *flags`` starts."""
     monkeypatch.setattr(runworker, "Worker", RecordingWorker)
     monkeypatch.setattr(RecordingWorker, "started", [])
+    # The schema checks before the start read the database, as the worker does.
+    monkeypatch.setattr(runworker, "refuse_unusable_schema", lambda alias: None)
     logger = logging.getLogger("django_workhorse")
     level = logger.level
 

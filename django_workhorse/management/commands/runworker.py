@@ -19,8 +19,9 @@ from typing import Any
 import psycopg
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, connections
 
-from ... import logformat, metrics
+from ... import installed_sql, logformat, metrics, store
 from ...conf import CADENCE_FLOORS, cadence_problem, get_settings, worker_id_problem
 from ...exceptions import SchemaVersionError
 from ...limits import (
@@ -296,6 +297,7 @@ class Command(BaseCommand):
             )
         if options["processes"] > 1 and options["burst"]:
             raise CommandError("--burst runs one process; drop --processes")
+        refuse_unusable_schema(worker_options.alias)
         logformat.set_process_worker_id(worker_options.worker_id)
         use_log_format(settings.log_format, worker_options.worker_id)
         addr = options["metrics_addr"]
@@ -333,3 +335,41 @@ class Command(BaseCommand):
         exit_past_handler_threads(code, threads_before)
         if code:
             sys.exit(code)
+
+
+def refuse_unusable_schema(alias: str) -> None:
+    """A one-line CommandError, before any worker process starts, when the
+    schema is not one this code speaks (the worker checks it again, for a
+    ``Worker`` run without this command) or its SQL functions were changed
+    by hand (``workhorse.E005``): a worker would run whatever they now do.
+    A database that cannot be read here is left to the worker's own start,
+    which says what is wrong with it."""
+    newer: list[str] = []
+    pending = None
+    try:
+        with connections[alias].cursor() as cursor:
+            version_problem = store.schema_problem(store.schema_version(cursor))
+            if version_problem is not None:
+                raise CommandError(f"database {alias!r}: {version_problem}")
+            problem = installed_sql.problem(cursor, alias)
+            newer = installed_sql.newer_migrations(cursor)
+            pending = installed_sql.pending_message(cursor, alias)
+    except DatabaseError:
+        problem = None
+    finally:
+        connections[alias].close()
+    if problem is not None:
+        raise CommandError(problem)
+    if pending is not None:
+        # The schema version is one this code speaks: the worker runs on it.
+        logging.getLogger("django_workhorse").warning("workhorse: %s", pending)
+    if newer:
+        # A rolling deploy: the schema version (checked by the worker) says
+        # whether this release still speaks the schema; its functions are
+        # the newer release's.
+        logging.getLogger("django_workhorse").warning(
+            "workhorse: database %r was migrated by a newer django-workhorse (%s); "
+            "this worker runs while the schema version is one it speaks",
+            alias,
+            ", ".join(newer),
+        )

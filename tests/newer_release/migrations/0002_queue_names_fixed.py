@@ -1,0 +1,15 @@
+"""What a newer release adds: workhorse_queue_names_v1 with another body."""
+
+from django.db import migrations
+
+from django_workhorse.sql_files import read_sql
+
+NEWER = read_sql("workhorse_queue_names_v1.sql").replace(
+    "AS $$", "AS $$\n-- as a newer release ships it", 1
+)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("django_workhorse", "0001_initial")]
+
+    operations = [migrations.RunSQL(NEWER, reverse_sql=migrations.RunSQL.noop)]
