@@ -254,7 +254,7 @@ class _Enqueuer(Generic[P, R]):
         parts = ['{"payload":' + text + "," + tail for text in texts]
         return "[" + ",".join(parts) + "]", len(parts)
 
-    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
+    def enqueue(self, /, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """Enqueue one job; the handler will be called with these arguments.
 
         A type checker checks them against the handler's parameters. They are

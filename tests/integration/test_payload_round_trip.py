@@ -65,3 +65,10 @@ def test_a_float_jsonb_would_return_as_an_int_is_refused_naming_the_field(value)
     1.2345678901234567e20): enqueue refuses it instead of changing it."""
     with pytest.raises(InvalidPayloadError, match=r"payload\['x'\] is the float .* pass an int"):
         echo.enqueue(x=value)
+
+
+@pytest.mark.django_db
+def test_a_payload_key_named_self_is_enqueued_like_any_other():
+    handle = echo.enqueue(self=1)
+
+    assert Admin().get_job(handle.id).payload == {"self": 1}
