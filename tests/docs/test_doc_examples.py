@@ -69,6 +69,11 @@ def is_settings(code: str) -> bool:
     )
 
 
+WHERE_JOBS_ARE_FOUND = {"workhorse.W005", "workhorse.W006", "workhorse.W007"}
+"""Checks of the jobs this test process has registered, whichever earlier
+tests in it did (a task found by its path, say), not of the page's settings."""
+
+
 def check_settings(values: dict) -> None:
     if "INSTALLED_APPS" in values:
         assert "django_workhorse" in values["INSTALLED_APPS"]
@@ -80,7 +85,11 @@ def check_settings(values: dict) -> None:
         __import__(plugin)
     if "TASKS" in values:
         with override_settings(TASKS=values["TASKS"]):
-            found = [m for m in run_checks() if m.id.startswith("workhorse.")]
+            found = [
+                m
+                for m in run_checks()
+                if m.id.startswith("workhorse.") and m.id not in WHERE_JOBS_ARE_FOUND
+            ]
         assert found == []
 
 
