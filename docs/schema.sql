@@ -280,7 +280,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_make_due_v1(p_queues text[])
 --   RETURNS integer LANGUAGE plpgsql -- body sha256 7bd90779f1bc82d4
 -- FUNCTION workhorse_next_run_at_v1(p_queues text[])
---   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 e314ccb5cd766055
+--   RETURNS timestamp with time zone LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 e314ccb5cd766055
 -- FUNCTION workhorse_promote_v1(p_job_id bigint)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 c28b991d4be2d602
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)

@@ -23,7 +23,11 @@
 -- which lock FOR NO KEY UPDATE.)
 CREATE OR REPLACE FUNCTION workhorse_next_run_at_v1(p_queues text[])
 RETURNS timestamptz
-LANGUAGE plpgsql AS $$
+-- Index paths whatever the statistics say, as the claim's (docs/sql.md,
+-- "Plans that do not depend on statistics"): with a few thousand live rows
+-- the count of a limited queue's active jobs was planned as a sequential
+-- scan of the runtime table now and then, which grows with the table.
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_at   timestamptz;
     v_held text[];
