@@ -6,14 +6,13 @@ narrow screen, where no page is wider than the screen."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.db import connection
 
 import django_workhorse as workhorse
 from django_workhorse import Admin, store
+from tests.browser.pages import log_in, screenshot, staff
 from tests.factories import (
     ActiveJobFactory,
     FailedJobFactory,
@@ -22,18 +21,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def staff(django_user_model, username: str, codenames: list[str]):
-    user = django_user_model.objects.create_user(username=username, password="pw", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(
-            content_type__app_label="django_workhorse", codename__in=codenames
-        )
-    )
-    return user
 
 
 def failed_twice(queue: str) -> int:
@@ -60,23 +47,6 @@ def failed_twice(queue: str) -> int:
 def long_named(a: int, b: int) -> int:
     """A job whose name is as long as a name may be (200 characters)."""
     return a + b
-
-
-def screenshot(page, path: Path) -> Path:
-    page.screenshot(path=str(path), full_page=True)
-    data = path.read_bytes()
-    assert data.startswith(PNG) and len(data) > 2000, f"{path} is not a real screenshot"
-    return path
-
-
-def log_in(context, base: str, username: str):
-    page = context.new_page()
-    page.goto(f"{base}/admin/login/?next=/admin/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", "pw")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{base}/admin/")
-    return page
 
 
 def test_an_operator_reads_a_failed_job_retries_it_and_pauses_its_queue(

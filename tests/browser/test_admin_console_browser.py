@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from demo.jobs import add
-from django.contrib.auth.models import Permission
 from django.db import connection
 
 from django_workhorse import Admin, store
 from tests.acceptance.conftest import workers  # noqa: F401  (the runworker fixture)
+from tests.browser.pages import log_in, staff
 from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory
 from tests.helpers import poll_until
 
@@ -22,26 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / ".tmp" / "screenshots"
 SECRET = "alice@example.com"
-
-
-def staff(django_user_model, username: str, codenames: list[str]):
-    user = django_user_model.objects.create_user(username=username, password="pw", is_staff=True)
-    user.user_permissions.set(
-        Permission.objects.filter(
-            content_type__app_label="django_workhorse", codename__in=codenames
-        )
-    )
-    return user
-
-
-def log_in(context, base: str, username: str):
-    page = context.new_page()
-    page.goto(f"{base}/admin/login/?next=/admin/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", "pw")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{base}/admin/")
-    return page
 
 
 def screenshot(page, name: str) -> Path:
