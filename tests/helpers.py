@@ -254,3 +254,17 @@ def side_alias() -> Iterator[str]:
         connections["side"].close()
         del connections["side"]
         del connections.settings["side"]
+
+
+EVERY_FEATURE = {
+    "LOCK_DURATION": 2,
+    "STALLED_INTERVAL": 0.5,
+    "SCHEDULE_SWEEP_INTERVAL": 0.2,
+    "QUEUE_METRICS_INTERVAL": 0.2,
+    "VACUUM_INTERVAL": 0.2,
+    "SCHEDULES": {"tick": {"job": "jobtests.jobs.record", "cron": "* * * * * *"}},
+    "RETENTION": {"FINISHED_JOBS": 1, "INTERVAL": 0.3},
+}
+"""Short cadences, so that every loop of the worker runs many times: lease
+renewals, stall sweeps, schedule sweeps, the depth sampler, vacuum turns
+and retention."""

@@ -21,20 +21,11 @@ from jobtests.models import RunRecord
 
 from django_workhorse import Admin
 from django_workhorse.models import JobOutcome, JobRuntime
+from tests.helpers import EVERY_FEATURE
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
 )
-
-EVERY_FEATURE = {
-    "LOCK_DURATION": 2,
-    "STALLED_INTERVAL": 0.5,
-    "SCHEDULE_SWEEP_INTERVAL": 0.2,
-    "QUEUE_METRICS_INTERVAL": 0.2,
-    "VACUUM_INTERVAL": 0.2,
-    "SCHEDULES": {"tick": {"job": "jobtests.jobs.record", "cron": "* * * * * *"}},
-    "RETENTION": {"FINISHED_JOBS": 1, "INTERVAL": 0.3},
-}
 
 QUEUES = (
     "jobtests.record,jobtests.staged,jobtests.nap,jobtests.cancel,jobtests.doomed,jobtests.async"

@@ -24,7 +24,7 @@ from jobtests.models import RunRecord
 from django_workhorse import Admin
 from django_workhorse.models import JobOutcome, JobRuntime
 from tests.acceptance.conftest import database_name
-from tests.helpers import PGBOUNCER_POOL_SIZE
+from tests.helpers import EVERY_FEATURE, PGBOUNCER_POOL_SIZE
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]
@@ -39,19 +39,6 @@ CARRIED_BY_PGBOUNCER = {
 }
 """Parameters PgBouncer itself sets on a server connection for each client
 (it tracks them per client); any other session-level setting is a leak."""
-
-EVERY_FEATURE = {
-    "LOCK_DURATION": 2,
-    "STALLED_INTERVAL": 0.5,
-    "SCHEDULE_SWEEP_INTERVAL": 0.2,
-    "QUEUE_METRICS_INTERVAL": 0.2,
-    "VACUUM_INTERVAL": 0.2,
-    "SCHEDULES": {"tick": {"job": "jobtests.jobs.record", "cron": "* * * * * *"}},
-    "RETENTION": {"FINISHED_JOBS": 1, "INTERVAL": 0.3},
-}
-"""Short cadences, so that every loop of the worker runs many times: lease
-renewals, stall sweeps, schedule sweeps, the depth sampler, vacuum turns
-and retention."""
 
 QUEUES = ",".join(
     [
