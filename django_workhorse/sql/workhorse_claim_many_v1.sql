@@ -220,7 +220,12 @@ BEGIN
             worker_id = p_worker,
             fence = rt.fence + 1,
             lease_expires_at = now() + make_interval(secs => p_lease_seconds),
-            attempt_started_at = now()
+            -- A rate-limited queue's start is the time its claim was
+            -- counted and recorded under the queue's row lock (above), so
+            -- attempt_history shows the same starts the limit counted.
+            attempt_started_at = CASE WHEN v_rated
+                                      THEN coalesce(v_stamps[array_position(v_queues, rt.queue::text)], now())
+                                      ELSE now() END
         WHERE rt.job_id = ANY (v_ids)
         RETURNING rt.job_id, rt.priority, rt.run_at, rt.attempt, rt.fence,
                   rt.lease_expires_at, rt.cancel_requested
