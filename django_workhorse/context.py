@@ -91,6 +91,10 @@ class JobContext:
     # returns. Not a dataclass field either: almost no run sets it, and a
     # field would cost every run's context a setattr.
     _ended_with: ClassVar[BaseException | None] = None
+    # What the handler's code asked to be called once this run's end is
+    # recorded (the Tasks backend's task_finished), in the instance's dict
+    # under "_after_recorded": set before the handler returns, taken once by
+    # whoever records the end. Not a field, as above.
 
     @property
     def cancel_requested(self) -> bool:
@@ -106,6 +110,21 @@ class JobContext:
         """Set by the worker when it records this run's end (timed out or
         canceled) without waiting for the handler; a plain attribute write."""
         object.__setattr__(self, "_ended_with", error)
+
+    def _call_when_recorded(self, call: Callable[[], object]) -> None:
+        """Have ``call`` made after the run's end is written to the database
+        (by a worker on its hook thread, by ``run_jobs`` in its own thread),
+        never before: what it reads back is what was recorded."""
+        object.__setattr__(self, "_after_recorded", call)
+
+    def _take_after_recorded(self) -> Callable[[], object] | None:
+        """The call set by ``_call_when_recorded``, once: a dict pop, atomic,
+        so of two threads that record the run's end only one gets it."""
+        return cast("Callable[[], object] | None", self.__dict__.pop("_after_recorded", None))
+
+    def _awaits_recorded(self) -> bool:
+        """Whether a call is waiting for the run's end to be recorded."""
+        return "_after_recorded" in self.__dict__
 
     def raise_if_cancelled(self) -> None:
         """Raise JobCancelled when an operator asked to cancel this job.

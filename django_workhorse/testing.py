@@ -276,8 +276,9 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     """Run one claimed job and record how it ended, as a worker records it:
     the admission checks, the stored error and the retry decision are the
     worker's own (``outcomes.py``); only the running differs (in this
-    thread, under a savepoint in a ``db`` test)."""
-    definition = registry.all_jobs().get(job.name)
+    thread, under a savepoint in a ``db`` test). What the run asked to be
+    called once its end is recorded (the Tasks backend's ``task_finished``)
+    is called then, here."""
     context = JobContext(
         job_id=job.job_id,
         name=job.name,
@@ -288,6 +289,25 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
         using=alias,
         _run=RunTicket(worker_id, job.fence, connections[alias].cursor),
     )
+    try:
+        run = _run_and_record(job, context, worker_id, alias)
+    except LeaseLost:
+        _after_recorded(context)  # as a worker does: the run recorded nothing
+        raise
+    _after_recorded(context)
+    return run
+
+
+def _after_recorded(context: JobContext) -> None:
+    after = context._take_after_recorded()
+    if after is not None:
+        after()
+
+
+def _run_and_record(
+    job: store.ClaimedJob, context: JobContext, worker_id: str, alias: str
+) -> JobRun:
+    definition = registry.all_jobs().get(job.name)
     sleep: SleepRequested | None = None
     error: BaseException | None = None
     value: Any = None

@@ -4,7 +4,9 @@ Every task job has the payload ``{"args": [...], "kwargs": {...}, "backend":
 alias}`` and one of these two functions as its handler. Each run reads the
 job's ``TaskResult`` (status RUNNING, one worker id per attempt), sends
 ``task_started``, calls the task (with a ``TaskContext`` when it
-``takes_context``), then sends ``task_finished`` with the run's outcome:
+``takes_context``), then has ``task_finished`` sent with the run's outcome
+once that outcome is recorded (by a worker on its hook thread, with the
+``ON_JOB_FAILURE`` calls; by ``run_jobs`` right after its write):
 SUCCESSFUL with the return value, FAILED when the job ends (the last attempt,
 ``JobCancelled``, an operator's cancel, a return value that is not JSON),
 READY when a retry follows or a durable sleep ends the run. The exception is
@@ -111,48 +113,66 @@ def _failed(result: TaskResult, exc: BaseException, *, final: bool = False) -> N
         object.__setattr__(result, "status", TaskResultStatus.READY)
 
 
+def _when_recorded(result: TaskResult, exc: BaseException | None = None) -> None:
+    """Send ``task_finished`` for ``result`` once the run's end is recorded
+    (see the module docstring): a receiver's ``get_result`` reads that end,
+    and a slow receiver holds up no result, heartbeat or claim. With the
+    exception the task raised, the signal is sent while that exception is
+    being handled, so receivers see it in ``sys.exc_info()`` (Django's own
+    receiver logs a FAILED task with ``logger.exception``)."""
+    sender = type(result.task.get_backend())
+
+    def send() -> None:
+        if exc is None:
+            task_finished.send(sender, task_result=result)
+            return
+        traceback_ = exc.__traceback__
+        try:
+            raise exc
+        except BaseException:
+            task_finished.send(sender, task_result=result)
+        finally:
+            exc.__traceback__ = traceback_  # as recorded: the raise added a frame
+
+    current_job()._call_when_recorded(send)
+
+
 def run_task(args: list[Any], kwargs: dict[str, Any], backend: str) -> Any:
     """Run a sync task for the worker; see the module docstring."""
     result = _running_result(backend)
     task_started.send(type(result.task.get_backend()), task_result=result)
     call_args, call_kwargs = _call_args(result)
-    sender = type(result.task.get_backend())
     try:
         value = result.task.func(*call_args, **call_kwargs)
     except BaseException as exc:
         _failed(result, exc)
-        # Sent inside the except block, so that receivers see exc_info.
-        task_finished.send(sender, task_result=result)
+        _when_recorded(result, exc)
         raise
+    return _ended(result, value)
+
+
+def _ended(result: TaskResult, value: Any) -> Any:
+    """What a task that returned ``value`` hands the worker."""
     ended = current_job()._ended_with
     if ended is not None:
         # Timed out or canceled while it ran: its return value was not kept.
         _failed(result, ended)
-        task_finished.send(sender, task_result=result)
-        return value
-    value = _returned(result, value)
-    task_finished.send(sender, task_result=result)
+    else:
+        value = _returned(result, value)
+    _when_recorded(result)
     return value
 
 
 async def run_task_async(args: list[Any], kwargs: dict[str, Any], backend: str) -> Any:
     """Run an async task for the worker, on its event loop; see the module docstring."""
     result = await sync_to_async(_running_result)(backend)
-    sender = type(result.task.get_backend())
     # asend runs sync receivers (which may use the ORM) off the event loop.
-    await task_started.asend(sender, task_result=result)
+    await task_started.asend(type(result.task.get_backend()), task_result=result)
     call_args, call_kwargs = _call_args(result)
     try:
         value = await result.task.func(*call_args, **call_kwargs)
     except BaseException as exc:
         _failed(result, exc)
-        await task_finished.asend(sender, task_result=result)
+        _when_recorded(result, exc)
         raise
-    ended = current_job()._ended_with
-    if ended is not None:
-        _failed(result, ended)
-        await task_finished.asend(sender, task_result=result)
-        return value
-    value = _returned(result, value)
-    await task_finished.asend(sender, task_result=result)
-    return value
+    return _ended(result, value)

@@ -295,6 +295,13 @@ class Ledger:
             waiting = len(self._writing)
             return not waiting or (backlogged and waiting < self.write_limit)
 
+    def awaits_write(self, running: Running) -> bool:
+        """Whether a write of ``running`` is still to land (at the writer,
+        held for a claim, or carried on): the writer's ``on_written`` then
+        follows it."""
+        with self._lock:
+            return running in self._writing
+
     def fail(self, exc: BaseException) -> None:
         """The writer died of ``exc``: the loop raises it."""
         with self._lock:

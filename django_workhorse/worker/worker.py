@@ -240,8 +240,10 @@ class Worker:
             self._sync[name] = SyncSlots(count, self._finished_sync, f"workhorse-{name}")
         if needs_async:
             self._async = AsyncSlots(self._done, "workhorse")
-        if self._hook is not None or self._cancel_hook is not None:
-            self._hooks.start()
+        # Always: besides the failure and cancel hooks, a run's own code may
+        # ask for a call once its end is recorded (a Django task's
+        # task_finished), and any job name may be a task's.
+        self._hooks.start()
         self._writer.start()
         listen_alias = self.settings.listen_alias(self.options.alias)
         self._listener = Listener(
@@ -566,8 +568,10 @@ class Worker:
                 report_lost(item.running, "success")
         instruments.count_successes(items, succeeded)
         instruments.observe_runs()  # their run times, as the writer does after a batch
+        runs = [item.running for item in items]
         # The loop is this thread: it goes on by itself, no wake-up needed.
-        self.ledger.written([item.running for item in items])
+        self.ledger.written(runs)
+        self._after_recorded(runs)
         return owner, jobs
 
     def _hand_held_over(self, held: list[Finished]) -> None:
@@ -683,6 +687,11 @@ class Worker:
             self._wake.set()
         if type(item.error) is LeaseLost and freed is not None:
             report_lost(item.running, item.error.what)
+        running = item.running
+        if running.context._awaits_recorded() and not self.ledger.awaits_write(running):
+            # Nothing of this run is to be written (its end was recorded
+            # while it ran: a timeout, a cancel; or it lost its job).
+            self._after_recorded([running])
 
     def _running_count(self) -> int:
         return self.ledger.running_count()
@@ -690,6 +699,17 @@ class Worker:
     def _written(self, runs: list[Running]) -> None:
         if self.ledger.written(runs):
             self._wake.set()  # claims may go on, or a burst worker may be done
+        self._after_recorded(runs)
+
+    def _after_recorded(self, runs: list[Running]) -> None:
+        """Hand the calls the runs' code asked for once their ends were
+        recorded (``JobContext._call_when_recorded``) to the hook thread."""
+        for running in runs:
+            if not running.context._awaits_recorded():
+                continue  # the common case
+            call = running.context._take_after_recorded()
+            if call is not None:
+                self._hooks.submit(running.job.job_id, "task_finished", call)
 
     def _on_writer_error(self, exc: BaseException) -> None:
         self.ledger.fail(exc)

@@ -212,3 +212,37 @@ def _on_finished(sender, task_result, **kwargs) -> None:
             task_result.attempts,
             task_result.worker_ids[-1],
         )
+
+
+@task(queue_name="jobtests.tasks")
+def read_back(label: str) -> str:
+    """Returns ``label``; its ``task_finished`` receiver reads the result back."""
+    return label
+
+
+@task(queue_name="jobtests.tasks")
+def finish_hangs(label: str) -> str:
+    """Returns ``label``; its ``task_finished`` receiver never returns."""
+    return label
+
+
+@receiver(task_finished)
+def _read_back_when_finished(sender, task_result, **kwargs) -> None:
+    """Records the status the signal carries beside what ``get_result``
+    reads from the database at that moment."""
+    if task_result.task.module_path == read_back.module_path:
+        stored = read_back.get_result(task_result.id)
+        record(
+            f"read-back:{task_result.status}:{stored.status}",
+            int(task_result.id),
+            task_result.attempts,
+        )
+
+
+@receiver(task_finished)
+def _hang_when_finished(sender, task_result, **kwargs) -> None:
+    """A receiver that never returns (a socket without a timeout, say):
+    records its call, then sleeps for an hour."""
+    if task_result.task.module_path == finish_hangs.module_path:
+        record("finish-hangs:called", int(task_result.id), task_result.attempts)
+        time.sleep(3600)
