@@ -273,6 +273,13 @@ class OperatorAdmin(admin.ModelAdmin):
             )
         return given
 
+    def page(self, route: str, view: Any, name: str) -> URLPattern:
+        """The URL of one of this model's pages, named as Django's admin names
+        its own (``django_workhorse_<model>_<name>``): behind the admin's
+        log-in, with an unknown ``?store=`` answered by ``store_checked``."""
+        view = self.admin_site.admin_view(self.store_checked(view))
+        return path(route, view, name=f"{self.opts.app_label}_{self.opts.model_name}_{name}")
+
     def store_checked(self, view: Any) -> Any:
         """``view``, answering a URL whose ``?store=`` is not a store with a
         404 page that says so and links to the stores."""
@@ -355,26 +362,15 @@ class JobAdmin(OperatorAdmin):
     """The job list and the job page."""
 
     def get_urls(self) -> list[URLPattern]:
-        def wrap(view: Any) -> Any:
-            return self.admin_site.admin_view(self.store_checked(view))
-
         return [
-            path("", wrap(self.changelist_view), name="django_workhorse_job_changelist"),
-            path("act/", wrap(self.bulk_action_view), name="django_workhorse_job_bulk"),
-            path("act/all/", wrap(self.matching_view), name="django_workhorse_job_matching"),
-            path("failures/", wrap(self.failures_view), name="django_workhorse_job_failures"),
-            path("<str:object_id>/act/", wrap(self.action_view), name="django_workhorse_job_act"),
-            path(
-                "<str:object_id>/cancel/",
-                wrap(self.cancel_confirm_view),
-                name="django_workhorse_job_cancel",
-            ),
-            path(
-                "<str:object_id>/change/",
-                wrap(self.change_view),
-                name="django_workhorse_job_change",
-            ),
-            path("<str:object_id>/", wrap(self.change_view), name="django_workhorse_job_page"),
+            self.page("", self.changelist_view, "changelist"),
+            self.page("act/", self.bulk_action_view, "bulk"),
+            self.page("act/all/", self.matching_view, "matching"),
+            self.page("failures/", self.failures_view, "failures"),
+            self.page("<str:object_id>/act/", self.action_view, "act"),
+            self.page("<str:object_id>/cancel/", self.cancel_confirm_view, "cancel"),
+            self.page("<str:object_id>/change/", self.change_view, "change"),
+            self.page("<str:object_id>/", self.change_view, "page"),
         ]
 
     def changelist_view(
@@ -881,13 +877,10 @@ class QueueAdmin(OperatorAdmin):
     """The queue dashboard, with pause and resume."""
 
     def get_urls(self) -> list[URLPattern]:
-        def wrap(view: Any) -> Any:
-            return self.admin_site.admin_view(self.store_checked(view))
-
         return [
-            path("", wrap(self.changelist_view), name="django_workhorse_queue_changelist"),
-            path("act/", wrap(self.action_view), name="django_workhorse_queue_act"),
-            path("workers/", wrap(self.workers_view), name="django_workhorse_queue_workers"),
+            self.page("", self.changelist_view, "changelist"),
+            self.page("act/", self.action_view, "act"),
+            self.page("workers/", self.workers_view, "workers"),
         ]
 
     def workers_view(self, request: HttpRequest) -> HttpResponse:

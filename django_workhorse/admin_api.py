@@ -1074,10 +1074,7 @@ class Admin:
         Each batch is the next page of the list as it stands when the batch
         starts; a job whose state no longer allows the action is counted
         ``unchanged``. ``limit`` stops after that many jobs."""
-        if action not in ("retry", "cancel"):
-            raise InvalidQueryError(
-                f"bulk action must be 'retry' or 'cancel', got {shown(action, 40)}"
-            )
+        _check_bulk_action(action)
         if (
             not isinstance(batch_size, int)
             or isinstance(batch_size, bool)
@@ -1093,6 +1090,13 @@ class Admin:
         reason, by = _check_reason(reason), _check_by(by)
         counts = {"changed": 0, "requested": 0, "unchanged": 0, "unknown": 0}
         batches, done, cursor = 0, 0, None
+
+        def outcome(complete: bool) -> BulkOutcome:
+            unchanged = counts["unchanged"] + counts["unknown"]
+            return BulkOutcome(
+                action, counts["changed"], counts["requested"], unchanged, batches, complete
+            )
+
         while True:
             size = batch_size if limit is None else min(batch_size, limit - done)
             page = self.list_jobs(
@@ -1105,13 +1109,7 @@ class Admin:
                 limit=size,
             )
             if not page.items:
-                return BulkOutcome(
-                    action,
-                    counts["changed"],
-                    counts["requested"],
-                    counts["unchanged"] + counts["unknown"],
-                    batches,
-                )
+                return outcome(complete=True)
             with transaction.atomic(using=self.using), connections[self.using].cursor() as db:
                 for row in page.items:
                     if action == "retry":
@@ -1123,14 +1121,7 @@ class Admin:
             done += len(page.items)
             cursor = page.next_cursor
             if cursor is None or (limit is not None and done >= limit):
-                return BulkOutcome(
-                    action,
-                    counts["changed"],
-                    counts["requested"],
-                    counts["unchanged"] + counts["unknown"],
-                    batches,
-                    complete=cursor is None,
-                )
+                return outcome(complete=cursor is None)
 
     def bulk(
         self, action: str, job_ids: Sequence[int], *, by: str | None = None
@@ -1138,15 +1129,17 @@ class Admin:
         """``retry`` or ``cancel`` each job; one result per job, in order.
         ``by`` is passed to each cancel. Every argument is checked before the
         first job is touched: a bad id among good ones changes nothing."""
-        if action not in ("retry", "cancel"):
-            raise InvalidQueryError(
-                f"bulk action must be 'retry' or 'cancel', got {shown(action, 40)}"
-            )
+        _check_bulk_action(action)
         ids = _check_job_ids(job_ids)
         by = _check_by(by)
         if action == "retry":
             return [self.retry(job_id) for job_id in ids]
         return [self.cancel(job_id, by=by) for job_id in ids]
+
+
+def _check_bulk_action(action: object) -> None:
+    if action not in ("retry", "cancel"):
+        raise InvalidQueryError(f"bulk action must be 'retry' or 'cancel', got {shown(action, 40)}")
 
 
 def _check_by(by: object) -> str | None:

@@ -225,14 +225,7 @@ class _Enqueuer(Generic[P, R]):
         """
         definition = self.definition
         options = options or self._options.resolved()
-        common: dict[str, Any] = {
-            "name": definition.name,
-            "queue": options.queue,
-            "max_attempts": options.max_attempts,
-            "priority": options.priority,
-            "backoff": definition.backoff_policy,
-            "max_stalled": options.max_stalled,
-        }
+        common: dict[str, Any] = {"name": definition.name, **definition.stored_policy(options)}
         if options.timeout is not None:
             common["timeout"] = duration_seconds(options.timeout)
         if options.delay is not None:
@@ -592,6 +585,18 @@ class JobDefinition(_Enqueuer[P, R]):
                 () if depends_on is None else dependency_ids(depends_on, self.using)
             )
         return BoundJob(self, replace(base, **changes))
+
+    def stored_policy(self, options: EnqueueOptions) -> dict[str, Any]:
+        """What a job row of this definition keeps of ``options`` (resolved):
+        queue, attempts, priority, backoff and stall limit, as an enqueue and
+        a schedule's sync send them."""
+        return {
+            "queue": options.queue,
+            "max_attempts": options.max_attempts,
+            "priority": options.priority,
+            "backoff": self.backoff_policy,
+            "max_stalled": options.max_stalled,
+        }
 
     def payload_of(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The stored payload of ``enqueue(*args, **kwargs)``: the keyword

@@ -73,6 +73,7 @@ class ReadOnlyModel(models.Model):
 
     class Meta:
         abstract = True
+        managed = False
 
     def save(self, *args: Any, **kwargs: Any) -> NoReturn:
         _refuse(type(self), "save")
@@ -100,8 +101,7 @@ class Job(ReadOnlyModel):
     dependency_policy = models.TextField(null=True)
     first_due_at = models.DateTimeField(null=True)
 
-    class Meta:
-        managed = False
+    class Meta(ReadOnlyModel.Meta):
         db_table = "workhorse_job"
         # Created by migrate like the model's default permissions (unmanaged
         # models get them too): the admin shows what jobs carry only to
@@ -112,12 +112,17 @@ class Job(ReadOnlyModel):
         return f"{self.name} #{self.id}"
 
 
+def job_key(related_name: str) -> models.OneToOneField:
+    """The primary key of a job's runtime, outcome or query row: its job."""
+    return models.OneToOneField(
+        Job, primary_key=True, on_delete=models.DO_NOTHING, related_name=related_name
+    )
+
+
 class JobRuntime(ReadOnlyModel):
     """The live row of a blocked, scheduled, ready or active job."""
 
-    job = models.OneToOneField(
-        Job, primary_key=True, on_delete=models.DO_NOTHING, related_name="runtime"
-    )
+    job = job_key("runtime")
     queue = models.TextField()
     priority = models.SmallIntegerField()
     state = models.TextField(choices=JobState.choices)
@@ -131,17 +136,14 @@ class JobRuntime(ReadOnlyModel):
     cancel_requested = models.BooleanField()
     pending_dependencies = models.IntegerField()
 
-    class Meta:
-        managed = False
+    class Meta(ReadOnlyModel.Meta):
         db_table = "workhorse_job_runtime"
 
 
 class JobOutcome(ReadOnlyModel):
     """The terminal row of a succeeded, failed or canceled job."""
 
-    job = models.OneToOneField(
-        Job, primary_key=True, on_delete=models.DO_NOTHING, related_name="outcome"
-    )
+    job = job_key("outcome")
     state = models.TextField(choices=JobState.choices)
     result = models.JSONField(null=True)
     error = models.JSONField(null=True)
@@ -149,51 +151,52 @@ class JobOutcome(ReadOnlyModel):
     stall_count = models.IntegerField()
     finished_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(ReadOnlyModel.Meta):
         db_table = "workhorse_job_outcome"
 
 
 class JobQuery(ReadOnlyModel):
     """The routing projection operator reads page through, in creation order."""
 
-    job = models.OneToOneField(
-        Job, primary_key=True, on_delete=models.DO_NOTHING, related_name="query_row"
-    )
+    job = job_key("query_row")
     queue = models.TextField()
     name = models.TextField()
     created_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(ReadOnlyModel.Meta):
         db_table = "workhorse_job_query"
 
 
-class JobEvent(ReadOnlyModel):
-    """One stored lifecycle change (append-only, partitioned by day).
+class JobHistoryRow(ReadOnlyModel):
+    """A row of a job's history: append-only, in a table partitioned by day."""
+
+    id = models.BigIntegerField(primary_key=True)
+    job_id = models.BigIntegerField()
+
+    class Meta(ReadOnlyModel.Meta):
+        abstract = True
+
+
+class JobEvent(JobHistoryRow):
+    """One stored lifecycle change.
 
     Not every event of a job's timeline is a row here: the enqueue, the
     claims and a plain success are derived from the job row and the
     attempts (``Admin().get_job_timeline`` shows them all)."""
 
-    id = models.BigIntegerField(primary_key=True)
-    job_id = models.BigIntegerField()
     at = models.DateTimeField()
     kind = models.TextField(choices=EventKind.choices)
     attempt = models.IntegerField(null=True)
     worker_id = models.TextField(null=True)
     data = models.JSONField(null=True)
 
-    class Meta:
-        managed = False
+    class Meta(JobHistoryRow.Meta):
         db_table = "workhorse_job_event"
 
 
-class AttemptHistory(ReadOnlyModel):
-    """How one attempt closed (append-only, partitioned by day)."""
+class AttemptHistory(JobHistoryRow):
+    """How one attempt closed."""
 
-    id = models.BigIntegerField(primary_key=True)
-    job_id = models.BigIntegerField()
     attempt = models.IntegerField()
     outcome = models.TextField(choices=AttemptOutcome.choices)
     worker_id = models.TextField()
@@ -201,8 +204,7 @@ class AttemptHistory(ReadOnlyModel):
     finished_at = models.DateTimeField()
     error = models.JSONField(null=True)
 
-    class Meta:
-        managed = False
+    class Meta(JobHistoryRow.Meta):
         db_table = "workhorse_attempt_history"
 
 
@@ -213,6 +215,5 @@ class Queue(ReadOnlyModel):
     paused = models.BooleanField()
     updated_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(ReadOnlyModel.Meta):
         db_table = "workhorse_queue"

@@ -140,13 +140,7 @@ def sync_json(schedules: list[Schedule]) -> str:
         definition = registry.get(schedule.job_name)
         # The settings' defaults as they are when the worker syncs, as at an enqueue.
         options = definition._options.resolved()
-        job_options: dict[str, Any] = {
-            "queue": options.queue,
-            "max_attempts": options.max_attempts,
-            "priority": options.priority,
-            "backoff": definition.backoff_policy,
-            "max_stalled": options.max_stalled,
-        }
+        job_options = definition.stored_policy(options)
         if options.timeout is not None:
             job_options["timeout"] = options.timeout
         rows.append(

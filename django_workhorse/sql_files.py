@@ -62,6 +62,18 @@ class RunSQLFile(migrations.RunSQL):
         super().database_forwards(app_label, schema_editor, from_state, to_state)
 
 
+def function_file(filename: str) -> RunSQLFile:
+    """The operation installing one SQL function's file, ``<function>.sql``:
+    reversed by dropping the function the file is named after."""
+    return RunSQLFile(filename, drops_function=filename.removesuffix(".sql"))
+
+
+def schema_file(filename: str) -> RunSQLFile:
+    """The operation running a file of tables, views or indexes, ``<name>.sql``:
+    reversed by its ``<name>.down.sql``."""
+    return RunSQLFile(filename, reverse_file=filename.removesuffix(".sql") + ".down.sql")
+
+
 def refuse_unless_postgresql(connection: Any) -> None:
     """A one-line CommandError (what ``migrate`` prints without a traceback)
     when the migrations are applied to a database that is not PostgreSQL:

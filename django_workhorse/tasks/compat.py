@@ -16,12 +16,7 @@ try:
         task_backends,
     )
     from django.tasks.backends.base import BaseTaskBackend
-    from django.tasks.base import (
-        TASK_MAX_PRIORITY,
-        TASK_MIN_PRIORITY,
-        Task,
-        TaskError,
-    )
+    from django.tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task, TaskError
     from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
     from django.tasks.signals import task_enqueued, task_finished, task_started
     from django.utils.json import normalize_json
@@ -36,12 +31,7 @@ except ImportError:  # Django 5.2: the backport
         task_backends,
     )
     from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import (
-        TASK_MAX_PRIORITY,
-        TASK_MIN_PRIORITY,
-        Task,
-        TaskError,
-    )
+    from django_tasks.base import TASK_MAX_PRIORITY, TASK_MIN_PRIORITY, Task, TaskError
     from django_tasks.exceptions import InvalidTaskError as InvalidTask
     from django_tasks.exceptions import TaskResultDoesNotExist
     from django_tasks.signals import task_enqueued, task_finished, task_started

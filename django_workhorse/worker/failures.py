@@ -12,7 +12,7 @@ from ..exceptions import JobCancelled, StalledJobError
 from ..hooks import JobFailure
 from ..outcomes import describe, retry_decision
 from ..states import AttemptOutcome
-from ..store import FailResult, Recovered
+from ..store import ClaimedJob, FailResult, Recovered
 from .execution import Finished, Running
 from .logs import job_extra
 
@@ -125,6 +125,29 @@ def report_lost(running: Running, what: str) -> None:
     )
 
 
+def job_failure(
+    job: ClaimedJob | Recovered,
+    *,
+    will_retry: bool,
+    exception: BaseException,
+    timed_out: bool = False,
+    stalled: bool = False,
+) -> JobFailure:
+    """The ``JobFailure`` of ``job``, a claimed job that failed or one that
+    recovery failed: both name the job and its attempt alike."""
+    return JobFailure(
+        job_id=job.job_id,
+        name=job.name,
+        queue=job.queue,
+        attempt=job.attempt,
+        max_attempts=job.max_attempts,
+        will_retry=will_retry,
+        exception=exception,
+        timed_out=timed_out,
+        stalled=stalled,
+    )
+
+
 def call_hook(
     hook: Callable[[JobFailure], object] | None, failure: Failure, result: FailResult
 ) -> None:
@@ -135,12 +158,8 @@ def call_hook(
     job = failure.item.running.job
     try:
         hook(
-            JobFailure(
-                job_id=job.job_id,
-                name=job.name,
-                queue=job.queue,
-                attempt=job.attempt,
-                max_attempts=job.max_attempts,
+            job_failure(
+                job,
                 will_retry=result.will_retry,
                 exception=failure.exception,
                 timed_out=failure.kind == AttemptOutcome.TIMED_OUT,
@@ -156,12 +175,8 @@ def call_hook(
 
 def stall_failure(item: Recovered) -> JobFailure:
     """What ``ON_JOB_FAILURE`` receives for a job failed by too many stalls."""
-    return JobFailure(
-        job_id=item.job_id,
-        name=item.name,
-        queue=item.queue,
-        attempt=item.attempt,
-        max_attempts=item.max_attempts,
+    return job_failure(
+        item,
         will_retry=False,
         exception=StalledJobError(
             f"the job stalled {item.stall_count} times (max_stalled is {item.max_stalled}): "

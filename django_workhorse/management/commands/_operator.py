@@ -1,9 +1,13 @@
-"""What the operator commands share: the database alias they act on."""
+"""What the management commands share: the database alias they act on, and
+the argparse type of a whole number."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
+
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from ...conf import get_settings
@@ -24,3 +28,34 @@ def database_alias(given: str | None) -> str:
     if problem := not_postgresql(alias):
         raise CommandError(problem)
     return alias
+
+
+class AliasCommand(BaseCommand):
+    """A command run as the schema's owner on one alias, ``--database``
+    (default "default"), without the system checks: what they would refuse
+    may be what the command is for."""
+
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--database", default="default", help="the database alias")
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``low`` (and at most ``high``)."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        if number < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {number}")
+        if high is not None and number > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {number}")
+        return number
+
+    return parse
+
+
+positive_int = whole_number(1)

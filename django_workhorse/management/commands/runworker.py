@@ -37,28 +37,9 @@ from ...worker.logs import use_log_format
 from ...worker.options import resolve_options
 from ...worker.supervisor import Supervisor, child_argv
 from ...worker.worker import Worker
+from ._operator import positive_int, whole_number
 
 VERBOSITY_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
-
-
-def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least ``low`` (and at most ``high``)."""
-
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-        if number < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {number}")
-        if high is not None and number > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high}, got {number}")
-        return number
-
-    return parse
-
-
-positive_int = whole_number(1)
 
 
 def port_number(value: str) -> int:

@@ -13,22 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError
 from django.db import DatabaseError, connections, transaction
 
 from ... import installed_sql
 from ...preflight import not_postgresql
+from ._operator import AliasCommand
 
 
-class Command(BaseCommand):
+class Command(AliasCommand):
     help = (
         "Re-create the django-workhorse SQL functions that differ from the package's "
         "(workhorse.E005), in one transaction."
     )
-    requires_system_checks: list[str] = []
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--database", default="default", help="the database alias")
 
     def handle(self, *args: Any, **options: Any) -> None:
         alias = options["database"]

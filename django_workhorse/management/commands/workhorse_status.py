@@ -18,7 +18,7 @@ from django.db import DatabaseError
 from ...admin_api import STATES, Admin
 from ...preflight import explained
 from ...stores import store_aliases
-from ._operator import database_alias
+from ._operator import database_alias, positive_int
 
 
 def positive_seconds(text: str) -> float:
@@ -31,19 +31,6 @@ def positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or not 0.1 <= value <= 86400:
         raise argparse.ArgumentTypeError(f"must be from 0.1 to 86400 seconds, got {text!r}")
-    return value
-
-
-def refresh_count(text: str) -> int:
-    """An argparse type: how many times ``--watch`` prints, at least once."""
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
@@ -229,7 +216,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--count",
-            type=refresh_count,
+            type=positive_int,
             default=None,
             help="with --watch: stop after this many refreshes",
         )

@@ -10,22 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError, connections
 
 from ...limits import text_problem
-from ...store import Cursor
+from ...store import JOB_TABLES, Cursor
+from ._operator import AliasCommand
 
 READ_WRITE = (
-    "workhorse_job",
-    "workhorse_job_runtime",
-    "workhorse_job_outcome",
-    "workhorse_job_query",
-    "workhorse_job_dependency",
-    "workhorse_job_event",
-    "workhorse_attempt_history",
-    "workhorse_job_checkpoint",
-    "workhorse_queue",
+    *JOB_TABLES,
     "workhorse_schedule",
     "workhorse_queue_minute",
     "workhorse_failure_hour",
@@ -65,18 +58,17 @@ def grant_statements(cursor: Cursor, role: str) -> list[str]:
     ]
 
 
-class Command(BaseCommand):
+class Command(AliasCommand):
     help = (
         "Print (or --apply) the grants that let a database role run django-workhorse "
         "workers without any right to change the schema or read other tables."
     )
-    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "role", help="an existing role, e.g. created with CREATE ROLE ... LOGIN"
         )
-        parser.add_argument("--database", default="default", help="the database alias")
+        super().add_arguments(parser)
         parser.add_argument("--apply", action="store_true", help="run the grants now")
 
     def handle(self, *args: Any, **options: Any) -> None:
