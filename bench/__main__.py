@@ -158,7 +158,8 @@ def main() -> None:
         "--rounds",
         type=int,
         default=5,
-        help="with --against, and for pickup-pgbouncer: rounds of each side, taken in turns",
+        help="with --against, for pickup-pgbouncer and for observed: rounds of each side"
+        " (each mode), taken in turns",
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
@@ -241,7 +242,7 @@ def main() -> None:
         from . import common, observed
 
         common.reset(conn)
-        observed.run(conn, url)
+        observed.run(conn, url, turns=args.rounds)
     if "control" in args.sections:
         from . import common, control
 

@@ -72,10 +72,10 @@ def drain_once(conn, url: str, jobs: int, mode: str, queue: str = "bench") -> fl
     return done / seconds
 
 
-def run(conn, url: str, jobs: int = 20_000) -> None:
+def run(conn, url: str, jobs: int = 20_000, turns: int = TURNS) -> None:
     section("drain with tracing and metrics on (issue: tracing, metrics)")
     rates: dict[str, list[float]] = {mode: [] for mode in MODES}
-    for turn in range(TURNS):
+    for turn in range(turns):
         for mode in MODES if turn % 2 == 0 else MODES[::-1]:
             rates[mode].append(drain_once(conn, url, jobs, mode))
     plain = median(rates["plain"])
@@ -104,7 +104,7 @@ def run(conn, url: str, jobs: int = 20_000) -> None:
         "  observed / plain",
         median(observed) / plain,
         "ratio",
-        f"target >= 0.9; medians of {TURNS} runs each, in turns on a shared, noisy"
+        f"target >= 0.9; medians of {turns} runs each, in turns on a shared, noisy"
         f" machine; turn by turn {ratios[0]:.2f}-{ratios[-1]:.2f}",
     )
     sampled = rates["sampled"]
