@@ -12,7 +12,7 @@ With no section named it runs ``core``, ``worker``, ``observed``, ``control``, `
 ``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``lifecycle`` runs the
 calibration and the SQL lifecycle of ``core`` alone; ``observed`` compares the
-drain with tracing and metrics on to the plain drain, in turns; ``control``
+drain with tracing and metrics on to the plain drain, in ``--rounds`` turns; ``control``
 (bench/control.py) compares drains of queues with limits that never bind to
 the plain drain, in turns, and measures the latency of cancelling a running
 job; ``peers`` runs pgqueuer side
