@@ -12,7 +12,7 @@ With no section named it runs ``core``, ``worker``, ``observed``, ``control``, `
 ``ratio`` (the
 history ratio) run one part of ``worker`` alone; ``lifecycle`` runs the
 calibration and the SQL lifecycle of ``core`` alone; ``observed`` compares the
-drain with tracing and metrics on to the plain drain, in turns; ``control``
+drain with tracing and metrics on to the plain drain, in ``--rounds`` turns; ``control``
 (bench/control.py) compares drains of queues with limits that never bind to
 the plain drain, in turns, and measures the latency of cancelling a running
 job; ``peers`` runs pgqueuer side
@@ -158,7 +158,8 @@ def main() -> None:
         "--rounds",
         type=int,
         default=5,
-        help="with --against, and for pickup-pgbouncer: rounds of each side, taken in turns",
+        help="with --against, for pickup-pgbouncer and for observed: rounds of each side"
+        " (each mode), taken in turns",
     )
     args = parser.parse_args()
     # A list default is checked against the choices as a whole; name it here.
@@ -241,7 +242,7 @@ def main() -> None:
         from . import common, observed
 
         common.reset(conn)
-        observed.run(conn, url)
+        observed.run(conn, url, turns=args.rounds)
     if "control" in args.sections:
         from . import common, control
 

@@ -18,6 +18,7 @@ a project that samples would run it.
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import time
 
@@ -36,8 +37,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def drain_once(conn, url: str, jobs: int, mode: str, queue: str = "bench") -> float:
-    """Drain ``jobs`` no-op jobs with one burst worker; ``mode`` is one of MODES."""
+def drain_once(conn, url: str, jobs: int, mode: str, queue: str = "bench") -> tuple[float, float]:
+    """Drain ``jobs`` no-op jobs with one burst worker; ``mode`` is one of MODES.
+    The rate, and the worker's CPU per job in microseconds (its start-up
+    included, a failed start too): steadier than the rate on a shared machine."""
     conn.execute("DELETE FROM workhorse_job_runtime WHERE queue = %s", [queue])
     for table in ("workhorse_attempt_history", "workhorse_job_outcome", "workhorse_job_query"):
         conn.execute(
@@ -53,6 +56,7 @@ def drain_once(conn, url: str, jobs: int, mode: str, queue: str = "bench") -> fl
         os.environ["WORKHORSE_OTEL_SDK"] = "1"
     if mode == "sampled":
         os.environ["WORKHORSE_OTEL_SAMPLE"] = str(SAMPLED_RATIO)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         # A worker that could not start (a server shared with other benchmarks
         # out of connections, a port taken meanwhile) is started again.
@@ -67,31 +71,41 @@ def drain_once(conn, url: str, jobs: int, mode: str, queue: str = "bench") -> fl
     finally:
         os.environ.pop("WORKHORSE_OTEL_SDK", None)
         os.environ.pop("WORKHORSE_OTEL_SAMPLE", None)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     wait_drained(conn, jobs, queue)
     done, seconds = drained_span(conn, queue)
-    return done / seconds
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return done / seconds, cpu / done * 1e6
 
 
-def run(conn, url: str, jobs: int = 20_000) -> None:
+def run(conn, url: str, jobs: int = 20_000, turns: int = TURNS) -> None:
     section("drain with tracing and metrics on (issue: tracing, metrics)")
     rates: dict[str, list[float]] = {mode: [] for mode in MODES}
-    for turn in range(TURNS):
+    cpus: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for turn in range(turns):
         for mode in MODES if turn % 2 == 0 else MODES[::-1]:
-            rates[mode].append(drain_once(conn, url, jobs, mode))
+            rate, cpu = drain_once(conn, url, jobs, mode)
+            rates[mode].append(rate)
+            cpus[mode].append(cpu)
     plain = median(rates["plain"])
+
+    def runs(mode: str) -> str:
+        """The spread of a mode's rates, its turn-by-turn ratios to plain, its CPU."""
+        ratios = sorted(r / p for r, p in zip(rates[mode], rates["plain"], strict=True))
+        return (
+            f"runs {min(rates[mode]):,.0f}-{max(rates[mode]):,.0f} jobs/s, turn by turn"
+            f" {ratios[0]:.2f}-{ratios[-1]:.2f}; worker CPU {median(cpus[mode]):.1f} us a job"
+        )
+
     report(
         f"drain {jobs:,} no-op jobs, 1 process, plain",
         plain,
         "jobs/s",
-        f"runs {min(rates['plain']):,.0f}-{max(rates['plain']):,.0f}",
+        f"runs {min(rates['plain']):,.0f}-{max(rates['plain']):,.0f}; worker CPU"
+        f" {median(cpus['plain']):.1f} us a job (start-up included)",
     )
     for mode, label in (("tracing", "tracing only"), ("metrics", "metrics only")):
-        report(
-            f"  {label} / plain",
-            median(rates[mode]) / plain,
-            "ratio",
-            f"runs {min(rates[mode]):,.0f}-{max(rates[mode]):,.0f} jobs/s",
-        )
+        report(f"  {label} / plain", median(rates[mode]) / plain, "ratio", runs(mode))
     observed = rates["observed"]
     report(
         f"drain {jobs:,} no-op jobs, 1 process, observed",
@@ -99,18 +113,16 @@ def run(conn, url: str, jobs: int = 20_000) -> None:
         "jobs/s",
         f"runs {min(observed):,.0f}-{max(observed):,.0f}",
     )
-    ratios = sorted(o / p for o, p in zip(observed, rates["plain"], strict=True))
     report(
         "  observed / plain",
         median(observed) / plain,
         "ratio",
-        f"target >= 0.9; medians of {TURNS} runs each, in turns on a shared, noisy"
-        f" machine; turn by turn {ratios[0]:.2f}-{ratios[-1]:.2f}",
+        f"target >= 0.9; medians of {turns} runs each, in turns on a shared, noisy"
+        f" machine; {runs('observed')}",
     )
-    sampled = rates["sampled"]
     report(
         f"  (extra) observed, 1 root span in {round(1 / SAMPLED_RATIO)} sampled / plain",
-        median(sampled) / plain,
+        median(rates["sampled"]) / plain,
         "ratio",
-        f"not the target's figure; runs {min(sampled):,.0f}-{max(sampled):,.0f} jobs/s",
+        f"not the target's figure; {runs('sampled')}",
     )
