@@ -49,9 +49,21 @@ class ClaimedJob:
     its digit limit or a float's range, nesting too deep for its decoder):
     what could not be read and why. ``payload`` is then empty, and the worker
     fails this attempt alone, without retry."""
-    trace: tuple[dict[str, Any] | None, float] | None = None
-    """Filled by the observed claim only (tracing or metrics on): the
-    producer's stored trace context and the seconds from enqueue to claim."""
+    trace_context: str | None = None
+    """The producer's trace context as stored (JSON text), if any."""
+    waited: float | None = None
+    """Seconds from the job's enqueue to this claim, on the database clock."""
+    pickup: float | None = None
+    """Seconds from the job's due time (``run_at``) to this claim, on the
+    database clock: what the pickup histogram observes."""
+
+    @property
+    def trace(self) -> tuple[dict[str, str] | None, float | None] | None:
+        """For tracing: the producer's trace context as a propagation carrier
+        (None when there is none or it cannot be read) and ``waited``."""
+        if self.trace_context is None:
+            return None
+        return _trace_context(self.trace_context), self.waited
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +299,7 @@ def succeed_and_claim(
     return [(r[0], r[1]) for r in rows[:n]], [_claimed((r[0], *r[2:])) for r in rows[n:]]
 
 
-def _claimed(r: Sequence[Any], trace: tuple[Any, float] | None = None) -> ClaimedJob:
+def _claimed(r: Sequence[Any]) -> ClaimedJob:
     """A claim's row as a ClaimedJob; a payload nobody can read is marked.
 
     One job nobody can read must not take its batch-mates down: it is handed
@@ -297,8 +309,12 @@ def _claimed(r: Sequence[Any], trace: tuple[Any, float] | None = None) -> Claime
         payload = _loads(r[3])
     except (ValueError, RecursionError):
         _, why = _readable(r[3], f"the stored payload of job #{r[0]}")
-        return ClaimedJob(r[0], r[1], r[2], {}, r[4], r[5], r[6], r[7], r[8], r[9], why, trace)
-    return ClaimedJob(r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8], r[9], None, trace)
+        return ClaimedJob(
+            r[0], r[1], r[2], {}, r[4], r[5], r[6], r[7], r[8], r[9], why, r[10], r[11], r[12]
+        )
+    return ClaimedJob(
+        r[0], r[1], r[2], payload, r[4], r[5], r[6], r[7], r[8], r[9], None, r[10], r[11], r[12]
+    )
 
 
 def heartbeat_many(
@@ -745,44 +761,6 @@ def vacuum_table(cursor: Cursor, table: str) -> list[tuple[str | None, str]]:
     finally:
         connection.remove_notice_handler(keep)
     return warnings
-
-
-def claim_many_observed(
-    cursor: Cursor,
-    worker_id: str,
-    queues: Sequence[str],
-    limits: Sequence[int],
-    lease_seconds: float,
-    *,
-    flush: bool = True,
-) -> tuple[list[ClaimedJob], list[float | None]]:
-    """``claim_many`` with each job's ``trace`` filled in (stored trace context,
-    seconds from enqueue to this claim), plus each job's pickup: seconds from
-    due to this claim."""
-    cursor.execute(
-        _CLAIM_OBSERVED if flush else _CLAIM_OBSERVED + UNFLUSHED,
-        [worker_id, _names(queues), _ints(limits), lease_seconds],
-    )
-    rows = cursor.fetchall()
-    return [_claimed(r, (_trace_context(r[10]), r[11])) for r in rows], [r[12] for r in rows]
-
-
-def claim_observations(
-    cursor: Cursor, job_ids: Sequence[int]
-) -> list[tuple[tuple[dict[str, str] | None, float] | None, float | None]]:
-    """For jobs just claimed, in their order: the ``trace`` a ``ClaimedJob``
-    carries (stored trace context, seconds from enqueue to the claim), and
-    the pickup (seconds from due to the claim); None for a job no longer live."""
-    cursor.execute("SELECT * FROM workhorse_claim_observations_v1(%s::bigint[])", [_ints(job_ids)])
-    return [
-        ((_trace_context(r[1]), r[2]) if r[2] is not None else None, r[3])
-        for r in cursor.fetchall()
-    ]
-
-
-_CLAIM_OBSERVED = (
-    "SELECT c.* FROM workhorse_claim_many_observed_v1(%s, %s::text[], %s::integer[], %s) AS c"
-)
 
 
 def _trace_context(raw: str | None) -> dict[str, str] | None:

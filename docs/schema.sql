@@ -231,12 +231,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 9e064e9e63b106da
 -- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
 --   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 10bbead34bfef8d1
--- FUNCTION workhorse_claim_many_observed_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 3859ef0ab201bb6c
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 9e0995a05353c203
--- FUNCTION workhorse_claim_observations_v1(p_job_ids bigint[])
---   RETURNS TABLE(job_id bigint, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE sql SET enable_seqscan=off -- body sha256 beaf149e433aabfe
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 fa6c5b55eb3f92b8
 -- FUNCTION workhorse_count_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_cap integer)
 --   RETURNS bigint LANGUAGE plpgsql -- body sha256 23fdbdbdc7e89ea2
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
@@ -318,7 +314,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_sleep_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_names text[], p_wake_ats timestamp with time zone[], p_delays double precision[])
 --   RETURNS TABLE(job_id bigint, ok boolean, run_at timestamp with time zone, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 466ed45057adf17e
 -- FUNCTION workhorse_succeed_and_claim_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[], p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, ok boolean, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 ccbc9a417f6dcc41
+--   RETURNS TABLE(job_id bigint, ok boolean, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 13c43d1e315bd26b
 -- FUNCTION workhorse_succeed_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_results jsonb[])
 --   RETURNS TABLE(job_id bigint, ok boolean) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 eb5951d85ddbcade
 -- FUNCTION workhorse_vacuum_due_v1(p_quiet_for interval, p_min_dead bigint, p_min_dead_fraction double precision)

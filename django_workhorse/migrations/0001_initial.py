@@ -85,8 +85,6 @@ class Migration(migrations.Migration):
         function_file("workhorse_schedule_set_paused_v1.sql"),
         function_file("workhorse_list_schedules_v1.sql"),
         function_file("workhorse_queue_depth_v1.sql"),
-        function_file("workhorse_claim_many_observed_v1.sql"),
-        function_file("workhorse_claim_observations_v1.sql"),
         function_file("workhorse_get_attempts_v1.sql"),
         function_file("workhorse_make_due_v1.sql"),
         function_file("workhorse_live_queues_v1.sql"),

@@ -19,6 +19,14 @@
 -- its prerequisite FOR KEY SHARE until it commits, which FOR UPDATE conflicts
 -- with. SKIP LOCKED then skipped the prerequisite, and the dependent's commit
 -- wakes no worker (it is blocked): a ready job waited for the next poll.
+--
+-- Each row also says what tracing and metrics need about the job, so that
+-- switching them on changes no SQL a worker calls: the producer's trace
+-- context, and, in seconds on the database clock from the attempt's start,
+-- how long after its enqueue (waited_seconds) and after it was due
+-- (pickup_seconds, from run_at, which the claim does not move) it was
+-- claimed. They come from the row probes the claim makes anyway; a worker
+-- with both off does not read them.
 CREATE OR REPLACE FUNCTION workhorse_claim_many_v1(
     p_worker text,
     p_queues text[],
@@ -27,7 +35,8 @@ CREATE OR REPLACE FUNCTION workhorse_claim_many_v1(
 ) RETURNS TABLE (
     job_id bigint, name text, queue text, payload jsonb, attempt integer,
     max_attempts integer, fence bigint, timeout_seconds double precision,
-    lease_expires_at timestamptz, cancel_requested boolean
+    lease_expires_at timestamptz, cancel_requested boolean,
+    trace_context jsonb, waited_seconds double precision, pickup_seconds double precision
 )
 -- Index paths whatever the statistics say, for the life of a session's
 -- cached plans (docs/sql.md, "Plans that do not depend on statistics").
@@ -228,7 +237,7 @@ BEGIN
                                       ELSE now() END
         WHERE rt.job_id = ANY (v_ids)
         RETURNING rt.job_id, rt.priority, rt.run_at, rt.attempt, rt.fence,
-                  rt.lease_expires_at, rt.cancel_requested
+                  rt.lease_expires_at, rt.cancel_requested, rt.attempt_started_at
     )
     -- No 'claimed' event is written: the claim is the attempt's start, which
     -- the runtime row holds while it runs and attempt_history once it ends;
@@ -237,14 +246,18 @@ BEGIN
     -- type: RETURN QUERY wants the types exactly.
     SELECT c.job_id, j.name::text, j.queue::text, j.payload::jsonb, c.attempt::integer,
            j.max_attempts::integer, c.fence,
-           extract(epoch FROM j.timeout)::double precision, c.lease_expires_at, c.cancel_requested
+           extract(epoch FROM j.timeout)::double precision, c.lease_expires_at, c.cancel_requested,
+           j.trace_context::jsonb,
+           extract(epoch FROM c.attempt_started_at - j.created_at)::double precision,
+           extract(epoch FROM c.attempt_started_at - c.run_at)::double precision
     FROM claimed c
     -- One primary-key probe per claimed job. As a plain join the planner
     -- hashes a sequential scan of workhorse_job until it holds ~25,000 rows
     -- (3.5 ms at 20,000 against 0.1 ms of probes); OFFSET 0 keeps the
     -- subquery parameterized by c.job_id.
     CROSS JOIN LATERAL (
-        SELECT j.name, j.queue, j.payload, j.max_attempts, j.timeout
+        SELECT j.name, j.queue, j.payload, j.max_attempts, j.timeout, j.trace_context,
+               j.created_at
         FROM workhorse_job j WHERE j.id = c.job_id OFFSET 0
     ) j
     ORDER BY c.priority DESC, c.run_at, c.job_id;

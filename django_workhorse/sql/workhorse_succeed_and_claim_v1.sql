@@ -28,7 +28,8 @@ CREATE OR REPLACE FUNCTION workhorse_succeed_and_claim_v1(
 ) RETURNS TABLE (
     job_id bigint, ok boolean, name text, queue text, payload jsonb, attempt integer,
     max_attempts integer, fence bigint, timeout_seconds double precision,
-    lease_expires_at timestamptz, cancel_requested boolean
+    lease_expires_at timestamptz, cancel_requested boolean,
+    trace_context jsonb, waited_seconds double precision, pickup_seconds double precision
 )
 -- Index paths whatever the statistics say, for the life of a session's
 -- cached plans (docs/sql.md, "Plans that do not depend on statistics"). A
@@ -74,7 +75,7 @@ BEGIN
         RETURN QUERY
         SELECT s.job_id, s.ok, NULL::text, NULL::text, NULL::jsonb, NULL::integer,
                NULL::integer, NULL::bigint, NULL::double precision, NULL::timestamptz,
-               NULL::boolean
+               NULL::boolean, NULL::jsonb, NULL::double precision, NULL::double precision
         FROM workhorse_succeed_many_v1(p_worker, p_job_ids, p_fences, p_results) s;
         IF v_waited IS NOT NULL THEN
             -- A limited queue whose claims were held back has workers
@@ -92,7 +93,8 @@ BEGIN
     END IF;
     RETURN QUERY
     SELECT c.job_id, NULL::boolean, c.name, c.queue, c.payload, c.attempt, c.max_attempts,
-           c.fence, c.timeout_seconds, c.lease_expires_at, c.cancel_requested
+           c.fence, c.timeout_seconds, c.lease_expires_at, c.cancel_requested,
+           c.trace_context, c.waited_seconds, c.pickup_seconds
     FROM workhorse_claim_many_v1(p_worker, p_queues, v_limits, p_lease_seconds) c;
 END;
 $$;

@@ -74,9 +74,9 @@ class ClaimSession:
         with self.shared.lock:
             cursor = self._claim_cursor()
             owner = self.owner
-            return owner, instruments.claim_many(
-                cursor, owner, queues, limits, lease_seconds, flush=False
-            )
+            jobs = store.claim_many(cursor, owner, queues, limits, lease_seconds, flush=False)
+        instruments.observe_claimed(jobs)
+        return owner, jobs
 
     def succeed_and_claim(
         self,
@@ -103,4 +103,5 @@ class ClaimSession:
             succeeded, jobs = store.succeed_and_claim(
                 cursor, owner, job_ids, fences, results_json, queues, limits, lease_seconds
             )
-            return succeeded, instruments.observe_claimed(cursor, jobs)
+        instruments.observe_claimed(jobs)
+        return succeeded, jobs

@@ -5,10 +5,9 @@
 provider, metrics when they were enabled (a metrics port, or
 ``QUEUE_METRICS_INTERVAL``). With both off ``ACTIVE`` is None and every hook
 costs one attribute test: handlers are called as they are, nothing is
-imported. With either on, a plain claim is its observed form (the same
-claim, and what they need about each job, in one round trip); a claim that
-writes held successes first is the same call as with both off, followed by a
-read of what they need (``observe_claimed``). Switching them on changes no
+imported. What they need about each claimed job (its trace context, how
+long it waited, its pickup) comes in the claim's own rows, whatever is on:
+switching them on changes no SQL the worker calls, neither the claim nor the
 route a result takes to the database.
 """
 
@@ -22,14 +21,10 @@ import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-
-import psycopg
 
 from .. import metrics, store, tracing
 from ..conf import WorkhorseSettings
-from ..store import Cursor
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -53,36 +48,15 @@ class Instruments:
         self._run_histograms: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
-    def claim(self, cursor: Cursor, *args: Any, flush: bool = True) -> list[store.ClaimedJob]:
-        """The claim with what tracing and metrics need, in the same round
-        trip (``workhorse_claim_many_observed_v1``)."""
-        jobs, pickups = store.claim_many_observed(cursor, *args, flush=flush)
-        self._observe_pickups(jobs, pickups)
-        return jobs
-
-    def observe_claimed(
-        self, cursor: Cursor, jobs: list[store.ClaimedJob]
-    ) -> list[store.ClaimedJob]:
-        """``jobs`` claimed by a call that wrote successes first, with their
-        trace context (tracing on) and their pickup times observed (metrics
-        on): one read after that call (``workhorse_claim_observations_v1``)."""
-        observations = store.claim_observations(cursor, [job.job_id for job in jobs])
-        if self.tracing is not None:
-            jobs = [
-                job if trace is None else replace(job, trace=trace)
-                for job, (trace, _) in zip(jobs, observations, strict=True)
-            ]
-        self._observe_pickups(jobs, [pickup for _, pickup in observations])
-        return jobs
-
-    def _observe_pickups(
-        self, jobs: Sequence[store.ClaimedJob], pickups: Sequence[float | None]
-    ) -> None:
+    def observe_claimed(self, jobs: Sequence[store.ClaimedJob]) -> None:
+        """Observe the pickups of jobs just claimed (metrics on): each claim
+        row carries its own (``workhorse_claim_many_v1``)."""
         if not self.metrics_on or not jobs:
             return
         # Observed per claim, not per job: a claim is mostly one queue.
         by_queue: dict[str, list[float]] = {}
-        for job, pickup in zip(jobs, pickups, strict=True):
+        for job in jobs:
+            pickup = job.pickup
             if pickup is not None:
                 by_queue.setdefault(job.queue, []).append(pickup if pickup > 0.0 else 0.0)
         for queue_name, seconds in by_queue.items():
@@ -216,36 +190,13 @@ def configure(settings: WorkhorseSettings, worker_id: str) -> None:
         ACTIVE = active
 
 
-def claim_many(cursor: Cursor, *args: Any, flush: bool = True) -> list[store.ClaimedJob]:
-    """The worker's claim, with ``store.claim_many``'s arguments (worker id,
-    queues, limits, lease seconds): that claim, or its observed form while
-    tracing or metrics are on (same jobs, one round trip)."""
+def observe_claimed(jobs: Sequence[store.ClaimedJob]) -> None:
+    """After any claim: observe what metrics need about the jobs, read from
+    the claim's own rows (no query). Tracing reads each job's ``trace`` as
+    its run starts. With both off, one attribute test."""
     active = ACTIVE
-    if active is None:
-        return store.claim_many(cursor, *args, flush=flush)
-    return active.claim(cursor, *args, flush=flush)
-
-
-def observe_claimed(cursor: Cursor, jobs: list[store.ClaimedJob]) -> list[store.ClaimedJob]:
-    """After a claim that wrote successes first (``succeed_and_claim``): with
-    tracing or metrics on, what they need about each job, read in one more
-    call; with both off, ``jobs`` as they are and no call. So held successes
-    are recorded by the same SQL whether tracing and metrics are on or not."""
-    active = ACTIVE
-    if active is None or not jobs:
-        return jobs
-    try:
-        return active.observe_claimed(cursor, jobs)
-    except psycopg.Error as exc:
-        # The claim committed: its jobs are this worker's and run, unobserved;
-        # the next claim finds out whether the connection must be replaced.
-        logger.warning(
-            "workhorse: could not read what tracing and metrics need about %s claimed job(s) "
-            "(%s); they run unobserved",
-            len(jobs),
-            str(exc).strip(),
-        )
-        return jobs
+    if active is not None:
+        active.observe_claimed(jobs)
 
 
 def _definition(running: Running) -> JobDefinition[..., Any]:

@@ -7,8 +7,8 @@ written with the loop's next claim (``succeed_and_claim``), one round trip
 per job; and a worker with one slot in all writes it with the next claim from
 the handler's own thread, which runs the job it gets (``Worker._carry_on``).
 Which of these a worker uses depends on its slots alone: tracing and metrics
-change nothing here (after a claim that wrote successes,
-``instruments.observe_claimed`` reads what they need). The worker names its
+change nothing here (what they need comes in every claim's rows,
+``instruments.observe_claimed``). The worker names its
 route in its start-up line, and its heartbeat says it (``label``) to the
 workers view.
 """

@@ -214,7 +214,7 @@ class Worker:
             limits.sync(cursor, self.settings, self.options.queues)
         self._sidecars = sidecars.start(self.options, self._session.shared)
         # Whatever tracing and metrics are (configured just above): they read
-        # what they need after the claim (instruments.observe_claimed).
+        # what they need from the claim's own rows (instruments.observe_claimed).
         self.ledger.hold_successes(True)
         self._start_threads()
         registry.on_register(self._on_register)

@@ -1,8 +1,8 @@
 """A success takes the same route to the database with metrics on as off.
 
 The route is chosen from the worker's slots alone and named in its start-up
-line; metrics and tracing read what they need after whichever call claimed
-the jobs (``workhorse_claim_observations_v1``), so a one-slot worker with
+line; metrics and tracing read what they need from the rows of whichever
+call claimed the jobs (``workhorse_claim_many_v1``), so a one-slot worker with
 ``--metrics-port`` still writes each success with its next claim, and every
 job it claims that way still has its pickup observed (docs/worker.md,
 docs/observability.md). Each worker says its route in its heartbeat too, so

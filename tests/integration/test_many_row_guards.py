@@ -156,12 +156,6 @@ MISMATCHED = {
     "workhorse_claim_many_v1": [
         (lambda c: store.claim_many(c, "w", ["a", "b"], [1], 30), "2 queues but 1 limits"),
     ],
-    "workhorse_claim_many_observed_v1": [
-        (
-            lambda c: store.claim_many_observed(c, "w", ["a"], [1, 2], 30),
-            "1 queues but 2 limits",
-        ),
-    ],
 }
 """Every many-row function that takes parallel arrays, with calls whose arrays
 do not line up. ``workhorse_enqueue_many_v1`` takes one JSON array of whole

@@ -168,7 +168,6 @@ def every_call(conn: psycopg.Connection, plans: list[str], round_: int) -> dict[
         [1],
         30,
     )
-    call("claim_many_observed", store.claim_many_observed, "stale-w", [q], [2], 30)
     call("cancel, active", store.cancel_job, ids[9], "r", "op")
 
     (ready,) = enqueue(cur, jobs_json(1, q))

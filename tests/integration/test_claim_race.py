@@ -1,11 +1,12 @@
-"""The observed claim (tracing or metrics on) hands the worker every job it
-claimed, also one committed while the claim was starting.
+"""The claim hands the worker every job it claimed, also one committed
+while the claim was starting, with what tracing and metrics need about it.
 
 The claim reads with a snapshot taken after the calling statement's. Here
 the claim is held at its first read of ``workhorse_queue`` (another session
 holds a lock on it) after the calling statement began; a job is committed
-meanwhile; then the lock goes. The claim sees and claims the job, and the
-observed claim must return it with its enqueue details, not drop it.
+meanwhile; then the lock goes. The claim sees and claims the job, and must
+return it with its enqueue details, not drop it (a join in the calling
+statement, whose snapshot is older, would).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def test_a_job_committed_while_the_claim_starts_is_handed_to_the_worker(pg_conne
 
     def claim() -> None:
         with worker.cursor() as cursor:
-            claimed.append(store.claim_many_observed(cursor, "w-race", ["race"], [10], 30))
+            claimed.append(store.claim_many(cursor, "w-race", ["race"], [10], 30))
 
     thread = threading.Thread(target=claim)
     thread.start()
@@ -49,6 +50,6 @@ def test_a_job_committed_while_the_claim_starts_is_handed_to_the_worker(pg_conne
     blocker.execute("COMMIT")
     thread.join(30)
 
-    ((jobs, pickups),) = claimed
+    (jobs,) = claimed
     assert [j.job_id for j in jobs] == [job.id]
-    assert jobs[0].trace is not None and pickups[0] is not None
+    assert jobs[0].waited is not None and jobs[0].pickup is not None
