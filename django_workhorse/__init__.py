@@ -64,6 +64,9 @@ from .hooks import JobCancel, JobFailure, deprecated_name
 from .job_options import JobOptions
 from .store import QueueLimits, ScheduleRow
 
+__version__ = "0.1.0"
+"""This package's release (CHANGELOG.md); pyproject.toml says the same."""
+
 __all__ = [
     "ActionResult",
     "Admin",

@@ -28,7 +28,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from ..context import LeaseLost, SleepRequested, current_job
+from ..context import LeaseLost, SleepRequested, current_job, reset_current, set_current
 from ..exceptions import InvalidCheckpointError, InvalidPayloadError, JobCancelled
 from ..payloads import result_problem
 from .compat import (
@@ -121,20 +121,27 @@ def _when_recorded(result: TaskResult, exc: BaseException | None = None) -> None
     being handled, so receivers see it in ``sys.exc_info()`` (Django's own
     receiver logs a FAILED task with ``logger.exception``)."""
     sender = type(result.task.get_backend())
+    job = current_job()
 
     def send() -> None:
-        if exc is None:
-            task_finished.send(sender, task_result=result)
-            return
-        traceback_ = exc.__traceback__
+        # The run's job is current again, as it was for the run: receivers'
+        # log lines carry its id (docs/observability.md), current_job() works.
+        token = set_current(job)
         try:
-            raise exc
-        except BaseException:
-            task_finished.send(sender, task_result=result)
+            if exc is None:
+                task_finished.send(sender, task_result=result)
+                return
+            traceback_ = exc.__traceback__
+            try:
+                raise exc
+            except BaseException:
+                task_finished.send(sender, task_result=result)
+            finally:
+                exc.__traceback__ = traceback_  # as recorded: the raise added a frame
         finally:
-            exc.__traceback__ = traceback_  # as recorded: the raise added a frame
+            reset_current(token)
 
-    current_job()._call_when_recorded(send)
+    job._call_when_recorded(send)
 
 
 def run_task(args: list[Any], kwargs: dict[str, Any], backend: str) -> Any:
