@@ -8,7 +8,8 @@ runs, starts a worker beside it, and the old worker is stopped with
 SIGTERM, as docs/upgrading.md tells an operator to do.
 
 Jobs of every kind wait or run when the migration runs, all enqueued by the
-released side (before the migration, and two after it): ready ones, a
+released side (before the migration, and two after it, one of which the
+old worker claims and finishes on the migrated database): ready ones, a
 scheduled one, one whose first attempt failed and waits for its retry, one
 in a durable sleep, ones blocked on a prerequisite, checkpoints, and four
 jobs active under the old worker. Three of those finish in the old
@@ -245,6 +246,7 @@ def test_a_rolling_upgrade_ends_every_job_once_with_its_history(released_venv, p
             late = old.shell(ENQUEUE_AFTER, UPGRADE_HOLD_2=str(ids["hold-2"]))
             ids.update(json.loads(late))
             labels.update((job_id, label) for label, job_id in ids.items())
+            wait(lambda: "late-ready" not in live(), "the old worker ran late-ready")
             checked = head.manage("check", "--database", "default")
             assert "workhorse." not in checked.stdout + checked.stderr, checked.stderr
 
@@ -303,4 +305,5 @@ def test_a_rolling_upgrade_ends_every_job_once_with_its_history(released_venv, p
     assert {label: finished_by[label] for label in RUN_BY_THE_NEW_WORKER} == {
         label: "head" for label in RUN_BY_THE_NEW_WORKER
     }, said
+    assert finished_by["late-ready"] == "old", said
     assert "released 1 running job(s) back to ready" in old_worker.stderr, old_worker.stderr
