@@ -51,6 +51,7 @@ import pytest
 
 from tests.acceptance.conftest import WorkerProcess, live_processes_in_group
 from tests.docs.fresh_project import (
+    CHECKOUT,
     build,
     create_database,
     database_dsn,
@@ -177,8 +178,8 @@ class Side:
         """What ``manage.py shell -c code`` printed."""
         return self.manage("shell", "-v", "0", "-c", code, **extra).stdout
 
-    def runworker(self, log_dir: Path) -> WorkerProcess:
-        """``runworker`` of 8 slots, once it serves."""
+    def runworker(self, log_dir: Path, started: list[WorkerProcess]) -> WorkerProcess:
+        """``runworker`` of 8 slots, added to ``started``, once it serves."""
         worker = WorkerProcess(
             self.name,
             [self.python, "manage.py", "runworker", "-v", "2", "--concurrency", "8"],
@@ -186,6 +187,7 @@ class Side:
             log_dir,
             cwd=self.root,
         )
+        started.append(worker)
         worker.wait_ready(timeout=60)
         return worker
 
@@ -211,6 +213,7 @@ def test_a_rolling_upgrade_ends_every_job_once_with_its_history(released_venv, p
         return "\n".join(f"--- {w.name} (exit {w.returncode}):\n{w.tail(60)}" for w in workers)
 
     assert old.shell(PRINT_PACKAGE).startswith(str(released_venv.parent / "lib"))
+    assert head.shell(PRINT_PACKAGE).startswith(str(CHECKOUT / "django_workhorse"))
 
     with psycopg.connect(database_dsn(project.server_env, project.database)) as conn:
         conn.autocommit = True
@@ -233,7 +236,7 @@ def test_a_rolling_upgrade_ends_every_job_once_with_its_history(released_venv, p
 
         try:
             old.manage("migrate", "-v", "0")
-            workers.append(old_worker := old.runworker(tmp_path))
+            old_worker = old.runworker(tmp_path, workers)
             ids = json.loads(old.shell(ENQUEUE_BEFORE))
             labels.update((job_id, label) for label, job_id in ids.items())
             wait(lambda: live() == AT_MIGRATION, f"the live jobs {AT_MIGRATION}", timeout=DELAY)
@@ -250,7 +253,7 @@ def test_a_rolling_upgrade_ends_every_job_once_with_its_history(released_venv, p
             checked = head.manage("check", "--database", "default")
             assert "workhorse." not in checked.stdout + checked.stderr, checked.stderr
 
-            workers.append(new_worker := head.runworker(tmp_path))
+            new_worker = head.runworker(tmp_path, workers)
             old_worker.send(signal.SIGTERM)
             wait(lambda: "SIGTERM received" in old_worker.stderr, "the old worker heard SIGTERM")
             project.touch("finish-holds")
@@ -307,3 +310,19 @@ def test_a_rolling_upgrade_ends_every_job_once_with_its_history(released_venv, p
     }, said
     assert finished_by["late-ready"] == "old", said
     assert "released 1 running job(s) back to ready" in old_worker.stderr, old_worker.stderr
+    for worker in (old_worker, new_worker):
+        assert " ERROR " not in worker.stderr and "Traceback" not in worker.stderr, said
+    # The new worker says nothing of the schema or its functions: they are its own.
+    warned = [line for line in new_worker.stderr.splitlines() if " WARNING " in line]
+    assert [line.split(" WARNING ")[1] for line in warned] == [
+        "django_workhorse.worker workhorse: SIGTERM received, finishing running jobs"
+        f" (up to {SHUTDOWN_GRACE} s; send it again to stop now)"
+    ], said
+
+
+def test_a_clone_without_the_release_fails_saying_how_to_fetch_its_tags():
+    with pytest.raises(pytest.fail.Exception) as failure:
+        released_commit("0.0.0-never")
+
+    assert "neither a tag v0.0.0-never nor a commit 'Release 0.0.0-never'" in str(failure.value)
+    assert "git fetch --tags" in str(failure.value)
