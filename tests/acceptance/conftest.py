@@ -116,7 +116,14 @@ def children_of(pid: int) -> list[int]:
 class WorkerProcess:
     """One ``runworker`` subprocess (the supervisor, under ``--processes``)."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_dir: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str],
+        log_dir: Path,
+        cwd: Path = TESTPROJECT,
+    ) -> None:
         self.name = name
         self.argv = argv
         self.stderr_path = log_dir / f"{name}.stderr"
@@ -124,7 +131,7 @@ class WorkerProcess:
         with self.stderr_path.open("wb") as err, self.stdout_path.open("wb") as out:
             self.proc = subprocess.Popen(
                 argv,
-                cwd=TESTPROJECT,
+                cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,

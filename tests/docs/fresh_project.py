@@ -2,20 +2,26 @@
 the checkout, a virtualenv of its own outside the checkout, libpq's
 environment for the test server, and a database of its own on it.
 
-Used by tests/docs/test_getting_started_runs.py (getting-started.md) and
+Used by tests/docs/test_getting_started_runs.py (getting-started.md),
 tests/docs/test_install_like_a_user.py (the wheel, and the README's first
-section)."""
+section) and tests/acceptance/test_upgrade_with_workers_running.py (the
+released package, built from its git tag)."""
 
 from __future__ import annotations
 
+import fcntl
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
+import pytest
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -53,6 +59,71 @@ def package_files() -> list[str]:
         for path in root.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     )
+
+
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
+    name: str,
+    make: Callable[[Path], None],
+) -> Path:
+    """The folder ``name``, filled by ``make(folder)`` once for every test
+    process of this run: pytest-xdist's processes share their parent's
+    temporary folder, and take turns under a lock there."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base if worker_id == "master" else base.parent) / name
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "done").exists():
+            make(shared)
+            (shared / "done").touch()
+    return shared
+
+
+def build(source: Path, outdir: Path, *flags: str) -> None:
+    """``python -m build *flags`` of the project in ``source`` into ``outdir``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "build", *flags, "--outdir", str(outdir)],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def released_commit(version: str) -> str:
+    """The commit of release ``version``: its tag ``v<version>``, or, in a
+    clone without tags, the commit whose subject is ``Release <version>``.
+    Fails the test, saying how to fetch the tags, when there is neither."""
+
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", *argv], cwd=CHECKOUT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--verify", "--quiet", f"v{version}^{{commit}}") or git(
+        "log", "--format=%H", f"--grep=^Release {version}$", "-1"
+    )
+    if not commit:
+        pytest.fail(
+            f"release {version} not found in {CHECKOUT}: neither a tag v{version} nor a"
+            f" commit 'Release {version}'. Fetch the tags (`git fetch --tags origin`), or"
+            " clone with its history (`git fetch --unshallow --tags` in a shallow clone)",
+            pytrace=False,
+        )
+    return commit
+
+
+def export_commit(commit: str, target: Path) -> Path:
+    """The files of ``commit`` (``git archive``) in the folder ``target``."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit], cwd=CHECKOUT, capture_output=True, check=True
+    ).stdout
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target
 
 
 def make_venv(path: Path) -> Path:
@@ -101,5 +172,10 @@ def drop_database(server_env: dict[str, str], name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def database_dsn(server_env: dict[str, str], name: str) -> str:
+    """libpq's connection string for database ``name`` on the server."""
+    return " ".join(f"{k.lower()[2:]}={v}" for k, v in server_env.items()) + f" dbname={name}"
+
+
 def _admin_dsn(server_env: dict[str, str]) -> str:
-    return " ".join(f"{k.lower()[2:]}={v}" for k, v in server_env.items()) + " dbname=postgres"
+    return database_dsn(server_env, "postgres")

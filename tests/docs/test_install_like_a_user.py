@@ -23,7 +23,6 @@ through a lock), each virtualenv once per test."""
 
 from __future__ import annotations
 
-import fcntl
 import re
 import shlex
 import subprocess
@@ -37,10 +36,12 @@ import pytest
 
 from tests.docs.fresh_project import (
     CHECKOUT,
+    build,
     checkout_copy,
     create_database,
     database_server_env,
     drop_database,
+    made_once,
     make_venv,
     new_database_name,
     package_files,
@@ -81,24 +82,12 @@ print(page.content.decode())
 def built(tmp_path_factory, worker_id) -> Path:
     """A folder with ``django-workhorse/`` (a copy of the checkout) and
     ``dist/`` (its sdist and wheel), built once for every test process
-    of this run: pytest-xdist's processes share their parent's folder."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base if worker_id == "master" else base.parent) / "built-package"
-    shared.mkdir(exist_ok=True)
-    with open(shared / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (shared / "done").exists():
-            checkout_copy(shared / "django-workhorse")
-            done = subprocess.run(
-                [sys.executable, "-m", "build", "--outdir", str(shared / "dist")],
-                cwd=shared / "django-workhorse",
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert done.returncode == 0, done.stdout + done.stderr
-            (shared / "done").touch()
-    return shared
+    of this run."""
+
+    def make(shared: Path) -> None:
+        build(checkout_copy(shared / "django-workhorse"), shared / "dist")
+
+    return made_once(tmp_path_factory, worker_id, "built-package", make)
 
 
 def the_wheel(built: Path) -> Path:
