@@ -420,7 +420,7 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
                     proc.wait()
         worker_rusage = resource.getrusage(resource.RUSAGE_CHILDREN)
     shutil.rmtree(logs, ignore_errors=True)  # kept when the run fails, for its workers' logs
-    figures = results(conn, jobs, kill_at)
+    figures = results(conn, jobs, kill_at, [f"host-{i:02d}" for i in range(len(killed))])
     (wal,) = conn.execute("SELECT pg_wal_lsn_diff(%s, %s)", [lsn_after, lsn_before]).fetchone()
     total_jobs = figures["jobs_total"]
     figures.update(
@@ -428,6 +428,7 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
         pickup_p99=percentile(samples.claim_latencies, 99),
         processes=processes,
         killed=len(killed),
+        kill_at=kill_at,
         samples=samples,
         db_cpu_us=(cpu_after - cpu_before) / total_jobs * 1e6,
         wal_bytes=float(wal) / total_jobs,
@@ -452,7 +453,7 @@ def runtime_deletes(conn) -> int:
     return int(row[0] if row else 0)
 
 
-def results(conn, jobs: int, kill_at) -> dict:
+def results(conn, jobs: int, kill_at, killed_ids: list[str]) -> dict:
     """What the database says about the run."""
     states = dict(
         conn.execute(
@@ -490,6 +491,42 @@ def results(conn, jobs: int, kill_at) -> dict:
         " WHERE j.queue = %s AND o.state = 'succeeded'",
         [LIMITED],
     ).fetchone()[0]
+    limited_states = dict(
+        conn.execute(
+            "SELECT coalesce(o.state::text,"
+            " CASE WHEN rt.job_id IS NULL THEN 'lost' ELSE 'live' END), count(*)"
+            " FROM workhorse_job j"
+            " LEFT JOIN workhorse_job_outcome o ON o.job_id = j.id"
+            " LEFT JOIN workhorse_job_runtime rt ON rt.job_id = j.id"
+            " WHERE j.queue = %s GROUP BY 1",
+            [LIMITED],
+        ).fetchall()
+    )
+    limited_unsucceeded = [
+        f"job {job_id} {state} (attempts {attempts}, stalls {stalls}): {message}; "
+        f"its attempts: {history}"
+        for job_id, state, attempts, stalls, message, history in conn.execute(
+            "SELECT o.job_id, o.state::text, o.attempts, o.stall_count, o.error->>'message',"
+            " (SELECT string_agg(format('%%s on %%s %%s..%%s', h.outcome, h.worker_id,"
+            "  to_char(h.started_at, 'HH24:MI:SS.MS'), to_char(h.finished_at, 'HH24:MI:SS.MS')),"
+            "  ', ' ORDER BY h.started_at)"
+            "  FROM workhorse_attempt_history h WHERE h.job_id = o.job_id)"
+            " FROM workhorse_job j JOIN workhorse_job_outcome o ON o.job_id = j.id"
+            " WHERE j.queue = %s AND o.state <> 'succeeded' ORDER BY o.job_id",
+            [LIMITED],
+        ).fetchall()
+    ]
+    # A stalled attempt of a process that was not killed: a live worker whose
+    # lease expired before it renewed it (late heartbeats, an overloaded host).
+    stalls = {
+        (queue, was_killed): n
+        for queue, was_killed, n in conn.execute(
+            "SELECT j.queue, split_part(h.worker_id, ':', 1) = ANY(%s), count(*)"
+            " FROM workhorse_attempt_history h"
+            " JOIN workhorse_job j ON j.id = h.job_id WHERE h.outcome = 'stalled' GROUP BY 1, 2",
+            [killed_ids],
+        ).fetchall()
+    }
     (total,) = conn.execute("SELECT count(*) FROM workhorse_job").fetchone()
     seconds = (last - first).total_seconds()
     before = (kill_at - first).total_seconds() if kill_at else seconds
@@ -504,6 +541,9 @@ def results(conn, jobs: int, kill_at) -> dict:
         "seconds": seconds,
         "attempts": attempts,
         "limited_done": limited_done,
+        "limited_states": limited_states,
+        "stalls": stalls,
+        "limited_unsucceeded": limited_unsucceeded,
         "limited_overlap": max_overlap(
             [(float(s), float(e)) for s, e in limited], LIMIT_CONCURRENCY
         ),
@@ -579,6 +619,42 @@ def print_run(f: dict, jobs: int, pool: int, concurrency: int) -> None:
         f"{f['limited_window']} ({f['limited_done']} of {LIMITED_JOBS} limited jobs succeeded)",
         flush=True,
     )
+    others = {k: v for k, v in f["limited_states"].items() if k != "succeeded"}
+    print(
+        f"  limited jobs: {dict(sorted(f['limited_states'].items()))}"
+        + (
+            " -> OK"
+            if not others
+            else " -> NOT ALL SUCCEEDED ('lost': neither an outcome nor a runtime row; "
+            "'live': a runtime row left)"
+        ),
+        flush=True,
+    )
+    stalls = f["stalls"]
+    print(
+        "  stalled attempts: "
+        + (
+            ", ".join(
+                f"{n} on {queue} of {'killed' if was_killed else 'LIVE'} processes"
+                for (queue, was_killed), n in sorted(stalls.items())
+            )
+            or "none"
+        )
+        + (
+            " (a live process's stall: its lease expired before its heartbeat renewed it)"
+            if any(not was_killed for _, was_killed in stalls)
+            else ""
+        ),
+        flush=True,
+    )
+    if f["limited_unsucceeded"] and f["kill_at"] is not None:
+        print(
+            f"    (host-00 to host-{f['killed'] - 1:02d} SIGKILLed at "
+            f"{f['kill_at']:%H:%M:%S.%f}; leases {LEASE:g} s)",
+            flush=True,
+        )
+    for line in f["limited_unsucceeded"]:
+        print(f"    {line}", flush=True)
     if s.errors:
         print(f"  (sampler errors: {len(s.errors)}, first: {s.errors[0]})")
 
