@@ -18,7 +18,7 @@ import psycopg
 import pytest
 from django.db import transaction
 from jobtests.durable_jobs import nap, staged
-from jobtests.jobs import async_echo, checks_for_cancel, doomed, record
+from jobtests.jobs import async_echo, checks_for_cancel, doomed, record, sleep
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
@@ -180,3 +180,105 @@ def test_a_worker_behind_pgbouncer_without_a_direct_connection_says_once_that_it
     assert "reached through a connection pooler" in line
     assert "WORKHORSE['LISTEN_DATABASE']" in line
     assert logging.getLevelName(logging.WARNING) in line
+
+
+def claims_waiting_on_a_lock(conn: psycopg.Connection) -> int:
+    """Server connections whose claim waits on a lock (PgBouncer names a
+    server connection after the client it serves)."""
+    return conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name LIKE 'workhorse-worker %%' AND wait_event_type = 'Lock'"
+    ).fetchone()[0]
+
+
+def lease_expiry(conn: psycopg.Connection, job_id: int) -> Any:
+    row = conn.execute(
+        "SELECT lease_expires_at, lease_expires_at < now() FROM workhorse_job_runtime"
+        " WHERE job_id = %s AND state = 'active'",
+        [job_id],
+    ).fetchone()
+    return row
+
+
+def start_sleepers(start_worker: Any, pgbouncer: Any, workers: int) -> list[Any]:
+    return [
+        start_worker(
+            "--queues",
+            "jobtests.sleep",
+            "--concurrency",
+            "2",
+            settings={
+                "LOCK_DURATION": 2,
+                "STALLED_INTERVAL": 0.5,
+                "POLL_INTERVAL": 0.2,
+                "LISTEN_DATABASE": "direct",
+            },
+            through=pgbouncer,
+            name=f"sleeper-{i}",
+        )
+        for i in range(workers)
+    ]
+
+
+def test_with_fewer_workers_than_the_pool_claims_stuck_on_a_lock_leave_renewals_a_connection(
+    pgbouncer, start_worker, wait_until, pg_connect
+):
+    """Each worker process has one claim in flight at most: with fewer
+    worker processes than the pool has server connections, claims waiting
+    on a lock (an operator's, on the queue table) leave one to the lease
+    renewals, and the running job's lease is renewed as usual."""
+    workers = start_sleepers(start_worker, pgbouncer, PGBOUNCER_POOL_SIZE - 1)
+    running = sleep.enqueue(seconds=8)
+    watch = pg_connect()
+    wait_until(lambda: lease_expiry(watch, running.id), what="the long job running")
+    blocker = pg_connect()
+    with blocker.transaction():
+        blocker.execute("LOCK TABLE workhorse_queue IN ACCESS EXCLUSIVE MODE")
+        wait_until(
+            lambda: claims_waiting_on_a_lock(watch) == len(workers),
+            what="every worker's claim stuck on the lock",
+        )
+        renewals = [lease_expiry(watch, running.id)[0]]
+        for _ in range(3):  # three renewals (one every LOCK_RENEW_INTERVAL) while the claims wait
+            wait_until(
+                lambda: lease_expiry(watch, running.id)[0] not in renewals,
+                timeout=10,
+                what="a renewal while the claims wait",
+            )
+            renewals.append(lease_expiry(watch, running.id)[0])
+        assert claims_waiting_on_a_lock(watch) == len(workers)
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=running.id).exists(),
+        timeout=30,
+        what="the long job finished",
+    )
+    assert [w.stop() for w in workers] == [0] * len(workers)
+    outcome = JobOutcome.objects.get(job_id=running.id)
+    assert (outcome.state, outcome.attempts, outcome.stall_count) == ("succeeded", 1, 0)
+
+
+def test_with_as_many_workers_as_the_pool_stuck_claims_let_a_live_workers_lease_expire(
+    pgbouncer, start_worker, wait_until, pg_connect
+):
+    """The limit docs/scaling.md states: when claims waiting on a lock hold
+    every server connection of the pool, the renewals wait in PgBouncer
+    behind them and the lease of a job whose worker is alive and running it
+    expires (another worker's stall sweep may then take the job)."""
+    workers = start_sleepers(start_worker, pgbouncer, PGBOUNCER_POOL_SIZE)
+    running = sleep.enqueue(seconds=8)
+    watch = pg_connect()
+    wait_until(lambda: lease_expiry(watch, running.id), what="the long job running")
+    blocker = pg_connect()
+    with blocker.transaction():
+        blocker.execute("LOCK TABLE workhorse_queue IN ACCESS EXCLUSIVE MODE")
+        wait_until(
+            lambda: claims_waiting_on_a_lock(watch) == PGBOUNCER_POOL_SIZE,
+            what="a stuck claim on every server connection",
+        )
+        wait_until(
+            lambda: lease_expiry(watch, running.id)[1],
+            timeout=10,
+            what="the lease expired with its worker alive",
+        )
+        assert all(w.proc.poll() is None for w in workers)
+    assert [w.stop() for w in workers] == [0] * len(workers)
