@@ -105,8 +105,16 @@ def test_a_worker_leaves_no_session_state_on_pgbouncers_server_connections(
         failing = doomed.enqueue()
         echoed = async_echo.enqueue(value="x")
         canceled = checks_for_cancel.enqueue()
+    # The record queue limited too: its claims lock the queue's row and keep
+    # its rate record.
+    limited = {"jobtests.record": {"global_concurrency": 2, "rate": 100, "period": 1}}
     worker = start_worker(
-        "--queues", QUEUES, "--concurrency", "4", settings=EVERY_FEATURE, through=pgbouncer
+        "--queues",
+        QUEUES,
+        "--concurrency",
+        "4",
+        settings={**EVERY_FEATURE, "QUEUES": limited},
+        through=pgbouncer,
     )
     wait_until(
         lambda: RunRecord.objects.filter(job_id=canceled.id).exists(),
