@@ -290,3 +290,27 @@ def test_with_as_many_workers_as_the_pool_stuck_claims_let_a_live_workers_lease_
         )
         assert all(w.proc.poll() is None for w in workers)
     assert [w.stop() for w in workers] == [0] * len(workers)
+
+
+def test_a_listen_database_that_goes_through_the_pooler_too_is_named_in_the_polling_warning(
+    pgbouncer, start_worker, wait_until
+):
+    worker = start_worker(
+        "--queues",
+        "jobtests.record",
+        settings={"POLL_INTERVAL": 0.5, "LISTEN_DATABASE": "direct"},
+        env={"DIRECT_DATABASE_URL": pgbouncer.url_for(database_name())},
+        through=pgbouncer,
+    )
+    job = record.enqueue(label="polled")
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=job.id).exists(),
+        timeout=30,
+        what="the job picked up by a poll",
+    )
+    assert worker.stop() == 0
+
+    [line] = [line for line in worker.stderr.splitlines() if "polling every" in line]
+    assert "WORKHORSE['LISTEN_DATABASE'] names 'direct'" in line
+    assert "reached through a connection pooler too" in line
+    assert "Point that alias at PostgreSQL itself" in line
