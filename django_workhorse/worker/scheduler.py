@@ -48,6 +48,15 @@ def plan(due: store.DueSchedule) -> tuple[list[datetime], datetime] | str:
         return f"its row cannot be read: {due.unreadable}"
     try:
         return schedules.plan(due.cron, due.timezone, due.catch_up, due.next_run_at, due.db_now)
+    except OverflowError:
+        # Only a planned slot in the first hours of the year 1 (UTC), which
+        # workhorse_schedule_fire_v1 takes, lies outside the calendar of a
+        # zone west of UTC; catch_up="all" counts the slots on from it.
+        return (
+            f"it cannot be planned: its next_run_at {due.next_run_at} falls before the year 1 "
+            f"in its time zone {due.timezone}; set it to NULL (the next sweep plans the first "
+            "slot after now) or to a later time"
+        )
     except Exception as exc:
         return f"it cannot be planned: {exc}"
 
