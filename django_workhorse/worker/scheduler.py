@@ -66,7 +66,8 @@ def sweep(cursor: Cursor, reported: dict[str, str] | None = None) -> int:
     this call inserted.
 
     A schedule that cannot be planned or enqueued is logged and left as it
-    is (the next sweep tries it again); the others go on. Each fire is one
+    is (the next sweep tries it again, and reports it again only when its
+    problem changes); the others go on. Each fire is one
     statement, so on the worker's autocommit connection a failed one leaves
     nothing behind. A lost connection is raised: the sweeper reconnects.
 
@@ -94,14 +95,16 @@ def sweep(cursor: Cursor, reported: dict[str, str] | None = None) -> int:
             raise
         except Exception as exc:
             first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            logger.error(
-                "workhorse: schedule %r could not enqueue its job (%s); the other schedules "
-                "go on and the next sweep tries it again. Fix the job's options in its "
-                "definition and restart the workers, or correct the schedule's row in "
-                "workhorse_schedule",
-                due.name,
-                first_line,
-            )
+            problem = f"could not enqueue its job ({first_line})"
+            unread[due.name] = problem
+            if reported is None or reported.get(due.name) != problem:
+                logger.error(
+                    "workhorse: schedule %r %s; the other schedules go on and the next sweep "
+                    "tries it again. Fix the job's options in its definition and restart the "
+                    "workers, or correct the schedule's row in workhorse_schedule",
+                    due.name,
+                    problem,
+                )
             continue
         for slot, job_id, new in fired:
             if new:
@@ -130,7 +133,7 @@ class ScheduleSweeper(PeriodicThread):
     ) -> None:
         super().__init__(alias, interval, name="workhorse-schedules", connection=connection)
         self.reported: dict[str, str] = {}
-        """The schedules skipped as unreadable, reported once each."""
+        """The schedules skipped as unreadable or not enqueued, reported once each."""
 
     def tick(self, cursor: Cursor) -> None:
         sweep(cursor, self.reported)

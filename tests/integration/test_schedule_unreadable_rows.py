@@ -225,3 +225,28 @@ def test_a_sweep_reports_a_catch_up_all_schedule_due_from_the_year_1_where_its_z
         message
     )
     assert "before the year 1 in its time zone America/New_York; set it to NULL" in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_reports_a_schedule_whose_job_cannot_be_enqueued_once_and_fires_the_others(
+    pg_connect, caplog
+):
+    conn = pg_connect()
+    with conn.cursor() as cursor:
+        sync(cursor, [schedule("a-refused"), schedule("b-fine")])
+        # Options written by hand that the enqueue refuses.
+        cursor.execute(
+            "UPDATE workhorse_schedule SET job_options = job_options || '{\"max_attempts\": 0}'"
+            " WHERE name = 'a-refused'"
+        )
+        reported: dict[str, str] = {}
+        with caplog.at_level(logging.ERROR, logger="django_workhorse.worker"):
+            for _ in range(3):
+                cursor.execute("UPDATE workhorse_schedule SET next_run_at = now()")
+                sweep(cursor, reported)
+
+        assert schedule_jobs(cursor, "a-refused") == 0
+        assert schedule_jobs(cursor, "b-fine") >= 1
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "schedule 'a-refused' could not enqueue its job (" in record.getMessage()
+    assert "max_attempts" in record.getMessage()
