@@ -211,6 +211,19 @@ def _when(value: datetime | None, pattern: str) -> str:
         return value.strftime(pattern) + " UTC"
 
 
+def _when_zoned(value: datetime | None) -> str:
+    """``value`` in the current time zone with the zone's abbreviation; a
+    time the local calendar cannot hold (a schedule planned for the first or
+    last hours of the years 1 to 9999) in UTC."""
+    if value is None:
+        return ""
+    try:
+        local: datetime = timezone.localtime(value)
+        return local.strftime("%Y-%m-%d %H:%M:%S %Z")
+    except (OverflowError, ValueError):
+        return value.strftime("%Y-%m-%d %H:%M:%S") + " UTC"
+
+
 def _as_text(value: Any) -> str | None:
     """A stored error or event detail that is text rather than an object: the
     JSON text of a value Python could not decode (the store keeps it so), or a
@@ -942,7 +955,17 @@ class QueueAdmin(OperatorAdmin):
         for row in rows:
             row["concurrency"] = (configured.get(row["stats"].name) or {}).get("concurrency")
             row["served"] = row["stats"].name in served
+        # Times are formatted here: the date filter raises OverflowError for
+        # a time the local calendar cannot hold, which a schedule may be set to.
         schedules = service.list_schedules()
+        schedule_entries = [
+            {
+                "row": row,
+                "next_run": _when_zoned(row.next_run_at),
+                "last_slot": _when_zoned(row.last_slot_at),
+            }
+            for row in schedules
+        ]
         in_store = self.store_context(store, reverse("admin:django_workhorse_queue_changelist"))
         context = self.context(
             request,
@@ -950,6 +973,7 @@ class QueueAdmin(OperatorAdmin):
             rows=rows,
             states=STATES,
             schedules=schedules,
+            schedule_entries=schedule_entries,
             refresh=_refresh(request),
             refresh_links=_refresh_links(request),
             **in_store,

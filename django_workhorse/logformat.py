@@ -28,13 +28,17 @@ ANNOTATIONS = (
 )
 """Record attributes (set by the worker's record factory or ``extra=``) and their JSON keys."""
 
-SURROGATE = re.compile(r"[\ud800-\udfff]")
-"""Code points no UTF-8 encoder writes; they can only occur inside a JSON string."""
+SURROGATE = re.compile(r"[\ud800-\udfff\x85\u2028\u2029]")
+"""Code points no UTF-8 encoder writes, and those that ``str.splitlines``
+(and editors and log viewers) take for line ends though JSON does not
+escape them: NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR. They can only
+occur inside a JSON string."""
 
 
 def escape_surrogates(text: str) -> str:
-    """``text`` with each surrogate code point written as a JSON ``\\uXXXX``
-    escape, so that the line encodes as strict UTF-8 and reads back the same."""
+    """``text`` with each surrogate and line-ending code point written as a
+    JSON ``\\uXXXX`` escape, so that the line encodes as strict UTF-8, stays
+    one line however it is split, and reads back the same."""
     return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -4,8 +4,8 @@ prometheus-client's own server starts a thread per connection and never
 times a request out, so each idle or half-sent request holds a thread for
 as long as its client likes (200 held connections took a worker from 12 to
 207 threads). This one serves every connection from a single thread with a
-selector: a connection costs a file descriptor until its request is
-complete, and no thread at all.
+selector: a connection costs a file descriptor until its answer is
+written, and no thread at all.
 
 - **Read timeout**: a connection must send its whole request within
   READ_TIMEOUT seconds of being accepted, or it is closed (a client that
@@ -15,10 +15,14 @@ complete, and no thread at all.
   gets its answer however many idle connections are held.
 - **Bounded requests**: a request head over MAX_REQUEST_BYTES is answered
   431 and closed.
+- **Unblocked answers**: an answer is written as the client's socket takes
+  it, between the other connections' turns, and a connection whose answer
+  is not taken whole within WRITE_TIMEOUT seconds is closed; so a client
+  that asks and never reads holds up no one else's answer.
 
-Each answer is written at once and the connection closed (``Connection:
-close``); ``GET /metrics`` (or ``/``) gets the text exposition format,
-``HEAD`` its headers, any other path 404 and any other method 405.
+Each answer closes its connection once written (``Connection: close``);
+``GET /metrics`` (or ``/``) gets the text exposition format, ``HEAD`` its
+headers, any other path 404 and any other method 405.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ logger = logging.getLogger("django_workhorse.worker")
 READ_TIMEOUT = 10.0
 """Seconds a connection has to send its whole request head."""
 WRITE_TIMEOUT = 10.0
-"""Seconds an answer may take to be handed to the client's socket."""
+"""Seconds a client has to take its whole answer."""
 MAX_CONNECTIONS = 64
 """Connections held open at once; the oldest is closed for a new one."""
 MAX_REQUEST_BYTES = 8192
@@ -44,12 +48,14 @@ MAX_REQUEST_BYTES = 8192
 
 
 class _Connection:
-    __slots__ = ("buffer", "deadline", "sock")
+    __slots__ = ("buffer", "deadline", "out", "sock")
 
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         self.sock = sock
         self.deadline = deadline
         self.buffer = bytearray()
+        self.out: memoryview | None = None
+        """What is left to write of the answer, once there is one."""
 
 
 class MetricsEndpoint:
@@ -64,10 +70,12 @@ class MetricsEndpoint:
         registry: Any,
         *,
         read_timeout: float = READ_TIMEOUT,
+        write_timeout: float = WRITE_TIMEOUT,
         max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.registry = registry
         self.read_timeout = read_timeout
+        self.write_timeout = write_timeout
         self.max_connections = max_connections
         family, _, _, _, sockaddr = socket.getaddrinfo(
             addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -96,9 +104,11 @@ class MetricsEndpoint:
             while not self._stopping.is_set():
                 events = self._selector.select(timeout=0.5)
                 now = time.monotonic()
-                for key, _mask in events:
+                for key, mask in events:
                     if key.data is None:
                         self._accept(now)
+                    elif mask & selectors.EVENT_WRITE:
+                        self._write(key.data)
                     else:
                         self._read(key.data)
                 for conn in [c for c in self._open.values() if c.deadline <= now]:
@@ -176,13 +186,25 @@ class MetricsEndpoint:
         if allow:
             lines.append("Allow: GET, HEAD")
         headers = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        self._selector.unregister(conn.sock)
+        conn.out = memoryview(headers if head_only else headers + body)
+        conn.deadline = time.monotonic() + self.write_timeout
+        self._selector.modify(conn.sock, selectors.EVENT_WRITE, conn)
+        self._write(conn)
+
+    def _write(self, conn: _Connection) -> None:
+        """Write what the client's socket takes now; close once all is written."""
+        if conn.sock not in self._open or conn.out is None:
+            return
         try:
-            conn.sock.settimeout(WRITE_TIMEOUT)
-            conn.sock.sendall(headers if head_only else headers + body)
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            return
         except OSError:
-            pass
-        self._forget(conn)
+            self._drop(conn)
+            return
+        conn.out = conn.out[sent:]
+        if not conn.out:
+            self._drop(conn)
 
     def _drop(self, conn: _Connection) -> None:
         with contextlib.suppress(KeyError, ValueError):

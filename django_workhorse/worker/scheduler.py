@@ -48,6 +48,15 @@ def plan(due: store.DueSchedule) -> tuple[list[datetime], datetime] | str:
         return f"its row cannot be read: {due.unreadable}"
     try:
         return schedules.plan(due.cron, due.timezone, due.catch_up, due.next_run_at, due.db_now)
+    except OverflowError:
+        # Only a planned slot in the first hours of the year 1 (UTC), which
+        # workhorse_schedule_fire_v1 takes, lies outside the calendar of a
+        # zone west of UTC; catch_up="all" counts the slots on from it.
+        return (
+            f"it cannot be planned: its next_run_at {due.next_run_at} falls before the year 1 "
+            f"in its time zone {due.timezone}; set it to NULL (the next sweep plans the first "
+            "slot after now) or to a later time"
+        )
     except Exception as exc:
         return f"it cannot be planned: {exc}"
 
@@ -57,7 +66,8 @@ def sweep(cursor: Cursor, reported: dict[str, str] | None = None) -> int:
     this call inserted.
 
     A schedule that cannot be planned or enqueued is logged and left as it
-    is (the next sweep tries it again); the others go on. Each fire is one
+    is (the next sweep tries it again, and reports it again only when its
+    problem changes); the others go on. Each fire is one
     statement, so on the worker's autocommit connection a failed one leaves
     nothing behind. A lost connection is raised: the sweeper reconnects.
 
@@ -85,14 +95,16 @@ def sweep(cursor: Cursor, reported: dict[str, str] | None = None) -> int:
             raise
         except Exception as exc:
             first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            logger.error(
-                "workhorse: schedule %r could not enqueue its job (%s); the other schedules "
-                "go on and the next sweep tries it again. Fix the job's options in its "
-                "definition and restart the workers, or correct the schedule's row in "
-                "workhorse_schedule",
-                due.name,
-                first_line,
-            )
+            problem = f"could not enqueue its job ({first_line})"
+            unread[due.name] = problem
+            if reported is None or reported.get(due.name) != problem:
+                logger.error(
+                    "workhorse: schedule %r %s; the other schedules go on and the next sweep "
+                    "tries it again. Fix the job's options in its definition and restart the "
+                    "workers, or correct the schedule's row in workhorse_schedule",
+                    due.name,
+                    problem,
+                )
             continue
         for slot, job_id, new in fired:
             if new:
@@ -121,7 +133,7 @@ class ScheduleSweeper(PeriodicThread):
     ) -> None:
         super().__init__(alias, interval, name="workhorse-schedules", connection=connection)
         self.reported: dict[str, str] = {}
-        """The schedules skipped as unreadable, reported once each."""
+        """The schedules skipped as unreadable or not enqueued, reported once each."""
 
     def tick(self, cursor: Cursor) -> None:
         sweep(cursor, self.reported)

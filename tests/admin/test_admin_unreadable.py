@@ -75,3 +75,31 @@ def test_the_queues_page_flags_a_schedule_whose_next_run_python_cannot_read(oper
     assert ">unreadable</span> next_run_at -infinity is outside the years 1 to 9999" in broken
     fine = body[body.index('id="wh-schedule-b-fine"') :].split("</tr>")[0]
     assert "03:00:00" in fine
+
+
+@pytest.mark.parametrize(
+    ("zone", "next_run_at", "shown"),
+    [
+        ("Europe/Paris", "9999-12-31 23:30:00+00", "9999-12-31 23:30:00 UTC"),
+        ("America/New_York", "0001-01-01 00:00:00+00", "1-01-01 00:00:00 UTC"),
+    ],
+)
+def test_the_queues_page_shows_in_utc_a_schedules_time_its_time_zone_cannot_hold(
+    operator_client, settings, zone, next_run_at, shown
+):
+    # workhorse_schedule_fire_v1 takes any time of the years 1 to 9999 in
+    # UTC; in the site's zone this one falls in the year 10000 or 0.
+    with connection.cursor() as cursor:
+        sync(cursor, [Schedule("edge", "jobtests.jobs.record", "0 3 * * *")])
+        cursor.execute(
+            "SELECT * FROM workhorse_schedule_fire_v1('edge', NULL,"
+            " ARRAY[%s]::timestamptz[], %s::timestamptz)",
+            [next_run_at, next_run_at],
+        )
+    settings.TIME_ZONE = zone
+
+    page = operator_client.get("/admin/django_workhorse/queue/")
+
+    assert page.status_code == 200
+    row = page.content.decode().split('id="wh-schedule-edge"')[1].split("</tr>")[0]
+    assert row.count(shown) == 2  # the next run and the last slot

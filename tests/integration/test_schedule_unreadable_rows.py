@@ -190,3 +190,63 @@ def test_a_sweep_skips_a_schedule_whose_zone_was_set_to_the_hosts_own_by_hand(pg
     assert "schedule 'a-local' is skipped, it cannot be planned: timezone 'localtime'" in (
         record.getMessage()
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_reports_a_catch_up_all_schedule_due_from_the_year_1_where_its_zone_has_no_calendar(
+    pg_connect, caplog
+):
+    conn = pg_connect()
+    with conn.cursor() as cursor:
+        sync(
+            cursor,
+            [
+                Schedule("a-west", RECORD, "0 3 * * *", "America/New_York", {}, "all"),
+                schedule("b-fine"),
+            ],
+        )
+        # Inside the years 1 to 9999 in UTC, so the function takes it; in
+        # New York it is still the year 0.
+        cursor.execute(
+            "SELECT * FROM workhorse_schedule_fire_v1('a-west', NULL, '{}',"
+            " '0001-01-01 00:00:00+00')"
+        )
+        set_next_run_at(cursor, "b-fine", "2000-01-01 00:00:00+00")
+        reported: dict[str, str] = {}
+
+        with caplog.at_level(logging.ERROR, logger="django_workhorse.worker"):
+            assert sweep(cursor, reported) == 1
+            sweep(cursor, reported)
+
+        assert schedule_jobs(cursor, "a-west") == 0
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    message = record.getMessage()
+    assert "schedule 'a-west' is skipped, it cannot be planned: its next_run_at 0001-01-01" in (
+        message
+    )
+    assert "before the year 1 in its time zone America/New_York; set it to NULL" in message
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_reports_a_schedule_whose_job_cannot_be_enqueued_once_and_fires_the_others(
+    pg_connect, caplog
+):
+    conn = pg_connect()
+    with conn.cursor() as cursor:
+        sync(cursor, [schedule("a-refused"), schedule("b-fine")])
+        # Options written by hand that the enqueue refuses.
+        cursor.execute(
+            "UPDATE workhorse_schedule SET job_options = job_options || '{\"max_attempts\": 0}'"
+            " WHERE name = 'a-refused'"
+        )
+        reported: dict[str, str] = {}
+        with caplog.at_level(logging.ERROR, logger="django_workhorse.worker"):
+            for _ in range(3):
+                cursor.execute("UPDATE workhorse_schedule SET next_run_at = now()")
+                sweep(cursor, reported)
+
+        assert schedule_jobs(cursor, "a-refused") == 0
+        assert schedule_jobs(cursor, "b-fine") >= 1
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "schedule 'a-refused' could not enqueue its job (" in record.getMessage()
+    assert "max_attempts" in record.getMessage()

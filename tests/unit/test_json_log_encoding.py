@@ -37,3 +37,13 @@ def test_a_utf8_file_handler_writes_a_line_whose_message_and_exception_hold_a_lo
     record = json.loads(line)
     assert record["message"] == f"cannot open {STRAY}"
     assert f"FileNotFoundError: no such file: {STRAY}" in record["exception"]
+
+
+def test_a_message_holding_unicode_line_separators_stays_one_line_and_reads_back_the_same():
+    message = "row 1\u2028row 2\u2029row 3\x85row 4"
+    record = logging.LogRecord("tests.jsonlogs", logging.INFO, __file__, 1, message, None, None)
+
+    line = JsonFormatter("w-1").format(record)
+
+    assert len(line.splitlines()) == 1
+    assert json.loads(line)["message"] == message

@@ -1,7 +1,8 @@
 """The metrics endpoint's bounds (docs/observability.md): a request must
 arrive whole within the read timeout, at most so many connections are held
-(the oldest goes for a new one), a scrape is answered beside idle ones, and
-anything but ``GET /metrics`` gets a plain refusal."""
+(the oldest goes for a new one), a scrape is answered beside idle ones and
+beside clients that never read their answers, and anything but
+``GET /metrics`` gets a plain refusal."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from django_workhorse.metrics_endpoint import MetricsEndpoint
 
@@ -81,6 +82,36 @@ def test_the_endpoint_serves_from_one_thread_however_many_connections_wait(endpo
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_client_that_never_reads_its_answer_holds_up_no_other_answer():
+    registry = CollectorRegistry()
+    # An answer larger than the kernel buffers for a client that reads nothing.
+    big = Gauge("workhorse_probe", "A large sample.", ["label"], registry=registry)
+    big.labels("x" * 8_000_000).set(1)
+    served = MetricsEndpoint("127.0.0.1", 0, registry, write_timeout=600)
+    request = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+    held = []
+    try:
+        for _ in range(2):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(30)
+            sock.connect(served.address)
+            sock.sendall(request)
+            assert sock.recv(1, socket.MSG_PEEK) == b"H"  # its answer has begun
+            held.append(sock)
+
+        answer = ask(served, request)  # waits 10 s at most for each read
+
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert len(answer) > 8_000_000
+        for sock in held:  # and theirs is still whole when they read it
+            assert read_to_end(sock) == answer
+    finally:
+        for sock in held:
+            sock.close()
+        served.close()
 
 
 @pytest.mark.parametrize(
