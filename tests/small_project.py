@@ -99,6 +99,11 @@ except ImportError:  # Django 5.2 and the django-tasks backport
 @task
 def shout(word: str) -> str:
     return word.upper()
+
+
+@task
+def broken() -> None:
+    raise RuntimeError("broken task")
 """
 
 RENAMED = """

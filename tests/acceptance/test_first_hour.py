@@ -276,3 +276,17 @@ def test_a_quiet_worker_prints_nothing_for_a_job_that_succeeds(migrated_project)
     assert done.returncode == 0, done.stderr
     assert lines_with(done.stderr, f"#{job_id}") == []
     assert lines_with(done.stderr, " serving ") == []
+
+
+def test_a_task_attempt_that_will_be_retried_prints_no_traceback(migrated_project):
+    enqueued = migrated_project.shell("from myapp.tasks import broken; print(broken.enqueue().id)")
+    assert enqueued.returncode == 0, enqueued.stderr
+    task_id = enqueued.stdout.strip()
+
+    done = migrated_project.manage("runworker", "--burst")
+
+    assert done.returncode == 0, done.stderr
+    log = done.stderr
+    assert len(lines_with(log, f"#{task_id} attempt 1/", "RuntimeError: broken task; retrying")) == 1
+    assert len(lines_with(log, f"Task id={task_id} path=myapp.tasks.broken state=READY")) == 1
+    assert "Traceback" not in log
