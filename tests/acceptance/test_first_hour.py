@@ -287,6 +287,7 @@ def test_a_task_attempt_that_will_be_retried_prints_no_traceback(migrated_projec
 
     assert done.returncode == 0, done.stderr
     log = done.stderr
-    assert len(lines_with(log, f"#{task_id} attempt 1/", "RuntimeError: broken task; retrying")) == 1
+    retried = lines_with(log, f"#{task_id} attempt 1/", "RuntimeError: broken task; retrying")
+    assert len(retried) == 1
     assert len(lines_with(log, f"Task id={task_id} path=myapp.tasks.broken state=READY")) == 1
     assert "Traceback" not in log
