@@ -1,6 +1,7 @@
 """A small Django project written to a temporary folder, for tests that run
 ``manage.py`` as a new user would: its own settings, one app (``myapp``),
-a package that is not an app (``outsider``), and either SQLite or a fresh
+a package that is not an app (``outsider``), an app left out of
+``INSTALLED_APPS`` inside a package that is none (``nested.billing``), and either SQLite or a fresh
 PostgreSQL database that no migration has touched yet.
 
 ``SmallProject(path, database=...)`` writes the files; ``.manage(*args)``
@@ -115,6 +116,23 @@ def monthly() -> None:
     return None
 """
 
+BILLING_APP = """
+from django.apps import AppConfig
+
+
+class BillingConfig(AppConfig):
+    name = "nested.billing"
+"""
+
+BILLING_JOBS = """
+import django_workhorse as workhorse
+
+
+@workhorse.job
+def invoice() -> str:
+    return "invoiced"
+"""
+
 SPY = """
 from django.conf import settings
 
@@ -148,6 +166,10 @@ class SmallProject:
             "myapp/renamed.py": RENAMED,
             "outsider/__init__.py": "",
             "outsider/spy.py": SPY,
+            "nested/__init__.py": "",
+            "nested/billing/__init__.py": "",
+            "nested/billing/apps.py": BILLING_APP,
+            "nested/billing/jobs.py": BILLING_JOBS,
         }
         for name, text in files.items():
             path = root / name

@@ -178,6 +178,36 @@ def test_a_renamed_job_no_worker_would_find_is_refused_at_enqueue_in_one_line(mi
     assert line.endswith("nothing was enqueued")
 
 
+def test_a_job_of_a_nested_app_missing_from_installed_apps_is_refused_at_enqueue_naming_it(
+    migrated_project,
+):
+    done = migrated_project.shell("from nested.billing.jobs import invoice; invoice.enqueue()")
+
+    assert done.returncode == 1
+    line = last_line(done.stderr)
+    assert line.startswith(
+        "django_workhorse.exceptions.UnknownJobError: job 'nested.billing.jobs.invoice' is "
+        "defined in nested.billing.jobs, which is in no app of INSTALLED_APPS"
+    )
+    assert "add 'nested.billing' to INSTALLED_APPS" in line
+    assert line.endswith("nothing was enqueued")
+
+
+def test_check_reports_a_job_of_a_nested_app_missing_from_installed_apps_as_W006(
+    migrated_project,
+):
+    done = migrated_project.shell(
+        """
+        import nested.billing.jobs  # as a view of the project would
+        from django.core.management import call_command
+        call_command("check")
+        """
+    )
+
+    assert "(workhorse.W006) job 'nested.billing.jobs.invoice'" in done.stderr
+    assert "HINT: Add 'nested.billing' to INSTALLED_APPS" in done.stderr
+
+
 ENQUEUE_FROM_SQL = """
 from django.db import connection
 with connection.cursor() as cursor:
