@@ -133,6 +133,16 @@ def test_workhorse_queue_before_migrate_says_run_migrate(unmigrated_project):
     )
 
 
+def test_workhorse_repair_sql_before_migrate_says_run_migrate(unmigrated_project):
+    done = unmigrated_project.manage("workhorse_repair_sql")
+
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "CommandError: database 'default' has no django-workhorse tables yet: "
+        "run `manage.py migrate`"
+    )
+
+
 def test_migrate_does_not_warn_that_migrate_should_run(unmigrated_project):
     warned = unmigrated_project.manage("check", "--database", "default")
     assert "workhorse.W002" in warned.stderr  # check still says it
