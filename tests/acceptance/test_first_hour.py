@@ -331,3 +331,44 @@ def test_a_task_attempt_that_will_be_retried_prints_no_traceback(migrated_projec
     assert len(retried) == 1
     assert len(lines_with(log, f"Task id={task_id} path=myapp.tasks.broken state=READY")) == 1
     assert "Traceback" not in log
+
+
+# -- the Tasks backend named by another path ------------------------------------
+
+OWN_BACKEND = """
+from django_workhorse.tasks import WorkhorseBackend
+
+
+class ProjectBackend(WorkhorseBackend):
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["django_workhorse.tasks.backend.WorkhorseBackend", "myapp.backends.ProjectBackend"],
+)
+def test_runworker_serves_the_tasks_queues_of_a_backend_named_by_another_path(
+    migrated_project, backend
+):
+    (migrated_project.root / "myapp" / "backends.py").write_text(OWN_BACKEND)
+    (migrated_project.root / "site_settings" / "other_backend.py").write_text(
+        "from .settings import *\n"
+        f"TASKS = {{'default': {{'BACKEND': {backend!r}, 'QUEUES': ['default', 'queue-1']}}}}\n"
+    )
+    settings = "--settings=site_settings.other_backend"
+    enqueued = migrated_project.manage(
+        "shell",
+        settings,
+        "-v",
+        "0",
+        "-c",
+        "from myapp.tasks import shout; print(shout.using(queue_name='queue-1').enqueue('x').id)",
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    task_id = enqueued.stdout.strip()
+
+    done = migrated_project.manage("runworker", settings, "--queues", "queue-1", "--burst")
+
+    assert done.returncode == 0, done.stderr
+    assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
