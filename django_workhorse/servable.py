@@ -67,6 +67,24 @@ def task_queues(alias: str) -> set[str]:
     return names
 
 
+def any_task_queue(alias: str) -> bool:
+    """Whether a workhorse Tasks backend whose jobs live in ``alias`` has an
+    empty ``QUEUES`` (Django's "any queue"): its tasks may be enqueued on a
+    queue no setting names, so a worker may be asked to serve any."""
+    if not uses_tasks_backend():
+        return False
+    from .tasks.backend import workhorse_backends
+
+    for backend in workhorse_backends():
+        try:
+            database = backend.database
+        except Exception:  # a bad OPTIONS value: manage.py check names it
+            continue
+        if database == alias and not backend.queues:
+            return True
+    return False
+
+
 def servable_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
     """Sorted: the queues of the jobs registered for ``alias``, those
     ``WORKHORSE['QUEUES']`` names, those of the Tasks backends on ``alias``,
@@ -83,7 +101,10 @@ def servable_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
 def unknown_queues_problem(
     alias: str, queues: Iterable[str], settings: WorkhorseSettings
 ) -> str | None:
-    """The message that refuses ``queues`` not among ``servable_queues``, or None."""
+    """The message that refuses ``queues`` not among ``servable_queues``, or None
+    (always None beside a Tasks backend that allows any queue)."""
+    if any_task_queue(alias):
+        return None
     available = servable_queues(alias, settings)
     unknown = [q for q in queues if q not in available]
     if not unknown:

@@ -372,3 +372,29 @@ def test_runworker_serves_the_tasks_queues_of_a_backend_named_by_another_path(
 
     assert done.returncode == 0, done.stderr
     assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
+
+
+def test_runworker_serves_a_queue_named_by_no_setting_beside_a_backend_that_allows_any(
+    migrated_project,
+):
+    (migrated_project.root / "site_settings" / "any_queue.py").write_text(
+        "from .settings import *\n"
+        "TASKS = {'default': {'BACKEND': 'django_workhorse.tasks.WorkhorseBackend', "
+        "'QUEUES': []}}\n"
+    )
+    settings = "--settings=site_settings.any_queue"
+    enqueued = migrated_project.manage(
+        "shell",
+        settings,
+        "-v",
+        "0",
+        "-c",
+        "from myapp.tasks import shout; print(shout.using(queue_name='reports').enqueue('x').id)",
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    task_id = enqueued.stdout.strip()
+
+    done = migrated_project.manage("runworker", settings, "--queues", "reports", "--burst")
+
+    assert done.returncode == 0, done.stderr
+    assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
