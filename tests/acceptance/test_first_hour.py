@@ -398,3 +398,42 @@ def test_runworker_serves_a_queue_named_by_no_setting_beside_a_backend_that_allo
 
     assert done.returncode == 0, done.stderr
     assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
+
+
+REPORTING = """
+import django_workhorse as workhorse
+
+
+@workhorse.job(queue="reports")
+def monthly() -> str:
+    return "reported"
+"""
+
+
+def test_a_job_found_by_its_path_on_a_queue_named_in_workhorse_queues_runs_under_runworker(
+    migrated_project,
+):
+    # W007's fix: the job's module is not imported at start, its queue is named.
+    (migrated_project.root / "myapp" / "reporting.py").write_text(REPORTING)
+    (migrated_project.root / "site_settings" / "reports_queue.py").write_text(
+        "from .settings import *\nWORKHORSE = {'QUEUES': {'reports': {}}}\n"
+    )
+    settings = "--settings=site_settings.reports_queue"
+    enqueued = migrated_project.manage(
+        "shell",
+        settings,
+        "-v",
+        "0",
+        "-c",
+        "from myapp.reporting import monthly; print(monthly.enqueue().id)",
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id = int(enqueued.stdout.strip())
+
+    done = migrated_project.manage("runworker", settings, "--burst")
+
+    assert done.returncode == 0, done.stderr
+    state = migrated_project.shell(
+        f"import django_workhorse as w; s = w.Admin().get_job({job_id}); print(s.state)"
+    )
+    assert state.stdout.strip() == "succeeded"
