@@ -133,6 +133,17 @@ def invoice() -> str:
     return "invoiced"
 """
 
+BRITTLE = """
+import missing_dependency_of_myapp  # noqa: F401  (not installed)
+
+import django_workhorse as workhorse
+
+
+@workhorse.job
+def fragile() -> None:
+    return None
+"""
+
 SPY = """
 from django.conf import settings
 
@@ -164,6 +175,7 @@ class SmallProject:
             "myapp/tasks_elsewhere.py": ELSEWHERE,
             "myapp/tasks.py": TASKS,
             "myapp/renamed.py": RENAMED,
+            "myapp/brittle.py": BRITTLE,
             "outsider/__init__.py": "",
             "outsider/spy.py": SPY,
             "nested/__init__.py": "",

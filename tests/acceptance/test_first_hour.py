@@ -218,6 +218,24 @@ def test_check_reports_a_job_of_a_nested_app_missing_from_installed_apps_as_W006
     assert "HINT: Add 'nested.billing' to INSTALLED_APPS" in done.stderr
 
 
+def test_enqueue_by_name_of_a_job_whose_module_does_not_import_names_the_import_error(
+    migrated_project,
+):
+    done = migrated_project.shell(
+        "import django_workhorse as w; w.enqueue('myapp.brittle.fragile')"
+    )
+
+    assert done.returncode == 1
+    line = last_line(done.stderr)
+    assert line.startswith(
+        "django_workhorse.exceptions.UnknownJobError: no job named 'myapp.brittle.fragile'"
+    )
+    assert line.endswith(
+        "its module could not be imported (ModuleNotFoundError: No module named "
+        "'missing_dependency_of_myapp'): fix that import"
+    )
+
+
 ENQUEUE_FROM_SQL = """
 from django.db import connection
 with connection.cursor() as cursor:
