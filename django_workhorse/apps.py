@@ -18,7 +18,7 @@ class WorkhorseConfig(AppConfig):
             checks,  # noqa: F401  (registers the checks)
             registry,
         )
-        from .discovery import defined_job, remember_apps
+        from .discovery import defined_job, import_problem, remember_apps
         from .servable import uses_tasks_backend
 
         remember_apps()
@@ -26,6 +26,7 @@ class WorkhorseConfig(AppConfig):
         # A job defined outside jobs.py is found by its import path, inside
         # the installed apps only (docs/worker.md, "Where jobs are found").
         registry.add_resolver(defined_job)
+        registry.add_explainer(import_problem)
         autodiscover_modules("jobs")
         if uses_tasks_backend():
             from .tasks.backend import resolve_task_job

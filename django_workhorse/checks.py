@@ -424,8 +424,9 @@ def unserved_queue_warnings() -> list[Warning]:
                 f"import {defining_module(definition)}), but its queue {queue!r} is used by no "
                 "job a worker knows at start: a worker started without --queues does not "
                 "serve it",
-                hint=f"Name it in WORKHORSE['QUEUES'] ({{{queue!r}: {{}}}}), start workers with "
-                f"--queues {queue}, or define the job in its app's jobs.py; docs/worker.md, "
+                hint=f"Name it in WORKHORSE['QUEUES'] ({{{queue!r}: {{}}}}), which every worker "
+                f"serves (runworker --queues refuses a queue no setting or job it knows at start "
+                f"names), or define the job in its app's jobs.py; docs/worker.md, "
                 '"Where jobs are found".',
                 obj=definition.name,
                 id="workhorse.W007",

@@ -169,18 +169,33 @@ def unfindable(definition: JobDefinition[..., Any]) -> tuple[str, str] | None:
             f"define it in {app.replace('.', '/')}/jobs.py (or import it there), or drop "
             f"name={name!r} so that workers find it by its path {definition.import_path}",
         )
-    top = module.split(".")[0]
+    missing = app_package_of(module) or module.split(".")[0]
     return (
         f"job {name!r} is defined in {module}, which is in no app of INSTALLED_APPS, so no "
         "worker would import it",
-        f"add {top!r} to INSTALLED_APPS, or move the job into the jobs.py of an installed app",
+        f"add {missing!r} to INSTALLED_APPS, or move the job into the jobs.py of an installed app",
     )
+
+
+def app_package_of(module: str) -> str | None:
+    """The innermost package holding ``module`` (or ``module`` itself) that
+    is a Django app, one with an ``apps.py``: ``project.billing`` for
+    ``project.billing.jobs``, where ``project`` alone is no app."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        package = ".".join(parts[:end])
+        spec = getattr(sys.modules.get(package), "__spec__", None)
+        locations = getattr(spec, "submodule_search_locations", None) or []
+        if any((Path(location) / "apps.py").is_file() for location in locations):
+            return package
+    return None
 
 
 def belongs_to_project(module: str) -> bool:
     """Whether ``module`` is the project's own code that a worker is meant
     to run: inside an installed app, in a package that is a Django app
-    (it has an ``apps.py``) or in the package of the settings module.
+    (it, or a package holding it, has an ``apps.py``: apps may nest) or in
+    the package of the settings module.
 
     Test modules (``tests``, ``test_*``, ``conftest``, in an app or not),
     scripts and ``__main__`` may define jobs that the same process runs
@@ -194,9 +209,7 @@ def belongs_to_project(module: str) -> bool:
     top = module.split(".")[0]
     if top == (getattr(settings, "SETTINGS_MODULE", None) or "").split(".")[0]:
         return True
-    spec = getattr(sys.modules.get(top), "__spec__", None)
-    locations = getattr(spec, "submodule_search_locations", None) or []
-    return any((Path(location) / "apps.py").is_file() for location in locations)
+    return app_package_of(module) is not None
 
 
 def enqueue_refusal(definition: JobDefinition[..., Any]) -> str | None:

@@ -229,6 +229,12 @@ def drift(cursor: store.Cursor) -> Drift:
     return Drift(missing=missing, changed=sorted(changed), extra=sorted(extra))
 
 
+def applied_migrations(cursor: store.Cursor) -> list[str]:
+    """The django_workhorse migrations applied to the database: none before
+    the first ``migrate``."""
+    return store.applied_migrations(cursor, APP)
+
+
 def migrations_differ(cursor: store.Cursor) -> bool:
     """Whether the database's django_workhorse migrations are not exactly the
     package's (some pending, or some only a newer package knows)."""

@@ -2,9 +2,9 @@
 
 The table is the process's, read and written from any thread (a worker's
 claim loop looks names up while a Django task registers itself on first
-use): every change of ``_jobs``, ``_listeners`` and ``_resolvers`` happens
-under ``_lock`` (tests/unit/test_lock_rule.py checks it), and readers take a
-copy. Listeners and resolvers are called outside the lock, since they may
+use): every change of ``_jobs``, ``_listeners``, ``_resolvers`` and
+``_explainers`` happens under ``_lock`` (tests/unit/test_lock_rule.py checks
+it), and readers take a copy. Listeners and resolvers are called outside the lock, since they may
 register in turn.
 """
 
@@ -25,6 +25,8 @@ _lock = threading.Lock()
 _jobs: dict[str, JobDefinition[..., Any]] = {}
 _listeners: list[Callable[[JobDefinition[..., Any]], object]] = []
 _resolvers: list[Callable[[str], JobDefinition[..., Any] | None]] = []
+_explainers: list[Callable[[str], str | None]] = []
+"""Each says why a resolver could not find a name (its module did not import), or None."""
 
 
 class JobTable(dict[str, "JobDefinition[..., Any]"]):
@@ -80,9 +82,15 @@ def get(name: str) -> JobDefinition[..., Any]:
     try:
         return _jobs.get(name) or _resolve_or_raise(name)
     except KeyError:
+        why = next(filter(None, (explain(name) for explain in list(_explainers))), None)
+        fix = (
+            f"its module could not be imported ({why}): fix that import"
+            if why
+            else "define it with @workhorse.job in an app's jobs.py and make sure the app is in "
+            "INSTALLED_APPS"
+        )
         raise UnknownJobError(
-            f"no job named {shown(name, 210)} is registered ({_known_near(name)}); define it "
-            "with @workhorse.job in an app's jobs.py and make sure the app is in INSTALLED_APPS"
+            f"no job named {shown(name, 210)} is registered ({_known_near(name)}); {fix}"
         ) from None
 
 
@@ -117,6 +125,14 @@ def add_resolver(resolver: Callable[[str], JobDefinition[..., Any] | None]) -> N
     with _lock:
         if resolver not in _resolvers:
             _resolvers.append(resolver)
+
+
+def add_explainer(explainer: Callable[[str], str | None]) -> None:
+    """Ask ``explainer(name)`` why a name no resolver found is unknown, for
+    ``get``'s error. Added once."""
+    with _lock:
+        if explainer not in _explainers:
+            _explainers.append(explainer)
 
 
 def resolve(name: str) -> JobDefinition[..., Any] | None:

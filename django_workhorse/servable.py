@@ -10,16 +10,42 @@ from collections.abc import Iterable
 from . import registry
 from .conf import WorkhorseSettings, job_defaults
 
+BACKEND_PATHS = frozenset(
+    {"django_workhorse.tasks.WorkhorseBackend", "django_workhorse.tasks.backend.WorkhorseBackend"}
+)
+"""The two import paths of the workhorse backend class."""
+
 
 def uses_tasks_backend() -> bool:
-    """Whether ``settings.TASKS`` names the workhorse backend."""
+    """Whether ``settings.TASKS`` names the workhorse backend, by either of
+    its paths or as a project's subclass of it."""
     from django.conf import settings
 
     configured = getattr(settings, "TASKS", None) or {}
     return any(
-        isinstance(params, dict)
-        and params.get("BACKEND") == "django_workhorse.tasks.WorkhorseBackend"
+        isinstance(params, dict) and is_workhorse_backend(params.get("BACKEND"))
         for params in configured.values()
+    )
+
+
+def is_workhorse_backend(path: object) -> bool:
+    """Whether the ``BACKEND`` path ``path`` leads to the workhorse backend or
+    a subclass. Another path is imported to tell (as Django will, to use it);
+    its class's ancestry is read by name, so the Tasks API that the
+    workhorse backend needs is not imported for a project without it."""
+    if path in BACKEND_PATHS:
+        return True
+    if not isinstance(path, str):
+        return False
+    from django.utils.module_loading import import_string
+
+    try:
+        backend = import_string(path)
+    except Exception:  # Django reports a bad BACKEND when the backend is used
+        return False
+    return any(
+        f"{ancestor.__module__}.{ancestor.__qualname__}" in BACKEND_PATHS
+        for ancestor in getattr(backend, "__mro__", ())
     )
 
 
@@ -41,6 +67,24 @@ def task_queues(alias: str) -> set[str]:
     return names
 
 
+def any_task_queue(alias: str) -> bool:
+    """Whether a workhorse Tasks backend whose jobs live in ``alias`` has an
+    empty ``QUEUES`` (Django's "any queue"): its tasks may be enqueued on a
+    queue no setting names, so a worker may be asked to serve any."""
+    if not uses_tasks_backend():
+        return False
+    from .tasks.backend import workhorse_backends
+
+    for backend in workhorse_backends():
+        try:
+            database = backend.database
+        except Exception:  # a bad OPTIONS value: manage.py check names it
+            continue
+        if database == alias and not backend.queues:
+            return True
+    return False
+
+
 def servable_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
     """Sorted: the queues of the jobs registered for ``alias``, those
     ``WORKHORSE['QUEUES']`` names, those of the Tasks backends on ``alias``,
@@ -57,7 +101,10 @@ def servable_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
 def unknown_queues_problem(
     alias: str, queues: Iterable[str], settings: WorkhorseSettings
 ) -> str | None:
-    """The message that refuses ``queues`` not among ``servable_queues``, or None."""
+    """The message that refuses ``queues`` not among ``servable_queues``, or None
+    (always None beside a Tasks backend that allows any queue)."""
+    if any_task_queue(alias):
+        return None
     available = servable_queues(alias, settings)
     unknown = [q for q in queues if q not in available]
     if not unknown:

@@ -1,6 +1,7 @@
 """A small Django project written to a temporary folder, for tests that run
 ``manage.py`` as a new user would: its own settings, one app (``myapp``),
-a package that is not an app (``outsider``), and either SQLite or a fresh
+a package that is not an app (``outsider``), an app left out of
+``INSTALLED_APPS`` inside a package that is none (``nested.billing``), and either SQLite or a fresh
 PostgreSQL database that no migration has touched yet.
 
 ``SmallProject(path, database=...)`` writes the files; ``.manage(*args)``
@@ -99,6 +100,11 @@ except ImportError:  # Django 5.2 and the django-tasks backport
 @task
 def shout(word: str) -> str:
     return word.upper()
+
+
+@task
+def broken() -> None:
+    raise RuntimeError("broken task")
 """
 
 RENAMED = """
@@ -107,6 +113,34 @@ import django_workhorse as workhorse
 
 @workhorse.job(name="monthly-report")
 def monthly() -> None:
+    return None
+"""
+
+BILLING_APP = """
+from django.apps import AppConfig
+
+
+class BillingConfig(AppConfig):
+    name = "nested.billing"
+"""
+
+BILLING_JOBS = """
+import django_workhorse as workhorse
+
+
+@workhorse.job
+def invoice() -> str:
+    return "invoiced"
+"""
+
+BRITTLE = """
+import missing_dependency_of_myapp  # noqa: F401  (not installed)
+
+import django_workhorse as workhorse
+
+
+@workhorse.job
+def fragile() -> None:
     return None
 """
 
@@ -141,8 +175,13 @@ class SmallProject:
             "myapp/tasks_elsewhere.py": ELSEWHERE,
             "myapp/tasks.py": TASKS,
             "myapp/renamed.py": RENAMED,
+            "myapp/brittle.py": BRITTLE,
             "outsider/__init__.py": "",
             "outsider/spy.py": SPY,
+            "nested/__init__.py": "",
+            "nested/billing/__init__.py": "",
+            "nested/billing/apps.py": BILLING_APP,
+            "nested/billing/jobs.py": BILLING_JOBS,
         }
         for name, text in files.items():
             path = root / name

@@ -119,7 +119,9 @@ def _when_recorded(result: TaskResult, exc: BaseException | None = None) -> None
     and a slow receiver holds up no result, heartbeat or claim. With the
     exception the task raised, the signal is sent while that exception is
     being handled, so receivers see it in ``sys.exc_info()`` (Django's own
-    receiver logs a FAILED task with ``logger.exception``)."""
+    receiver logs a FAILED task with its traceback). Not for a READY one (a
+    retry follows): Django's receiver would print the traceback of every
+    attempt at INFO, whatever ``-v`` says, beside the worker's own line."""
     sender = type(result.task.get_backend())
     job = current_job()
 
@@ -128,7 +130,7 @@ def _when_recorded(result: TaskResult, exc: BaseException | None = None) -> None
         # log lines carry its id (docs/observability.md), current_job() works.
         token = set_current(job)
         try:
-            if exc is None:
+            if exc is None or result.status != TaskResultStatus.FAILED:
                 task_finished.send(sender, task_result=result)
                 return
             traceback_ = exc.__traceback__

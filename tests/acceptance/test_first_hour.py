@@ -113,6 +113,36 @@ def test_workhorse_status_before_migrate_says_run_migrate(unmigrated_project):
     )
 
 
+def test_workhorse_prune_before_migrate_says_run_migrate(unmigrated_project):
+    done = unmigrated_project.manage("workhorse_prune")
+
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "CommandError: database 'default' has no django-workhorse tables yet: "
+        "run `manage.py migrate`"
+    )
+
+
+def test_workhorse_queue_before_migrate_says_run_migrate(unmigrated_project):
+    done = unmigrated_project.manage("workhorse_queue", "pause", "default")
+
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "CommandError: database 'default' has no django-workhorse tables yet: "
+        "run `manage.py migrate`"
+    )
+
+
+def test_workhorse_repair_sql_before_migrate_says_run_migrate(unmigrated_project):
+    done = unmigrated_project.manage("workhorse_repair_sql")
+
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "CommandError: database 'default' has no django-workhorse tables yet: "
+        "run `manage.py migrate`"
+    )
+
+
 def test_migrate_does_not_warn_that_migrate_should_run(unmigrated_project):
     warned = unmigrated_project.manage("check", "--database", "default")
     assert "workhorse.W002" in warned.stderr  # check still says it
@@ -156,6 +186,54 @@ def test_a_renamed_job_no_worker_would_find_is_refused_at_enqueue_in_one_line(mi
     )
     assert "define it in myapp/jobs.py (or import it there), or drop name=" in line
     assert line.endswith("nothing was enqueued")
+
+
+def test_a_job_of_a_nested_app_missing_from_installed_apps_is_refused_at_enqueue_naming_it(
+    migrated_project,
+):
+    done = migrated_project.shell("from nested.billing.jobs import invoice; invoice.enqueue()")
+
+    assert done.returncode == 1
+    line = last_line(done.stderr)
+    assert line.startswith(
+        "django_workhorse.exceptions.UnknownJobError: job 'nested.billing.jobs.invoice' is "
+        "defined in nested.billing.jobs, which is in no app of INSTALLED_APPS"
+    )
+    assert "add 'nested.billing' to INSTALLED_APPS" in line
+    assert line.endswith("nothing was enqueued")
+
+
+def test_check_reports_a_job_of_a_nested_app_missing_from_installed_apps_as_W006(
+    migrated_project,
+):
+    done = migrated_project.shell(
+        """
+        import nested.billing.jobs  # as a view of the project would
+        from django.core.management import call_command
+        call_command("check")
+        """
+    )
+
+    assert "(workhorse.W006) job 'nested.billing.jobs.invoice'" in done.stderr
+    assert "HINT: Add 'nested.billing' to INSTALLED_APPS" in done.stderr
+
+
+def test_enqueue_by_name_of_a_job_whose_module_does_not_import_names_the_import_error(
+    migrated_project,
+):
+    done = migrated_project.shell(
+        "import django_workhorse as w; w.enqueue('myapp.brittle.fragile')"
+    )
+
+    assert done.returncode == 1
+    line = last_line(done.stderr)
+    assert line.startswith(
+        "django_workhorse.exceptions.UnknownJobError: no job named 'myapp.brittle.fragile'"
+    )
+    assert line.endswith(
+        "its module could not be imported (ModuleNotFoundError: No module named "
+        "'missing_dependency_of_myapp'): fix that import"
+    )
 
 
 ENQUEUE_FROM_SQL = """
@@ -256,3 +334,124 @@ def test_a_quiet_worker_prints_nothing_for_a_job_that_succeeds(migrated_project)
     assert done.returncode == 0, done.stderr
     assert lines_with(done.stderr, f"#{job_id}") == []
     assert lines_with(done.stderr, " serving ") == []
+
+
+def test_a_task_attempt_that_will_be_retried_prints_no_traceback(migrated_project):
+    enqueued = migrated_project.shell("from myapp.tasks import broken; print(broken.enqueue().id)")
+    assert enqueued.returncode == 0, enqueued.stderr
+    task_id = enqueued.stdout.strip()
+
+    done = migrated_project.manage("runworker", "--burst")
+
+    assert done.returncode == 0, done.stderr
+    log = done.stderr
+    retried = lines_with(log, f"#{task_id} attempt 1/", "RuntimeError: broken task; retrying")
+    assert len(retried) == 1
+    assert len(lines_with(log, f"Task id={task_id} path=myapp.tasks.broken state=READY")) == 1
+    assert "Traceback" not in log
+
+
+# -- the Tasks backend named by another path ------------------------------------
+
+OWN_BACKEND = """
+from django_workhorse.tasks import WorkhorseBackend
+
+
+class ProjectBackend(WorkhorseBackend):
+    pass
+"""
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["django_workhorse.tasks.backend.WorkhorseBackend", "myapp.backends.ProjectBackend"],
+)
+def test_runworker_serves_the_tasks_queues_of_a_backend_named_by_another_path(
+    migrated_project, backend
+):
+    (migrated_project.root / "myapp" / "backends.py").write_text(OWN_BACKEND)
+    (migrated_project.root / "site_settings" / "other_backend.py").write_text(
+        "from .settings import *\n"
+        f"TASKS = {{'default': {{'BACKEND': {backend!r}, 'QUEUES': ['default', 'queue-1']}}}}\n"
+    )
+    settings = "--settings=site_settings.other_backend"
+    enqueued = migrated_project.manage(
+        "shell",
+        settings,
+        "-v",
+        "0",
+        "-c",
+        "from myapp.tasks import shout; print(shout.using(queue_name='queue-1').enqueue('x').id)",
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    task_id = enqueued.stdout.strip()
+
+    done = migrated_project.manage("runworker", settings, "--queues", "queue-1", "--burst")
+
+    assert done.returncode == 0, done.stderr
+    assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
+
+
+def test_runworker_serves_a_queue_named_by_no_setting_beside_a_backend_that_allows_any(
+    migrated_project,
+):
+    (migrated_project.root / "site_settings" / "any_queue.py").write_text(
+        "from .settings import *\n"
+        "TASKS = {'default': {'BACKEND': 'django_workhorse.tasks.WorkhorseBackend', "
+        "'QUEUES': []}}\n"
+    )
+    settings = "--settings=site_settings.any_queue"
+    enqueued = migrated_project.manage(
+        "shell",
+        settings,
+        "-v",
+        "0",
+        "-c",
+        "from myapp.tasks import shout; print(shout.using(queue_name='reports').enqueue('x').id)",
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    task_id = enqueued.stdout.strip()
+
+    done = migrated_project.manage("runworker", settings, "--queues", "reports", "--burst")
+
+    assert done.returncode == 0, done.stderr
+    assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
+
+
+REPORTING = """
+import django_workhorse as workhorse
+
+
+@workhorse.job(queue="reports")
+def monthly() -> str:
+    return "reported"
+"""
+
+
+def test_a_job_found_by_its_path_on_a_queue_named_in_workhorse_queues_runs_under_runworker(
+    migrated_project,
+):
+    # W007's fix: the job's module is not imported at start, its queue is named.
+    (migrated_project.root / "myapp" / "reporting.py").write_text(REPORTING)
+    (migrated_project.root / "site_settings" / "reports_queue.py").write_text(
+        "from .settings import *\nWORKHORSE = {'QUEUES': {'reports': {}}}\n"
+    )
+    settings = "--settings=site_settings.reports_queue"
+    enqueued = migrated_project.manage(
+        "shell",
+        settings,
+        "-v",
+        "0",
+        "-c",
+        "from myapp.reporting import monthly; print(monthly.enqueue().id)",
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id = int(enqueued.stdout.strip())
+
+    done = migrated_project.manage("runworker", settings, "--burst")
+
+    assert done.returncode == 0, done.stderr
+    state = migrated_project.shell(
+        f"import django_workhorse as w; s = w.Admin().get_job({job_id}); print(s.state)"
+    )
+    assert state.stdout.strip() == "succeeded"

@@ -264,6 +264,10 @@ def test_an_empty_database_alias_is_refused_not_read_as_the_default(run_command)
         ),
         (["--queues", ","], "argument --queues: name at least one queue"),
         (
+            ["--exclude-queues", ","],
+            "argument --exclude-queues: name at least one queue, e.g. email,default",
+        ),
+        (
             ["--queues", "jobtests.record:4"],
             "argument --queues: 'jobtests.record:4': --queues takes queue names only; give "
             "queue 'jobtests.record' 4 slot(s) with "

@@ -110,7 +110,7 @@ def queue_list(value: str) -> list[str]:
     """
     names = [name.strip() for name in value.split(",") if name.strip()]
     if not names:
-        raise argparse.ArgumentTypeError("name at least one queue, e.g. --queues email,default")
+        raise argparse.ArgumentTypeError("name at least one queue, e.g. email,default")
     for name in names:
         if problem := queue_name_problem(name):
             queue, colon, slots = name.rpartition(":")

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
 from ...conf import get_retention
+from ...preflight import explained
 from ...retention import prune
 from ._operator import database_alias
 
@@ -37,6 +38,8 @@ class Command(BaseCommand):
             with connections[alias].cursor() as cursor:
                 report = prune(cursor, dry_run=dry_run, settings=settings)
         except DatabaseError as exc:
+            if (better := explained(exc, alias)) is not None:
+                raise CommandError(str(better)) from None
             raise CommandError(f"prune failed on database {alias!r}: {exc}") from exc
         for line in report.lines():
             self.stdout.write(line)

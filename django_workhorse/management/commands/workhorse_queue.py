@@ -9,6 +9,7 @@ from django.db import DatabaseError
 
 from ...admin_api import Admin
 from ...exceptions import WorkhorseError
+from ...preflight import explained
 from ._operator import database_alias
 
 
@@ -30,6 +31,8 @@ class Command(BaseCommand):
         except WorkhorseError as exc:
             raise CommandError(str(exc)) from exc
         except DatabaseError as exc:
+            if (better := explained(exc, alias)) is not None:
+                raise CommandError(str(better)) from None
             raise CommandError(
                 f"cannot {action} queue {queue!r} on database {alias!r}: {exc}"
             ) from exc

@@ -35,6 +35,11 @@ class Command(AliasCommand):
             raise CommandError(problem)
         try:
             with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+                if not installed_sql.applied_migrations(cursor):
+                    raise CommandError(
+                        f"database {alias!r} has no django-workhorse tables yet: run "
+                        "`manage.py migrate`"
+                    )
                 if installed_sql.migrations_differ(cursor):
                     raise CommandError(
                         f"database {alias!r}: its django_workhorse migrations are not this "
