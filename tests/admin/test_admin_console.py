@@ -249,3 +249,23 @@ def test_an_action_on_every_matching_job_refuses_a_filter_it_cannot_apply(
     assert 'id="wh-cancel-all"' not in listing
     assert "nothing was done" in response.content.decode()
     assert Admin().get_job(job.id).state == "ready"
+
+
+def test_an_action_on_every_matching_job_commits_batch_by_batch_under_atomic_requests(
+    operator_client, monkeypatch
+):
+    """With ``ATOMIC_REQUESTS`` on, Django would run the whole request in one
+    transaction, and the 1,000-job batches would be savepoints of it; the
+    filter-wide action's view is exempt, on every alias."""
+    from django.core.handlers.base import BaseHandler
+    from django.db import connections
+    from django.urls import resolve
+
+    for alias in connections:
+        monkeypatch.setitem(connections.settings[alias], "ATOMIC_REQUESTS", True)
+    view = resolve(JOBS + "act/all/").func
+
+    assert BaseHandler().make_view_atomic(view) is view
+    # The job list stays as Django makes it: only the long action is exempt.
+    listing = resolve(JOBS).func
+    assert BaseHandler().make_view_atomic(listing) is not listing
