@@ -563,35 +563,56 @@ class JobAdmin(OperatorAdmin):
                 f"only, not {', '.join(narrower)}: nothing was done; tick the jobs instead",
             )
             return HttpResponseRedirect(back)
+        # Only the states the action applies to are walked: without a state
+        # filter, the finished jobs of the queue (its whole history) would be
+        # read batch by batch for nothing, and counted as if they would change.
+        applies = JOB_ACTIONS[action].split()
+        chosen = filters["state"]
+        if chosen is not None and chosen not in STATES:
+            messages.error(
+                request,
+                f"state must be one of {', '.join(STATES)}; got {chosen!r:.40}: nothing was done",
+            )
+            return HttpResponseRedirect(back)
+        states = [chosen] if chosen in applies else [] if chosen else applies
         if request.method == "POST":
             reason = (request.POST.get("reason") or "").strip() or None
+            changed = requested = unchanged = batches = 0
             try:
-                outcome = service.bulk_matching(
-                    action,
-                    queue=filters["queue"],
-                    name=filters["name"],
-                    state=filters["state"],
-                    reason=reason,
-                    by=_username(request),
-                )
+                for state in states:
+                    outcome = service.bulk_matching(
+                        action,
+                        queue=filters["queue"],
+                        name=filters["name"],
+                        state=state,
+                        reason=reason,
+                        by=_username(request),
+                    )
+                    changed += outcome.changed
+                    requested += outcome.requested
+                    unchanged += outcome.unchanged
+                    batches += outcome.batches
             except InvalidQueryError as exc:
                 messages.error(request, f"{exc}: nothing was done")
                 return HttpResponseRedirect(back)
             verb = "retried" if action == "retry" else "canceled"
-            text = f"{outcome.changed:,} job(s) {verb} in {outcome.batches} batch(es)"
-            if outcome.requested:
-                text += f"; {outcome.requested:,} running job(s) asked to stop"
-            if outcome.unchanged:
-                text += f"; {outcome.unchanged:,} left as they were (their state had changed)"
+            text = f"{changed:,} job(s) {verb} in {batches} batch(es)"
+            if requested:
+                text += f"; {requested:,} running job(s) asked to stop"
+            if unchanged:
+                text += f"; {unchanged:,} left as they were (their state had changed)"
             messages.success(request, text)
             return HttpResponseRedirect(back)
         try:
-            count = service.count_jobs(
-                queue=filters["queue"],
-                name=filters["name"],
-                state=filters["state"],
-                cap=MATCHING_COUNT_CAP,
-            )
+            counts = [
+                service.count_jobs(
+                    queue=filters["queue"],
+                    name=filters["name"],
+                    state=state,
+                    cap=MATCHING_COUNT_CAP,
+                )
+                for state in states
+            ]
         except InvalidQueryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(back)
@@ -603,8 +624,12 @@ class JobAdmin(OperatorAdmin):
             action=action,
             filters=filters,
             described=described,
-            count=f"{count:,}+" if count >= MATCHING_COUNT_CAP else f"{count:,}",
-            nothing=count == 0,
+            count=f"{sum(counts):,}"
+            + ("+" if any(n >= MATCHING_COUNT_CAP for n in counts) else ""),
+            nothing=sum(counts) == 0,
+            applies=", ".join(applies[:-1]) + " and " + applies[-1]
+            if len(applies) > 1
+            else applies[0],
             back=back,
             batch=f"{admin_api.BULK_BATCH_SIZE:,}",
             **in_store,

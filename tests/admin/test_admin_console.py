@@ -269,3 +269,40 @@ def test_an_action_on_every_matching_job_commits_batch_by_batch_under_atomic_req
     # The job list stays as Django makes it: only the long action is exempt.
     listing = resolve(JOBS).func
     assert BaseHandler().make_view_atomic(listing) is not listing
+
+
+def test_cancel_all_without_a_state_counts_and_walks_the_live_jobs_only(operator_client):
+    from tests.factories import SucceededJobFactory
+
+    finished = [SucceededJobFactory(queue="mixed") for _ in range(3)]
+    waiting = [ReadyJobFactory(queue="mixed") for _ in range(2)]
+
+    confirm = operator_client.get(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "mixed"}
+    ).content.decode()
+    assert "<strong>2</strong> job(s) match queue mixed" in confirm
+    response = operator_client.post(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "mixed"}, follow=True
+    )
+
+    text = response.content.decode()
+    assert "2 job(s) canceled" in text
+    assert "left as they were" not in text  # the finished jobs were not read
+    assert {Admin().get_job(j.id).state for j in waiting} == {"canceled"}
+    assert {Admin().get_job(j.id).state for j in finished} == {"succeeded"}
+
+
+def test_an_action_on_every_job_of_a_state_it_does_not_apply_to_has_nothing_to_do(
+    operator_client,
+):
+    FailedJobFactory(queue="ended")
+
+    confirm = operator_client.get(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "ended", "state": "failed"}
+    ).content.decode()
+    assert "No job matches" in confirm and "nothing to cancel" in confirm
+    assert 'id="wh-matching-confirm"' not in confirm
+    response = operator_client.post(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "ended", "state": "failed"}, follow=True
+    )
+    assert "0 job(s) canceled in 0 batch(es)" in response.content.decode()
