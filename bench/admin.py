@@ -386,6 +386,12 @@ HOUR_PAGES = {
     "cancel-all confirmation: count of queue=q5 state=ready": (
         "/admin/django_workhorse/job/act/all/?action=cancel&queue=q5&state=ready"
     ),
+    "cancel-all confirmation: count of queue=q5, every state it cancels": (
+        "/admin/django_workhorse/job/act/all/?action=cancel&queue=q5"
+    ),
+    "retry-all confirmation: count of queue=q5, failed and canceled": (
+        "/admin/django_workhorse/job/act/all/?action=retry&queue=q5"
+    ),
 }
 """The pages timed with a busy last hour."""
 
