@@ -872,7 +872,14 @@ class JobAdmin(OperatorAdmin):
                 "nothing was done, select fewer",
             )
             return HttpResponseRedirect(target)
-        results = self.service(store).bulk(action, ids, by=_username(request))
+        reason = (request.POST.get("reason") or "").strip() or None
+        try:
+            results = self.service(store).bulk(
+                action, ids, by=_username(request), reason=reason if action == "cancel" else None
+            )
+        except InvalidQueryError as exc:
+            messages.error(request, f"{exc}: nothing was done")
+            return HttpResponseRedirect(target)
         done = [r for r in results if r.changed]
         if done:
             verb = "retried" if action == "retry" else "canceled"

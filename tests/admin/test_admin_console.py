@@ -306,3 +306,29 @@ def test_an_action_on_every_job_of_a_state_it_does_not_apply_to_has_nothing_to_d
         f"{JOBS}act/all/", {"action": "cancel", "queue": "ended", "state": "failed"}, follow=True
     )
     assert "0 job(s) canceled in 0 batch(es)" in response.content.decode()
+
+
+def test_a_cancel_of_ticked_jobs_keeps_the_reason_given(operator_client):
+    jobs = [ReadyJobFactory(queue="ticked") for _ in range(2)]
+
+    operator_client.post(
+        f"{JOBS}act/",
+        {"action": "cancel", "job": [j.id for j in jobs], "reason": "duplicate import"},
+    )
+
+    for job in jobs:
+        error = Admin().get_job(job.id).error
+        assert (error["reason"], error["by"]) == ("duplicate import", "operator")
+
+
+def test_a_cancel_of_ticked_jobs_with_a_reason_too_long_does_nothing_and_says_so(
+    operator_client,
+):
+    job = ReadyJobFactory(queue="ticked")
+
+    response = operator_client.post(
+        f"{JOBS}act/", {"action": "cancel", "job": [job.id], "reason": "x" * 1001}, follow=True
+    )
+
+    assert any("nothing was done" in str(m) for m in response.context["messages"])
+    assert Admin().get_job(job.id).state == "ready"
