@@ -504,6 +504,12 @@ class JobAdmin(OperatorAdmin):
             payload_live_only=payload_live_only,
             matching_query=matching.urlencode(),
             can_act_on_matching=not any(params.get(key) for key in MATCHING_UNSUPPORTED),
+            # Offered only where the list's state lets the action change a job.
+            matching_actions=[
+                action
+                for action in ("retry", "cancel")
+                if not filters["state"] or filters["state"] in JOB_ACTIONS[action].split()
+            ],
             refresh=_refresh(request),
             refresh_links=_refresh_links(request),
             failures_url=reverse("admin:django_workhorse_job_failures"),

@@ -332,3 +332,18 @@ def test_a_cancel_of_ticked_jobs_with_a_reason_too_long_does_nothing_and_says_so
 
     assert any("nothing was done" in str(m) for m in response.context["messages"])
     assert Admin().get_job(job.id).state == "ready"
+
+
+@pytest.mark.parametrize(
+    ("state", "offered"),
+    [("", {"retry", "cancel"}), ("ready", {"cancel"}), ("failed", {"retry"})],
+)
+def test_the_job_list_offers_retry_all_and_cancel_all_where_the_state_allows(
+    operator_client, state, offered
+):
+    FailedJobFactory(queue="offers")  # first: its factory claims from the queue
+    ReadyJobFactory(queue="offers")
+
+    body = operator_client.get(JOBS, {"queue": "offers", "state": state}).content.decode()
+
+    assert {a for a in ("retry", "cancel") if f'id="wh-{a}-all"' in body} == offered
