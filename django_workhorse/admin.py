@@ -25,6 +25,7 @@ from typing import Any, cast
 import django
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import connections, transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -110,6 +111,22 @@ MATCHING_UNSUPPORTED = ("q", "prefix", "payload", "error_type")
 
 MATCHING_COUNT_CAP = 100_000
 """A filter-wide action counts what it will act on up to this many first."""
+
+
+def outside_atomic_requests(view: Any) -> Any:
+    """``view``, exempt from ``ATOMIC_REQUESTS`` on every alias: an action on
+    every matching job commits 1,000 jobs at a time, which one transaction
+    around the request would turn into savepoints of a single transaction
+    holding every job it touched until the last batch."""
+
+    @functools.wraps(view)
+    def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response: HttpResponse = view(request, *args, **kwargs)
+        return response
+
+    for alias in connections:
+        run = transaction.non_atomic_requests(using=alias)(run)
+    return run
 
 
 def _refresh(request: HttpRequest) -> int | None:
@@ -378,7 +395,7 @@ class JobAdmin(OperatorAdmin):
         return [
             self.page("", self.changelist_view, "changelist"),
             self.page("act/", self.bulk_action_view, "bulk"),
-            self.page("act/all/", self.matching_view, "matching"),
+            self.page("act/all/", outside_atomic_requests(self.matching_view), "matching"),
             self.page("failures/", self.failures_view, "failures"),
             self.page("<str:object_id>/act/", self.action_view, "act"),
             self.page("<str:object_id>/cancel/", self.cancel_confirm_view, "cancel"),
@@ -500,6 +517,12 @@ class JobAdmin(OperatorAdmin):
             payload_live_only=payload_live_only,
             matching_query=matching.urlencode(),
             can_act_on_matching=not any(params.get(key) for key in MATCHING_UNSUPPORTED),
+            # Offered only where the list's state lets the action change a job.
+            matching_actions=[
+                action
+                for action in ("retry", "cancel")
+                if not filters["state"] or filters["state"] in JOB_ACTIONS[action].split()
+            ],
             refresh=_refresh(request),
             refresh_links=_refresh_links(request),
             failures_url=reverse("admin:django_workhorse_job_failures"),
@@ -559,35 +582,56 @@ class JobAdmin(OperatorAdmin):
                 f"only, not {', '.join(narrower)}: nothing was done; tick the jobs instead",
             )
             return HttpResponseRedirect(back)
+        # Only the states the action applies to are walked: without a state
+        # filter, the finished jobs of the queue (its whole history) would be
+        # read batch by batch for nothing, and counted as if they would change.
+        applies = JOB_ACTIONS[action].split()
+        chosen = filters["state"]
+        if chosen is not None and chosen not in STATES:
+            messages.error(
+                request,
+                f"state must be one of {', '.join(STATES)}; got {chosen!r:.40}: nothing was done",
+            )
+            return HttpResponseRedirect(back)
+        states = [chosen] if chosen in applies else [] if chosen else applies
         if request.method == "POST":
             reason = (request.POST.get("reason") or "").strip() or None
+            changed = requested = unchanged = batches = 0
             try:
-                outcome = service.bulk_matching(
-                    action,
-                    queue=filters["queue"],
-                    name=filters["name"],
-                    state=filters["state"],
-                    reason=reason,
-                    by=_username(request),
-                )
+                for state in states:
+                    outcome = service.bulk_matching(
+                        action,
+                        queue=filters["queue"],
+                        name=filters["name"],
+                        state=state,
+                        reason=reason,
+                        by=_username(request),
+                    )
+                    changed += outcome.changed
+                    requested += outcome.requested
+                    unchanged += outcome.unchanged
+                    batches += outcome.batches
             except InvalidQueryError as exc:
                 messages.error(request, f"{exc}: nothing was done")
                 return HttpResponseRedirect(back)
             verb = "retried" if action == "retry" else "canceled"
-            text = f"{outcome.changed:,} job(s) {verb} in {outcome.batches} batch(es)"
-            if outcome.requested:
-                text += f"; {outcome.requested:,} running job(s) asked to stop"
-            if outcome.unchanged:
-                text += f"; {outcome.unchanged:,} left as they were (their state had changed)"
+            text = f"{changed:,} job(s) {verb} in {batches} batch(es)"
+            if requested:
+                text += f"; {requested:,} running job(s) asked to stop"
+            if unchanged:
+                text += f"; {unchanged:,} left as they were (their state had changed)"
             messages.success(request, text)
             return HttpResponseRedirect(back)
         try:
-            count = service.count_jobs(
-                queue=filters["queue"],
-                name=filters["name"],
-                state=filters["state"],
-                cap=MATCHING_COUNT_CAP,
-            )
+            counts = [
+                service.count_jobs(
+                    queue=filters["queue"],
+                    name=filters["name"],
+                    state=state,
+                    cap=MATCHING_COUNT_CAP,
+                )
+                for state in states
+            ]
         except InvalidQueryError as exc:
             messages.error(request, str(exc))
             return HttpResponseRedirect(back)
@@ -599,8 +643,12 @@ class JobAdmin(OperatorAdmin):
             action=action,
             filters=filters,
             described=described,
-            count=f"{count:,}+" if count >= MATCHING_COUNT_CAP else f"{count:,}",
-            nothing=count == 0,
+            count=f"{sum(counts):,}"
+            + ("+" if any(n >= MATCHING_COUNT_CAP for n in counts) else ""),
+            nothing=sum(counts) == 0,
+            applies=", ".join(applies[:-1]) + " and " + applies[-1]
+            if len(applies) > 1
+            else applies[0],
             back=back,
             batch=f"{admin_api.BULK_BATCH_SIZE:,}",
             **in_store,
@@ -843,7 +891,14 @@ class JobAdmin(OperatorAdmin):
                 "nothing was done, select fewer",
             )
             return HttpResponseRedirect(target)
-        results = self.service(store).bulk(action, ids, by=_username(request))
+        reason = (request.POST.get("reason") or "").strip() or None
+        try:
+            results = self.service(store).bulk(
+                action, ids, by=_username(request), reason=reason if action == "cancel" else None
+            )
+        except InvalidQueryError as exc:
+            messages.error(request, f"{exc}: nothing was done")
+            return HttpResponseRedirect(target)
         done = [r for r in results if r.changed]
         if done:
             verb = "retried" if action == "retry" else "canceled"

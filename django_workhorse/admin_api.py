@@ -1124,17 +1124,23 @@ class Admin:
                 return outcome(complete=cursor is None)
 
     def bulk(
-        self, action: str, job_ids: Sequence[int], *, by: str | None = None
+        self,
+        action: str,
+        job_ids: Sequence[int],
+        *,
+        by: str | None = None,
+        reason: str | None = None,
     ) -> list[ActionResult]:
         """``retry`` or ``cancel`` each job; one result per job, in order.
-        ``by`` is passed to each cancel. Every argument is checked before the
-        first job is touched: a bad id among good ones changes nothing."""
+        ``by`` and ``reason`` are passed to each cancel. Every argument is
+        checked before the first job is touched: a bad id among good ones
+        changes nothing."""
         _check_bulk_action(action)
         ids = _check_job_ids(job_ids)
-        by = _check_by(by)
+        by, reason = _check_by(by), _check_reason(reason)
         if action == "retry":
             return [self.retry(job_id) for job_id in ids]
-        return [self.cancel(job_id, by=by) for job_id in ids]
+        return [self.cancel(job_id, reason, by=by) for job_id in ids]
 
 
 def _check_bulk_action(action: object) -> None:

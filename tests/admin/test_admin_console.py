@@ -249,3 +249,101 @@ def test_an_action_on_every_matching_job_refuses_a_filter_it_cannot_apply(
     assert 'id="wh-cancel-all"' not in listing
     assert "nothing was done" in response.content.decode()
     assert Admin().get_job(job.id).state == "ready"
+
+
+def test_an_action_on_every_matching_job_commits_batch_by_batch_under_atomic_requests(
+    operator_client, monkeypatch
+):
+    """With ``ATOMIC_REQUESTS`` on, Django would run the whole request in one
+    transaction, and the 1,000-job batches would be savepoints of it; the
+    filter-wide action's view is exempt, on every alias."""
+    from django.core.handlers.base import BaseHandler
+    from django.db import connections
+    from django.urls import resolve
+
+    for alias in connections:
+        monkeypatch.setitem(connections.settings[alias], "ATOMIC_REQUESTS", True)
+    view = resolve(JOBS + "act/all/").func
+
+    assert BaseHandler().make_view_atomic(view) is view
+    # The job list stays as Django makes it: only the long action is exempt.
+    listing = resolve(JOBS).func
+    assert BaseHandler().make_view_atomic(listing) is not listing
+
+
+def test_cancel_all_without_a_state_counts_and_walks_the_live_jobs_only(operator_client):
+    from tests.factories import SucceededJobFactory
+
+    finished = [SucceededJobFactory(queue="mixed") for _ in range(3)]
+    waiting = [ReadyJobFactory(queue="mixed") for _ in range(2)]
+
+    confirm = operator_client.get(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "mixed"}
+    ).content.decode()
+    assert "<strong>2</strong> job(s) match queue mixed" in confirm
+    response = operator_client.post(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "mixed"}, follow=True
+    )
+
+    text = response.content.decode()
+    assert "2 job(s) canceled" in text
+    assert "left as they were" not in text  # the finished jobs were not read
+    assert {Admin().get_job(j.id).state for j in waiting} == {"canceled"}
+    assert {Admin().get_job(j.id).state for j in finished} == {"succeeded"}
+
+
+def test_an_action_on_every_job_of_a_state_it_does_not_apply_to_has_nothing_to_do(
+    operator_client,
+):
+    FailedJobFactory(queue="ended")
+
+    confirm = operator_client.get(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "ended", "state": "failed"}
+    ).content.decode()
+    assert "No job matches" in confirm and "nothing to cancel" in confirm
+    assert 'id="wh-matching-confirm"' not in confirm
+    response = operator_client.post(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "ended", "state": "failed"}, follow=True
+    )
+    assert "0 job(s) canceled in 0 batch(es)" in response.content.decode()
+
+
+def test_a_cancel_of_ticked_jobs_keeps_the_reason_given(operator_client):
+    jobs = [ReadyJobFactory(queue="ticked") for _ in range(2)]
+
+    operator_client.post(
+        f"{JOBS}act/",
+        {"action": "cancel", "job": [j.id for j in jobs], "reason": "duplicate import"},
+    )
+
+    for job in jobs:
+        error = Admin().get_job(job.id).error
+        assert (error["reason"], error["by"]) == ("duplicate import", "operator")
+
+
+def test_a_cancel_of_ticked_jobs_with_a_reason_too_long_does_nothing_and_says_so(
+    operator_client,
+):
+    job = ReadyJobFactory(queue="ticked")
+
+    response = operator_client.post(
+        f"{JOBS}act/", {"action": "cancel", "job": [job.id], "reason": "x" * 1001}, follow=True
+    )
+
+    assert any("nothing was done" in str(m) for m in response.context["messages"])
+    assert Admin().get_job(job.id).state == "ready"
+
+
+@pytest.mark.parametrize(
+    ("state", "offered"),
+    [("", {"retry", "cancel"}), ("ready", {"cancel"}), ("failed", {"retry"})],
+)
+def test_the_job_list_offers_retry_all_and_cancel_all_where_the_state_allows(
+    operator_client, state, offered
+):
+    FailedJobFactory(queue="offers")  # first: its factory claims from the queue
+    ReadyJobFactory(queue="offers")
+
+    body = operator_client.get(JOBS, {"queue": "offers", "state": state}).content.decode()
+
+    assert {a for a in ("retry", "cancel") if f'id="wh-{a}-all"' in body} == offered

@@ -163,3 +163,25 @@ def test_a_queue_reads_running_only_when_a_live_worker_says_it_serves_it(operato
     assert "running" in queue_row(body, "page-served")
     assert "no worker" not in queue_row(body, "page-served")
     assert "no worker" in queue_row(body, "page-unserved")
+
+
+def test_a_queue_whose_only_worker_went_silent_reads_no_worker(operator_client):
+    import json
+
+    from django_workhorse import store
+    from django_workhorse.worker.presence import describe_worker
+
+    ReadyJobFactory(queue="page-orphaned")
+    info = describe_worker("host-q:2:dead", {"page-orphaned": 2}, 0, 15.0, "batched")
+    with connection.cursor() as cursor:
+        store.heartbeat_many(cursor, "host-q:2:dead", [], [], 30, json.dumps(info))
+        # Not heard from for longer than three renew intervals (plus 5 s).
+        cursor.execute(
+            "UPDATE workhorse_worker SET last_seen_at = now() - interval '2 minutes'"
+            " WHERE worker_id = 'host-q:2:dead'"
+        )
+
+    body = operator_client.get(QUEUES).content.decode()
+
+    assert "no worker" in queue_row(body, "page-orphaned")
+    assert "running" not in queue_row(body, "page-orphaned")

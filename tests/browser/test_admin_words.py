@@ -92,6 +92,29 @@ def test_the_queues_page_shows_every_column_at_1280_px_with_the_sidebar_open(
     assert "11" in row.locator("td").nth(4).inner_text()  # ready, read in full
 
 
+@override_settings(WORKHORSE={"QUEUES": {QUEUE: {"concurrency": 12}}})
+def test_the_queues_table_still_fits_1280_px_with_a_queues_limits_form_open(
+    browser, live_server, django_user_model, tmp_path
+):
+    operator(django_user_model)
+    ReadyJobFactory.create_batch(3, queue=QUEUE)
+    Admin().set_queue_limits(QUEUE, global_concurrency=1000, rate=10000, period=3600)
+    page = log_in(browser.new_context(viewport=WIDE), live_server.url, "operator")
+    page.goto(f"{live_server.url}/admin/django_workhorse/queue/")
+
+    page.locator(f'[id="wh-queue-{QUEUE}"] .wh-limits summary').click()
+
+    shot = screenshot(page, tmp_path / "queues-limits-open-1280.png")
+    overflow = page.evaluate(
+        "(() => { const s = document.querySelector('#wh-queues').parentElement;"
+        " return s.scrollWidth - s.clientWidth; })()"
+    )
+    assert overflow <= 0, f"the queues table scrolls by {overflow}px at 1280 px ({shot})"
+    for field in page.locator(f'[id="wh-queue-{QUEUE}"] .wh-limits input[type=number]').all():
+        box = field.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= WIDE["width"], shot
+
+
 def test_a_queue_with_no_worker_connected_reads_so(browser, live_server, django_user_model):
     operator(django_user_model)
     ReadyJobFactory(queue=QUEUE)
