@@ -179,3 +179,30 @@ class RetryingJobFactory(FailedJobFactory):
     """A job whose first attempt failed and that waits in ``scheduled`` for its retry."""
 
     retryable = True
+
+
+def jobs_holding(secret: str, queue: str = "private") -> list[int]:
+    """A failed job, a succeeded one with a checkpoint, and a canceled one,
+    each carrying ``secret`` in what the job holds (payload, error message
+    and traceback, result, checkpoint result, the cancel's reason), never in
+    its name or queue: what the payload permission hides."""
+    failed = FailedJobFactory(
+        queue=queue,
+        payload={"a": secret, "b": 2},
+        error={
+            "type": "builtins.ValueError",
+            "message": f"no mailbox {secret}",
+            "traceback": f"Traceback (most recent call last):\nValueError: no mailbox {secret}",
+        },
+    )
+    done = ActiveJobFactory(queue=queue)
+    with connection.cursor() as cursor:
+        store.write_checkpoint(
+            cursor, done.id, done.worker, done.fence, "send", json.dumps({"to": secret})
+        )
+        store.succeed_many(
+            cursor, done.worker, [done.id], [done.fence], [json.dumps({"to": secret})]
+        )
+    canceled = ActiveJobFactory(queue=queue)
+    Admin().cancel(canceled.id, reason=f"asked by {secret}")
+    return [failed.id, done.id, canceled.id]

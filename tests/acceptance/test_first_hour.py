@@ -103,44 +103,26 @@ def test_enqueue_before_migrate_says_run_migrate(unmigrated_project):
     assert "HINT" not in done.stderr  # PostgreSQL's hint about type casts misleads
 
 
-def test_workhorse_status_before_migrate_says_run_migrate(unmigrated_project):
-    done = unmigrated_project.manage("workhorse_status")
+RUN_MIGRATE = (
+    "CommandError: database 'default' has no django-workhorse tables yet: run `manage.py migrate`"
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["workhorse_status"],
+        ["workhorse_prune"],
+        ["workhorse_queue", "pause", "default"],
+        ["workhorse_repair_sql"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_an_operator_command_before_migrate_says_run_migrate(unmigrated_project, command):
+    done = unmigrated_project.manage(*command)
 
     assert done.returncode == 1
-    assert done.stderr.strip() == (
-        "CommandError: database 'default' has no django-workhorse tables yet: "
-        "run `manage.py migrate`"
-    )
-
-
-def test_workhorse_prune_before_migrate_says_run_migrate(unmigrated_project):
-    done = unmigrated_project.manage("workhorse_prune")
-
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
-        "CommandError: database 'default' has no django-workhorse tables yet: "
-        "run `manage.py migrate`"
-    )
-
-
-def test_workhorse_queue_before_migrate_says_run_migrate(unmigrated_project):
-    done = unmigrated_project.manage("workhorse_queue", "pause", "default")
-
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
-        "CommandError: database 'default' has no django-workhorse tables yet: "
-        "run `manage.py migrate`"
-    )
-
-
-def test_workhorse_repair_sql_before_migrate_says_run_migrate(unmigrated_project):
-    done = unmigrated_project.manage("workhorse_repair_sql")
-
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
-        "CommandError: database 'default' has no django-workhorse tables yet: "
-        "run `manage.py migrate`"
-    )
+    assert done.stderr.strip() == RUN_MIGRATE
 
 
 def test_migrate_does_not_warn_that_migrate_should_run(unmigrated_project):

@@ -170,12 +170,12 @@ def test_a_worker_behind_pgbouncer_is_woken_through_its_direct_listen_connection
     assert worker.stop() == 0
 
 
-def test_a_worker_behind_pgbouncer_without_a_direct_connection_says_once_that_it_polls(
-    pgbouncer, start_worker, wait_until
-):
-    worker = start_worker(
-        "--queues", "jobtests.record", settings={"POLL_INTERVAL": 0.5}, through=pgbouncer
-    )
+POLLING = {"POLL_INTERVAL": 0.5}
+
+
+def polling_warning(worker, wait_until) -> str:
+    """Run one job on ``worker`` (which polls: its wake-ups cannot reach it),
+    stop it, and return its one line saying that it polls."""
     job = record.enqueue(label="polled")
     wait_until(
         lambda: JobOutcome.objects.filter(job_id=job.id).exists(),
@@ -183,8 +183,17 @@ def test_a_worker_behind_pgbouncer_without_a_direct_connection_says_once_that_it
         what="the job picked up by a poll",
     )
     assert worker.stop() == 0
-
     [line] = [line for line in worker.stderr.splitlines() if "polling every" in line]
+    return line
+
+
+def test_a_worker_behind_pgbouncer_without_a_direct_connection_says_once_that_it_polls(
+    pgbouncer, start_worker, wait_until
+):
+    line = polling_warning(
+        start_worker("--queues", "jobtests.record", settings=POLLING, through=pgbouncer),
+        wait_until,
+    )
     assert "reached through a connection pooler" in line
     assert "WORKHORSE['LISTEN_DATABASE']" in line
     assert logging.getLevelName(logging.WARNING) in line
@@ -298,19 +307,11 @@ def test_a_listen_database_that_goes_through_the_pooler_too_is_named_in_the_poll
     worker = start_worker(
         "--queues",
         "jobtests.record",
-        settings={"POLL_INTERVAL": 0.5, "LISTEN_DATABASE": "direct"},
+        settings={**POLLING, "LISTEN_DATABASE": "direct"},
         env={"DIRECT_DATABASE_URL": pgbouncer.url_for(database_name())},
         through=pgbouncer,
     )
-    job = record.enqueue(label="polled")
-    wait_until(
-        lambda: JobOutcome.objects.filter(job_id=job.id).exists(),
-        timeout=30,
-        what="the job picked up by a poll",
-    )
-    assert worker.stop() == 0
-
-    [line] = [line for line in worker.stderr.splitlines() if "polling every" in line]
+    line = polling_warning(worker, wait_until)
     assert "WORKHORSE['LISTEN_DATABASE'] names 'direct'" in line
     assert "reached through a connection pooler too" in line
     assert "Point that alias at PostgreSQL itself" in line

@@ -5,14 +5,10 @@ their states, times and error types (docs/security.md)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.contrib.auth.models import Permission
-from django.db import connection
 
-from django_workhorse import Admin, store
-from tests.factories import ActiveJobFactory, FailedJobFactory
+from tests.factories import jobs_holding
 
 pytestmark = pytest.mark.django_db
 
@@ -21,28 +17,7 @@ SECRET = "alice@example.com"
 
 
 def secret_jobs() -> list[int]:
-    """A failed job, a succeeded one with a checkpoint, and a canceled one,
-    each carrying SECRET in what the job holds (not in its name or queue)."""
-    failed = FailedJobFactory(
-        queue="private",
-        payload={"a": SECRET, "b": 2},
-        error={
-            "type": "builtins.ValueError",
-            "message": f"no mailbox {SECRET}",
-            "traceback": f"Traceback (most recent call last):\nValueError: no mailbox {SECRET}",
-        },
-    )
-    running = ActiveJobFactory(queue="private")
-    with connection.cursor() as cursor:
-        store.write_checkpoint(
-            cursor, running.id, running.worker, running.fence, "send", json.dumps({"to": SECRET})
-        )
-        store.succeed_many(
-            cursor, running.worker, [running.id], [running.fence], [json.dumps({"to": SECRET})]
-        )
-    canceled = ActiveJobFactory(queue="private")
-    Admin().cancel(canceled.id, reason=f"asked by {SECRET}")
-    return [failed.id, running.id, canceled.id]
+    return jobs_holding(SECRET)
 
 
 def test_migrate_creates_the_payload_permission():

@@ -4,17 +4,15 @@ payload permission sees, and screenshots of the pages at 1280 px and on a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from demo.jobs import add
-from django.db import connection
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
 from tests.acceptance.conftest import workers  # noqa: F401  (the runworker fixture)
 from tests.browser.pages import log_in, staff
-from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory
+from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory, jobs_holding
 from tests.helpers import poll_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,26 +32,7 @@ def screenshot(page, name: str) -> Path:
 
 
 def private_jobs() -> list[int]:
-    """Jobs that carry SECRET in their payload, error, result, checkpoint and
-    a cancel's reason (an event's details)."""
-    failed = FailedJobFactory(
-        queue="private",
-        payload={"a": SECRET, "b": 2},
-        error={
-            "type": "builtins.ValueError",
-            "message": f"no mailbox {SECRET}",
-            "traceback": f"Traceback (most recent call last):\nValueError: no mailbox {SECRET}",
-        },
-    )
-    done = ActiveJobFactory(queue="private")
-    with connection.cursor() as cursor:
-        store.write_checkpoint(
-            cursor, done.id, done.worker, done.fence, "send", json.dumps({"to": SECRET})
-        )
-        store.succeed_many(cursor, done.worker, [done.id], [done.fence], [json.dumps(SECRET)])
-    running = ActiveJobFactory(queue="private")
-    Admin().cancel(running.id, reason=f"asked by {SECRET}")
-    return [failed.id, done.id, running.id]
+    return jobs_holding(SECRET)
 
 
 def test_a_support_user_without_the_payload_permission_sees_no_payload_anywhere(
