@@ -217,18 +217,8 @@ def long_history_job(conn) -> int:
 
 
 def time_pages(client, deep_url: str, job_url: str, runs: int = 20) -> dict[str, float]:
-    medians = {}
-    for name, url in PAGES.items():
-        url = url or (deep_url if "deep" in name else job_url)
-        client.get(url)  # warm the plan caches and templates
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            response = client.get(url)
-            times.append((time.perf_counter() - start) * 1000)
-            assert response.status_code == 200, (url, response.status_code)
-        medians[name] = statistics.median(times)
-    return medians
+    urls = {name: url or (deep_url if "deep" in name else job_url) for name, url in PAGES.items()}
+    return time_urls(client, urls, runs)
 
 
 def time_calls(job_id: int, deep: str, runs: int = 20) -> dict[str, float]:

@@ -273,6 +273,30 @@ class RunTicket(NamedTuple):
     """A cursor outside the handler's own transactions (worker/checkpoints.py)."""
 
 
+def claimed_context(
+    job: store.ClaimedJob,
+    *,
+    worker_id: str,
+    using: str,
+    owner: str,
+    cursor: Callable[[], AbstractContextManager[Any]],
+) -> JobContext:
+    """The context of a run of ``job``, claimed under ``owner``: built here
+    for a worker and for ``run_jobs`` alike, so a handler sees the same
+    context whichever runs it. ``cursor`` gives the run's checkpoint writes a
+    cursor outside the handler's own transactions."""
+    return JobContext(
+        job_id=job.job_id,
+        name=job.name,
+        queue=job.queue,
+        attempt=job.attempt,
+        max_attempts=job.max_attempts,
+        worker_id=worker_id,
+        using=using,
+        _run=RunTicket(owner, job.fence, cursor),
+    )
+
+
 @dataclass
 class Journal:
     """The recorded stages of one run's job, and the names this run used."""

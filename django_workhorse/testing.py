@@ -30,7 +30,14 @@ from django.db import connections, transaction
 
 from . import outcomes, registry, store
 from .conf import get_settings
-from .context import JobContext, LeaseLost, RunTicket, SleepRequested, reset_current, set_current
+from .context import (
+    JobContext,
+    LeaseLost,
+    SleepRequested,
+    claimed_context,
+    reset_current,
+    set_current,
+)
 from .definitions import JobDefinition
 from .exceptions import InvalidPayloadError, JobCancelled, UnknownJobError
 from .handles import JobHandle
@@ -279,15 +286,8 @@ def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
     thread, under a savepoint in a ``db`` test). What the run asked to be
     called once its end is recorded (the Tasks backend's ``task_finished``)
     is called then, here."""
-    context = JobContext(
-        job_id=job.job_id,
-        name=job.name,
-        queue=job.queue,
-        attempt=job.attempt,
-        max_attempts=job.max_attempts,
-        worker_id=worker_id,
-        using=alias,
-        _run=RunTicket(worker_id, job.fence, connections[alias].cursor),
+    context = claimed_context(
+        job, worker_id=worker_id, using=alias, owner=worker_id, cursor=connections[alias].cursor
     )
     try:
         run = _run_and_record(job, context, worker_id, alias)

@@ -30,7 +30,7 @@ import psycopg
 
 from .. import registry, store
 from ..conf import import_callable
-from ..context import JobContext, LeaseLost, RunTicket
+from ..context import LeaseLost, claimed_context
 from ..definitions import JobDefinition
 from ..exceptions import InvalidPayloadError, JobTimeout, SchemaVersionError
 from ..outcomes import admit
@@ -639,15 +639,12 @@ class Worker:
         """Take ``job`` into a slot; returns the run to hand to its threads or
         loop (the caller hands a whole claim over at once), or None when the
         job failed before it could run."""
-        context = JobContext(
-            job_id=job.job_id,
-            name=job.name,
-            queue=job.queue,
-            attempt=job.attempt,
-            max_attempts=job.max_attempts,
+        context = claimed_context(
+            job,
             worker_id=self.worker_id,
             using=self.options.alias,
-            _run=RunTicket(owner, job.fence, self._checkpoint_cursor),
+            owner=owner,
+            cursor=self._checkpoint_cursor,
         )
         deadline = now + job.timeout if job.timeout else None
         running = Running(job, definition, context, now, owner, deadline)

@@ -352,23 +352,8 @@ def test_runworker_serves_the_tasks_queues_of_a_backend_named_by_another_path(
     migrated_project, backend
 ):
     (migrated_project.root / "myapp" / "backends.py").write_text(OWN_BACKEND)
-    (migrated_project.root / "site_settings" / "other_backend.py").write_text(
-        "from .settings import *\n"
-        f"TASKS = {{'default': {{'BACKEND': {backend!r}, 'QUEUES': ['default', 'queue-1']}}}}\n"
-    )
-    settings = "--settings=site_settings.other_backend"
-    enqueued = migrated_project.manage(
-        "shell",
-        settings,
-        "-v",
-        "0",
-        "-c",
-        "from myapp.tasks import shout; print(shout.using(queue_name='queue-1').enqueue('x').id)",
-    )
-    assert enqueued.returncode == 0, enqueued.stderr
-    task_id = enqueued.stdout.strip()
-
-    done = migrated_project.manage("runworker", settings, "--queues", "queue-1", "--burst")
+    tasks = f"{{'default': {{'BACKEND': {backend!r}, 'QUEUES': ['default', 'queue-1']}}}}"
+    task_id, done = run_a_task_under(migrated_project, "other_backend", tasks, "queue-1")
 
     assert done.returncode == 0, done.stderr
     assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
@@ -377,27 +362,33 @@ def test_runworker_serves_the_tasks_queues_of_a_backend_named_by_another_path(
 def test_runworker_serves_a_queue_named_by_no_setting_beside_a_backend_that_allows_any(
     migrated_project,
 ):
-    (migrated_project.root / "site_settings" / "any_queue.py").write_text(
-        "from .settings import *\n"
-        "TASKS = {'default': {'BACKEND': 'django_workhorse.tasks.WorkhorseBackend', "
-        "'QUEUES': []}}\n"
+    tasks = "{'default': {'BACKEND': 'django_workhorse.tasks.WorkhorseBackend', 'QUEUES': []}}"
+    task_id, done = run_a_task_under(migrated_project, "any_queue", tasks, "reports")
+
+    assert done.returncode == 0, done.stderr
+    assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
+
+
+def run_a_task_under(project, module: str, tasks: str, queue: str):
+    """With settings ``site_settings.<module>`` (the project's own, and
+    ``TASKS = <tasks>``): enqueue ``shout`` on ``queue``, then run
+    ``runworker --queues <queue> --burst``; the task's id and the run."""
+    (project.root / "site_settings" / f"{module}.py").write_text(
+        f"from .settings import *\nTASKS = {tasks}\n"
     )
-    settings = "--settings=site_settings.any_queue"
-    enqueued = migrated_project.manage(
+    settings = f"--settings=site_settings.{module}"
+    enqueued = project.manage(
         "shell",
         settings,
         "-v",
         "0",
         "-c",
-        "from myapp.tasks import shout; print(shout.using(queue_name='reports').enqueue('x').id)",
+        f"from myapp.tasks import shout; print(shout.using(queue_name={queue!r}).enqueue('x').id)",
     )
     assert enqueued.returncode == 0, enqueued.stderr
-    task_id = enqueued.stdout.strip()
-
-    done = migrated_project.manage("runworker", settings, "--queues", "reports", "--burst")
-
-    assert done.returncode == 0, done.stderr
-    assert f"Task id={task_id} path=myapp.tasks.shout state=SUCCESSFUL" in done.stderr
+    return enqueued.stdout.strip(), project.manage(
+        "runworker", settings, "--queues", queue, "--burst"
+    )
 
 
 REPORTING = """
