@@ -106,6 +106,13 @@ class JobContext:
         plain attribute write, which any thread then reads."""
         object.__setattr__(self, "_cancelled", True)
 
+    def _lose(self, error: LeaseLost) -> None:
+        """Set by the worker when this run no longer holds its job (its lease
+        was refused, or the worker could not prove itself alive in time):
+        the handler's next checkpoint, sleep or ``raise_if_cancelled()``
+        raises ``error``; a plain attribute write, which any thread reads."""
+        object.__setattr__(self, "_lost", error)
+
     def _record_end(self, error: BaseException) -> None:
         """Set by the worker when it records this run's end (timed out or
         canceled) without waiting for the handler; a plain attribute write."""
@@ -131,6 +138,9 @@ class JobContext:
 
         Sync handlers call this between steps; async handlers are cancelled.
         """
+        lost = self.__dict__.get("_lost")
+        if lost is not None:
+            raise lost
         if self._cancelled:
             raise JobCancelled(f"job {self.job_id} was cancelled by an operator")
 
@@ -258,8 +268,8 @@ class LeaseLost(RunEnded):
     """The database refused a checkpoint: this run no longer holds its job
     (its lease expired and another run took it, or the job ended)."""
 
-    def __init__(self, what: str) -> None:
-        super().__init__(f"the {what} was refused: the run no longer holds the job")
+    def __init__(self, what: str, message: str | None = None) -> None:
+        super().__init__(message or f"the {what} was refused: the run no longer holds the job")
         self.what = what
 
 

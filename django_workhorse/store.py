@@ -336,6 +336,28 @@ def heartbeat_many(
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
+def pulse(cursor: Cursor, worker_id: str, seconds: float) -> None:
+    """Prove ``worker_id`` alive for ``seconds`` from now on the database
+    clock (``workhorse_pulse_v1``): on the worker's direct connection only,
+    whose application name it sets. It reads and locks no table."""
+    cursor.execute("SELECT workhorse_pulse_v1(%s, %s)", [worker_id, seconds])
+
+
+def live_workers(cursor: Cursor) -> set[str]:
+    """The keys (``worker_key``) of the workers whose liveness proof is current."""
+    cursor.execute("SELECT workhorse_live_workers_v1()")
+    row = cursor.fetchone()
+    return set(row[0]) if row else set()
+
+
+def worker_key(cursor: Cursor, owner: str) -> str:
+    """The key of the liveness proof of the worker behind an owner name."""
+    cursor.execute("SELECT workhorse_worker_key_v1(%s)", [owner])
+    row = cursor.fetchone()
+    assert row is not None
+    return str(row[0])
+
+
 def succeed_many(
     cursor: Cursor,
     worker_id: str,

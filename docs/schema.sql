@@ -232,7 +232,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)
 --   RETURNS TABLE(ok boolean, cancel_requested boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 10bbead34bfef8d1
 -- FUNCTION workhorse_claim_many_v1(p_worker text, p_queues text[], p_limits integer[], p_lease_seconds double precision)
---   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 fa6c5b55eb3f92b8
+--   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, attempt integer, max_attempts integer, fence bigint, timeout_seconds double precision, lease_expires_at timestamp with time zone, cancel_requested boolean, trace_context jsonb, waited_seconds double precision, pickup_seconds double precision) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 48d1d676658e5b51
 -- FUNCTION workhorse_count_jobs_v1(p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_cap integer)
 --   RETURNS bigint LANGUAGE plpgsql -- body sha256 23fdbdbdc7e89ea2
 -- FUNCTION workhorse_end_runs_v1(p_job_ids bigint[], p_fences bigint[], p_worker text, p_states text[], p_results jsonb[], p_errors jsonb[], p_attempt_outcomes text[], p_attempt_errors jsonb[], p_event_data jsonb[], p_settle boolean)
@@ -256,7 +256,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_get_job_v1(p_job_id bigint)
 --   RETURNS TABLE(job_id bigint, name text, queue text, payload jsonb, state text, priority smallint, current_attempt integer, max_attempts integer, stall_count integer, run_at timestamp with time zone, worker_id text, lease_expires_at timestamp with time zone, cancel_requested boolean, result jsonb, error jsonb, idempotency_key text, created_at timestamp with time zone, started_at timestamp with time zone, finished_at timestamp with time zone, dependency_policy text, pending_dependencies integer, prerequisites jsonb, dependents jsonb) LANGUAGE sql -- body sha256 f9356c8ac68f50cd
 -- FUNCTION workhorse_heartbeat_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[], p_lease_seconds double precision, p_worker_info jsonb)
---   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 9f0089e36be59e9d
+--   RETURNS TABLE(job_id bigint, renewed boolean, cancel_requested boolean, lease_expires_at timestamp with time zone) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 b04296e707b15da9
 -- FUNCTION workhorse_job_defaults_v1()
 --   RETURNS jsonb LANGUAGE sql -- body sha256 7d7b22c0cdcc0025
 -- FUNCTION workhorse_job_timeline_v1(p_job_id bigint, p_after_at timestamp with time zone, p_after_rank integer, p_after_id bigint, p_limit integer)
@@ -269,6 +269,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(worker_id text, info jsonb, first_seen_at timestamp with time zone, last_seen_at timestamp with time zone, seen_seconds_ago double precision) LANGUAGE sql -- body sha256 b3785623b36ce0c8
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
+-- FUNCTION workhorse_live_workers_v1()
+--   RETURNS text[] LANGUAGE sql -- body sha256 066fe8838b0cfb56
 -- FUNCTION workhorse_lock_prerequisites_v1(p_ids bigint[])
 --   RETURNS TABLE(missing_id bigint) LANGUAGE plpgsql -- body sha256 094a9b1064e4e23a
 -- FUNCTION workhorse_lock_runs_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
@@ -281,6 +283,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 c28b991d4be2d602
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
 --   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 f9bcf5358b4173c5
+-- FUNCTION workhorse_pulse_v1(p_worker text, p_seconds double precision)
+--   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 bde43a3faaa81898
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()
@@ -288,7 +292,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
 --   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 043782b6fbfccbff
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 8340daaff2ad6c2d
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 992f375795e60533
 -- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])
 --   RETURNS void LANGUAGE plpgsql -- body sha256 f09d469dee60e522
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
@@ -321,3 +325,5 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(table_name text, dead_tuples bigint, live_tuples bigint, due boolean, may_vacuum boolean) LANGUAGE sql -- body sha256 d6a8ecc113ec4a0c
 -- FUNCTION workhorse_worker_gone_v1(p_worker text)
 --   RETURNS void LANGUAGE sql -- body sha256 b0e4299805dd657a
+-- FUNCTION workhorse_worker_key_v1(p_owner text)
+--   RETURNS text LANGUAGE sql -- body sha256 e8fb18f56beadcde

@@ -54,6 +54,10 @@ class Running:
     """The owner name the job was claimed under: every write of this run
     presents it with the fence (see ``claims.py``)."""
     deadline: float | None = None
+    renewed: float = 0.0
+    """When (monotonic, as sent) the last renewal that renewed this run's
+    lease set out; its lease runs at least ``LOCK_DURATION`` from then, or
+    from ``started`` (docs/worker.md#liveness)."""
     lease_lost: bool = False
     timed_out: bool = False
     """The timeout fired and the attempt was recorded; the thread may still run."""

@@ -52,6 +52,8 @@ class Heartbeat(threading.Thread):
         on_recovered: Callable[[list[store.Recovered]], None],
         describe: Callable[[], dict[str, Any]] | None = None,
         connection: SharedConnection | None = None,
+        on_renewed: Callable[[int, int, str, float], None] | None = None,
+        take_unowned: Callable[[], list[tuple[str, int, int]]] | None = None,
     ) -> None:
         super().__init__(name="workhorse-heartbeat", daemon=True)
         self.alias = alias
@@ -63,10 +65,17 @@ class Heartbeat(threading.Thread):
         self.on_lost = on_lost
         self.on_cancel = on_cancel
         self.on_recovered = on_recovered
+        self.on_renewed = on_renewed
+        """(job id, fence, owner, sent): a lease renewed by a call that set
+        out at ``sent`` (monotonic); the worker's liveness reckons from it."""
+        self.take_unowned = take_unowned
+        """(owner, job id, fence) of the runs the worker stopped because it
+        could not prove it owned them: released at the next renewal turn."""
         self.describe = describe
         """What the worker says of itself (worker_id, host, pid, queues, ...):
         sent with each renewal turn's call, so the workers view (the
         workhorse_worker row) costs no call of its own."""
+        self._unreleased: list[tuple[str, int, int]] = []
         self.stop_event = threading.Event()
         self.kick = threading.Event()
         self.swept = threading.Event()
@@ -144,6 +153,10 @@ class Heartbeat(threading.Thread):
     def renew(self) -> None:
         """Renew every lease ``in_flight`` names: one call per owner name
         (almost always one; see ``claims.py``)."""
+        if self.take_unowned is not None:
+            unowned = self.take_unowned()
+            if unowned or self._unreleased:
+                self.release_unowned(unowned)
         by_owner: dict[str, list[tuple[int, int]]] = {}
         for owner, job_id, fence in self.in_flight():
             by_owner.setdefault(owner, []).append((job_id, fence))
@@ -156,14 +169,45 @@ class Heartbeat(threading.Thread):
         for owner, leases in by_owner.items():
             ids, fences = zip(*leases, strict=True)
             with self.cursor() as cursor:
+                sent = time.monotonic()
                 rows = store.heartbeat_many(cursor, owner, ids, fences, self.lease_seconds, info)
             info = None
             # Rows come back in input order: each answers the fence that was sent.
             for (job_id, renewed, cancel_requested), fence in zip(rows, fences, strict=True):
                 if not renewed:
                     self.on_lost(job_id, fence, owner)
-                elif cancel_requested:
+                    continue
+                if self.on_renewed is not None:
+                    self.on_renewed(job_id, fence, owner, sent)
+                if cancel_requested:
                     self.on_cancel(job_id, fence, owner)
+
+    def release_unowned(self, unowned: list[tuple[str, int, int]]) -> None:
+        """Put back to ready the jobs of runs the worker stopped unproven,
+        unless another run took them meanwhile (the fence decides); no
+        attempt is used. What a database error leaves is tried at the next
+        turn."""
+        pending = self._unreleased + unowned
+        self._unreleased = []
+        released = 0
+        while pending:
+            owner = pending[0][0]
+            runs = [(j, f) for o, j, f in pending if o == owner]
+            try:
+                with self.cursor() as cursor:
+                    ids, fences = zip(*runs, strict=True)
+                    rows = store.release_many(cursor, owner, ids, fences)
+            except psycopg.Error:
+                self._unreleased = pending
+                raise
+            released += sum(1 for _, ok, _ in rows if ok)
+            pending = [p for p in pending if p[0] != owner]
+        if released:
+            logger.warning(
+                "workhorse: released %s job(s) whose runs this worker stopped while it could "
+                "not prove it owned them; they are ready again (no attempt used)",
+                released,
+            )
 
     def recover(self) -> None:
         with self.cursor() as cursor:

@@ -47,6 +47,10 @@ field                    written by (under ``_lock``)               read by
   cancels heard before   handler threads (start)                    (start)
   their run started
 ``Running.lease_lost``   heartbeat (lost), loop (start: superseded) heartbeat (leases)
+                         liveness (unproven)
+``Running.renewed``      heartbeat (renewed)                        liveness (unproven)
+``_unowned``             liveness (unproven)                        heartbeat (take_unowned)
+  runs stopped unproven
 ``Running.timed_out``    loop (expire)                              handler threads (finish)
 ``Running.canceled``     heartbeat and listener (cancel)            slot threads, asyncio
                                                                     thread (not started yet?)
@@ -124,6 +128,7 @@ class Ledger:
         self._held: list[Finished] = []
         self._hold = False
         self._early_cancels: dict[tuple[int, int, str], None] = {}
+        self._unowned: list[Running] = []
 
     # -- the loop: start, expire, release ----------------------------------
 
@@ -217,7 +222,14 @@ class Ledger:
                 # A timed-out run's attempt is already recorded, a run
                 # whose job was claimed again is superseded, and a run whose
                 # checkpoint was refused has lost its job: none is written.
-                if not running.timed_out and type(item.error) is not LeaseLost:
+                # A run that lost its lease has its success offered (fenced:
+                # kept only if no other run took the job) and no failure
+                # written: its handler was stopped (docs/worker.md#liveness).
+                if (
+                    not running.timed_out
+                    and type(item.error) is not LeaseLost
+                    and (item.ok or not running.lease_lost)
+                ):
                     # Held only when nothing else is in flight: with results
                     # at the writer (a batch of many slots), the claim would
                     # wait for a flush the writer makes anyway.
@@ -344,6 +356,37 @@ class Ledger:
                 return None
             running.lease_lost = True
             return running
+
+    def renewed(self, job_id: int, fence: int, owner: str, sent: float) -> None:
+        """A renewal that set out at ``sent`` renewed (job, fence) under
+        ``owner``: its lease now runs at least ``LOCK_DURATION`` from then."""
+        with self._lock:
+            running = self._running.get(job_id)
+            if running is not None and running.job.fence == fence and running.owner == owner:
+                running.renewed = max(running.renewed, sent)
+
+    def unproven(self, before: float) -> list[Running]:
+        """The runs going here whose own lease proof (their claim, their last
+        renewal) is older than ``before``: each is marked ``lease_lost`` and
+        returned, for the worker to stop (``Worker._check_liveness``)."""
+        with self._lock:
+            lost = [
+                r
+                for r in self._running.values()
+                if not r.lease_lost and max(r.started, r.renewed) < before
+            ]
+            for running in lost:
+                running.lease_lost = True
+            self._unowned.extend(lost)
+            return lost
+
+    def take_unowned(self) -> list[Running]:
+        """The runs ``unproven`` stopped since the last call: the heartbeat
+        releases their jobs once it reaches the database again (fenced, so
+        a job another run took meanwhile is left alone)."""
+        with self._lock:
+            unowned, self._unowned = self._unowned, []
+            return unowned
 
     def cancel(
         self, job_id: int, fence: int | None = None, owner: str | None = None

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
+from .. import store
 from .connection import connect, retry_delays
 
 logger = logging.getLogger("django_workhorse.worker")
@@ -80,6 +81,7 @@ class Listener(threading.Thread):
         on_cancel: Callable[[int, int, str], None] | None = None,
         send_probe: Callable[[str], None] | None = None,
         application_name: str = "workhorse-listener",
+        pulse: tuple[str, float, Callable[[float], None]] | None = None,
     ) -> None:
         super().__init__(name="workhorse-listener", daemon=True)
         self.alias = alias
@@ -98,6 +100,12 @@ class Listener(threading.Thread):
         self.delivering = threading.Event()
         """Set once the start-up self-test saw a NOTIFY arrive."""
         self.self_test_done = threading.Event()
+        self.pulse = pulse
+        """(worker id, seconds, on_pulse): prove the worker alive for that
+        long every third of it on this connection (``workhorse_pulse_v1``);
+        ``on_pulse(sent)`` hears each proof that landed, with the monotonic
+        time it set out. None: no proof (a pooled listener gives none)."""
+        self._next_pulse = 0.0
         self._conn: psycopg.Connection | None = None
 
     def stop(self) -> None:
@@ -112,7 +120,21 @@ class Listener(threading.Thread):
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel(queue))))
         if self.on_cancel is not None:
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CONTROL_CHANNEL)))
+        self._pulse(conn)
         return conn
+
+    def _pulse(self, conn: psycopg.Connection) -> None:
+        """Prove the worker alive, on this direct connection: the one path to
+        the database that no lock and no pooler can hold up
+        (docs/worker.md#liveness)."""
+        if self.pulse is None:
+            return
+        worker_id, seconds, on_pulse = self.pulse
+        sent = time.monotonic()
+        with conn.cursor() as cursor:
+            store.pulse(cursor, worker_id, seconds)
+        self._next_pulse = sent + seconds / 3
+        on_pulse(sent)
 
     def run(self) -> None:
         probe = f"workhorse-selftest:{id(self)}:{time.monotonic_ns()}"[:63]
@@ -140,6 +162,12 @@ class Listener(threading.Thread):
                 # by looking at the stop flag (a stop during the self-test
                 # waited for its whole timeout).
                 timeout = 0.5
+                if self.pulse is not None:
+                    wait = self._next_pulse - time.monotonic()
+                    if wait <= 0:
+                        self._pulse(conn)
+                        wait = self._next_pulse - time.monotonic()
+                    timeout = max(0.01, min(timeout, wait))
                 if not self.self_test_done.is_set():
                     timeout = min(timeout, max(0.01, deadline - time.monotonic()))
                 for note in conn.notifies(timeout=timeout):

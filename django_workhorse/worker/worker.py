@@ -52,6 +52,7 @@ from .heartbeat import Heartbeat
 from .hookcalls import HookCalls
 from .ledger import Ledger
 from .linger import Linger
+from .liveness import Liveness
 from .logs import install_record_factory, job_extra, log_start, log_success
 from .options import (  # noqa: F401  (re-exported: runworker and tests import them here)
     WorkerOptions,
@@ -142,6 +143,7 @@ class Worker:
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
+        self._liveness: Liveness | None = None
         self._sidecars: sidecars.Sidecars | None = None
         self._retention: RetentionSweeper | None = None
         self._vacuum: VacuumSweeper | None = None
@@ -246,6 +248,8 @@ class Worker:
         self._hooks.start()
         self._writer.start()
         listen_alias = self.settings.listen_alias(self.options.alias)
+        lease = self.settings.lock_duration
+        self._liveness = Liveness(lease, self._check_liveness)
         self._listener = Listener(
             alias=listen_alias,
             queues=self.options.queues,
@@ -254,8 +258,10 @@ class Worker:
             on_cancel=self._cancel_notified,
             send_probe=self._send_probe,
             application_name=application_name("workhorse-listener", self.worker_id),
+            pulse=(self.worker_id, lease, self._liveness.proved),
         )
         self._listener.start()
+        self._liveness.start()
         self._heartbeat = Heartbeat(
             alias=self.options.alias,
             lease_seconds=self.settings.lock_duration,
@@ -268,6 +274,8 @@ class Worker:
             on_recovered=self._on_recovered,
             describe=self._describe,
             connection=self._lease,
+            on_renewed=self.ledger.renewed,
+            take_unowned=self._take_unowned,
         )
         self._heartbeat.on_swept = self._wake.set
         self._heartbeat.start()
@@ -723,16 +731,68 @@ class Worker:
         self.ledger.expire(time.monotonic())
 
     def _on_lost(self, job_id: int, fence: int, owner: str) -> None:
+        """The database refused the renewal of a run going here: another run
+        owns its job now (or it ended). The run is stopped, not left to run
+        on beside the other one."""
         running = self.ledger.lost(job_id, fence, owner)
         if running is None:
             return
         job = running.job
         logger.warning(
-            "job %s #%s: lease lost while running (heartbeat refused); the job may run twice",
+            "job %s #%s: lease lost while running (the renewal was refused: another run "
+            "owns the job now, or it ended); its handler is stopped and its result will "
+            "not be written",
             job.name,
             job.job_id,
             extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
         )
+        self._stop_run(running, LeaseLost("lease renewal"))
+
+    def _check_liveness(self, before: float) -> None:
+        """The liveness thread found the worker unproven (``liveness.py``):
+        stop each run whose ownership is proven only for earlier than
+        ``before``, before stall recovery may hand its job to another worker."""
+        stopped = self.ledger.unproven(before)
+        if not stopped:
+            return
+        seconds = time.monotonic() - before + self.settings.lock_duration
+        logger.error(
+            "workhorse: this worker could not prove it is alive for %.1f s (LOCK_DURATION "
+            "is %g s): neither its liveness pulse nor a renewal reached the database. It "
+            "stopped %s run(s) so that no job has two live owners; their jobs return to "
+            "ready once it reaches the database again, or by stall recovery",
+            seconds,
+            self.settings.lock_duration,
+            len(stopped),
+        )
+        for running in stopped:
+            job = running.job
+            logger.warning(
+                "job %s #%s: stopped, its ownership unproven past its lease",
+                job.name,
+                job.job_id,
+                extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
+            )
+            self._stop_run(
+                running,
+                LeaseLost(
+                    "lease",
+                    "the worker could not prove it still owned the job before its lease ran "
+                    "out; the run was stopped so that the job does not run twice",
+                ),
+            )
+
+    def _take_unowned(self) -> list[tuple[str, int, int]]:
+        return [(r.owner, r.job.job_id, r.job.fence) for r in self.ledger.take_unowned()]
+
+    def _stop_run(self, running: Running, error: LeaseLost) -> None:
+        """Tell a run that no longer holds its job: a sync handler gets
+        ``error`` at its next checkpoint, sleep or ``raise_if_cancelled()``,
+        an async one is cancelled."""
+        running.context._lose(error)
+        definition = running.definition
+        if self._async is not None and definition is not None and definition.is_async:
+            self._async.cancel(running)
 
     def _cancel_notified(self, job_id: int, fence: int, owner: str) -> None:
         """A cancel announced on the control channel (the listener's thread):
@@ -885,6 +945,8 @@ class Worker:
                 )
 
     def _close(self) -> None:
+        if self._liveness:
+            self._liveness.stop()
         if self._sidecars:
             self._sidecars.stop()
         if self._retention:

@@ -1,6 +1,7 @@
 """The migrations install the schema from the shipped .sql files, reverse
 cleanly, and the schema version check tells a user which migration to run."""
 
+import re
 from importlib import resources
 from io import StringIO
 
@@ -23,7 +24,14 @@ SQL_FILES = sorted(
     for entry in resources.files("django_workhorse").joinpath("sql").iterdir()
     if entry.name.endswith(".sql")
 )
-FUNCTIONS = sorted(name.removesuffix(".sql") for name in SQL_FILES if name.startswith("workhorse_"))
+# <function>_<migration number>.sql re-creates a function with a new body
+# (docs/releasing.md); the function is named by its first file.
+REPLACEMENTS = sorted(name for name in SQL_FILES if re.search(r"_\d{4}\.sql$", name))
+FUNCTIONS = sorted(
+    name.removesuffix(".sql")
+    for name in SQL_FILES
+    if name.startswith("workhorse_") and name not in REPLACEMENTS
+)
 TABLES = [*WORKHORSE_TABLES, "workhorse_schema"]
 
 
@@ -74,13 +82,30 @@ def leftovers(cursor) -> list[str]:
 
 
 def test_every_sql_file_is_referenced_by_exactly_one_migration():
-    references = [
-        filename
+    forwards = [operation.filename for _, operation in workhorse_sql_operations()]
+    downs = [
+        operation.reverse_file
         for _, operation in workhorse_sql_operations()
-        for filename in (operation.filename, operation.reverse_file)
-        if filename
+        if operation.reverse_file and operation.reverse_file.endswith(".down.sql")
     ]
-    assert sorted(references) == SQL_FILES
+    assert sorted(forwards + downs) == SQL_FILES
+
+
+def test_a_replacement_file_recreates_its_function_in_its_own_migration_and_reverses_to_the_last():
+    """``<function>_<NNNN>.sql`` runs in migration NNNN, re-creates
+    ``<function>`` and is reversed by the file that made it before."""
+    assert REPLACEMENTS, "no replacement file: this test checks nothing"
+    latest: dict[str, str] = {}
+    for migration, operation in workhorse_sql_operations():
+        found = re.fullmatch(r"(workhorse_\w+?)(?:_(\d{4}))?\.sql", operation.filename)
+        if found is None or not found.group(1).startswith("workhorse_"):
+            continue
+        function, number = found.groups()
+        if number is not None:
+            assert migration.startswith(number + "_"), operation.filename
+            assert f"CREATE OR REPLACE FUNCTION {function}(" in operation.sql
+            assert operation.reverse_file == latest[function], operation.filename
+        latest[function] = operation.filename
 
 
 def test_every_function_file_creates_and_reverses_the_function_it_is_named_after():

@@ -48,6 +48,11 @@ CONFINED = {
         "_sidecars": "run(), before the sweeper and sampler threads exist",
         "_retention": "run() (through _start_threads), before the retention thread exists",
         "_vacuum": "run() (through _start_threads), before the vacuum thread exists",
+        "_liveness": "run() (through _start_threads), before the liveness thread exists",
+    },
+    "Heartbeat": {"_unreleased": "the heartbeat thread (release_unowned)"},
+    "Liveness": {
+        "pulsed": "the listener thread (proved); the liveness thread only reads the float",
     },
     "ClaimSession": {
         "_cursor": "whoever holds its shared connection's lock (shared.lock)",
@@ -61,6 +66,7 @@ CONFINED = {
     "Writer": {"_again": "the writer thread"},
     "Listener": {
         "_conn": "the listener thread",
+        "_next_pulse": "the listener thread (_pulse)",
         "pooled": "the listener thread, before it sets self_test_done (read after it)",
     },
     "TurnCursor": {"_cursor": "the periodic thread that made it (one per tick)"},

@@ -156,17 +156,18 @@ def test_a_lease_lost_while_the_result_waits_is_reported_once_by_the_refused_wri
     job_id = jobs.gated.enqueue(gate_name=hold).id
     running = start_worker({"inproc.gated": 1}, LOCK_DURATION=30, LOCK_RENEW_INTERVAL=0.05)
     wait(lambda: running.ledger.counts()["running"] == 1, "the job to start")
-    # Another worker's recovery takes the job while this run's result waits
-    # for the writer: the writer and the heartbeat both wait for the lock.
+    # Another run takes the job while this run's result waits for the
+    # writer: the writer and the heartbeat both wait for the lock. (Stall
+    # recovery no longer takes a live worker's job: the thief plays a run
+    # that claimed it after a recovery, with the next fence.)
     thief = lock_runtime_row(pg_connect, job_id)
     jobs.gate(hold).set()
     wait(lambda: running.ledger.counts()["writing"] == 1, "the result to wait for the writer")
     thief.execute(
-        "UPDATE workhorse_job_runtime SET lease_expires_at = now() - interval '1 second'"
+        "UPDATE workhorse_job_runtime SET worker_id = 'another-worker', fence = fence + 1"
         " WHERE job_id = %s",
         [job_id],
     )
-    thief.execute("SELECT * FROM workhorse_recover_stalled_v1()")
     thief.commit()
     wait(lambda: LOST_AT_WRITE in caplog.text, "the refused write to be reported")
     running.stop()
