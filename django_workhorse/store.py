@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -1051,10 +1052,30 @@ def worker_connections(cursor: Cursor) -> dict[str, dict[str, int]]:
         " AND application_name ~ '^workhorse-(worker|heartbeat|listener) '"
         " GROUP BY 1, 2 ORDER BY 1, 2"
     )
+    rows = cursor.fetchall()
+    # A live listener's name carries its worker's liveness key, not its id
+    # (workhorse_pulse_v1): the registry's full ids lead back to the worker,
+    # shown under the name its other connections give (the id's tail).
+    keyed = any(_PULSE_NAME.fullmatch(f"{role} {worker}") for worker, role, _ in rows)
+    ids: dict[str, str] = {}
+    if keyed:
+        cursor.execute("SELECT workhorse_worker_key_v1(worker_id), worker_id FROM workhorse_worker")
+        ids = dict(cursor.fetchall())
+    tails = {worker for worker, _, _ in rows}
     found: dict[str, dict[str, int]] = {}
-    for worker, role, count in cursor.fetchall():
-        found.setdefault(worker, {})[WORKER_CONNECTION_ROLES[role]] = count
+    for worker, role, count in rows:
+        if _PULSE_NAME.fullmatch(f"{role} {worker}"):
+            key = worker.rsplit(" ", 1)[-1]
+            full = ids.get(key, key)
+            worker = next((t for t in tails if t != worker and full.endswith(t)), full)
+        held = found.setdefault(worker, {})
+        name = WORKER_CONNECTION_ROLES[role]
+        held[name] = held.get(name, 0) + count
     return found
+
+
+_PULSE_NAME = re.compile(r"workhorse-listener [0-9]{1,15} [0-9a-f]{16}")
+"""A live listener's application name (``workhorse_pulse_v1``)."""
 
 
 def workers_holding_jobs(cursor: Cursor) -> list[dict[str, Any]]:

@@ -270,7 +270,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
 -- FUNCTION workhorse_live_workers_v1()
---   RETURNS text[] LANGUAGE sql -- body sha256 066fe8838b0cfb56
+--   RETURNS text[] LANGUAGE sql -- body sha256 8be832c34daa4d54
 -- FUNCTION workhorse_lock_prerequisites_v1(p_ids bigint[])
 --   RETURNS TABLE(missing_id bigint) LANGUAGE plpgsql -- body sha256 094a9b1064e4e23a
 -- FUNCTION workhorse_lock_runs_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
@@ -284,7 +284,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
 --   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 f9bcf5358b4173c5
 -- FUNCTION workhorse_pulse_v1(p_worker text, p_seconds double precision)
---   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 bde43a3faaa81898
+--   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 1518a5a874b7bca5
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()

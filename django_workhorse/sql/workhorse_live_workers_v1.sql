@@ -11,11 +11,11 @@ LANGUAGE sql AS $$
     FROM (
         SELECT split_part(a.application_name, ' ', 3) AS worker_key,
                -- Cast only what the pattern admits (at most 15 digits).
-               CASE WHEN a.application_name ~ '^workhorse-live [0-9]{1,15} [0-9a-f]{16}$'
+               CASE WHEN a.application_name ~ '^workhorse-listener [0-9]{1,15} [0-9a-f]{16}$'
                     THEN split_part(a.application_name, ' ', 2)::bigint END AS until_ms
         FROM pg_stat_activity a
         WHERE a.datname = current_database()
-          AND a.application_name LIKE 'workhorse-live %'
+          AND a.application_name LIKE 'workhorse-listener %'
     ) p
     WHERE p.until_ms > extract(epoch FROM clock_timestamp()) * 1000
 $$;

@@ -1,7 +1,7 @@
 -- A worker's proof that it is alive, sent every third of its lease on its
 -- direct connection to PostgreSQL (the one it LISTENs on, never a pooled
 -- one): the connection's application_name becomes
---     workhorse-live <alive until, epoch milliseconds> <worker key>
+--     workhorse-listener <alive until, epoch milliseconds> <worker key>
 -- where the worker key is workhorse_worker_key_v1(p_worker). It returns the
 -- time until which the worker counts as alive: p_seconds from now on the
 -- database clock (clock_timestamp(), the moment of the pulse).
@@ -33,7 +33,7 @@ BEGIN
     v_until := clock_timestamp() + make_interval(secs => p_seconds);
     PERFORM set_config(
         'application_name',
-        format('workhorse-live %s %s', floor(extract(epoch FROM v_until) * 1000)::bigint,
+        format('workhorse-listener %s %s', floor(extract(epoch FROM v_until) * 1000)::bigint,
                workhorse_worker_key_v1(p_worker)),
         false);
     RETURN v_until;

@@ -35,11 +35,17 @@ QUEUES = (
 def connections_by_worker() -> dict[str, dict[str, int]]:
     """``{worker id: {role: sessions}}`` of every worker connected now."""
     with connection.cursor() as cursor:
+        # A live listener is named for its worker's liveness key
+        # (workhorse_pulse_v1): the registry's ids lead back to the worker.
         cursor.execute(
-            "SELECT substr(application_name, strpos(application_name, ' ') + 1),"
-            " split_part(application_name, ' ', 1), count(*)"
-            " FROM pg_stat_activity WHERE datname = current_database()"
-            " AND application_name LIKE 'workhorse-%%' GROUP BY 1, 2"
+            "SELECT coalesce(w.worker_id, substr(a.application_name,"
+            " strpos(a.application_name, ' ') + 1)),"
+            " split_part(a.application_name, ' ', 1), count(*)"
+            " FROM pg_stat_activity a LEFT JOIN workhorse_worker w"
+            " ON a.application_name ~ '^workhorse-listener [0-9]+ '"
+            " AND workhorse_worker_key_v1(w.worker_id) = split_part(a.application_name, ' ', 3)"
+            " WHERE a.datname = current_database()"
+            " AND a.application_name LIKE 'workhorse-%%' GROUP BY 1, 2"
         )
         found: dict[str, dict[str, int]] = {}
         for worker, role, count in cursor.fetchall():

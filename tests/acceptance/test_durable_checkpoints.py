@@ -112,15 +112,10 @@ def test_a_frozen_worker_cannot_record_an_async_stage_after_another_took_its_job
         what="the job finished by the second worker",
     )
     frozen.send(signal.SIGCONT)
-    # Its heartbeat or its refused checkpoint tells it first, as timing has it.
+    # Its liveness check, its heartbeat or its refused checkpoint tells it
+    # first, as timing has it; its async handler is cancelled, so stage two
+    # never records anything of the first worker's.
     wait_until(lambda: "lease lost" in frozen.stderr, timeout=15, what="the first worker told")
-    wait_until(
-        lambda: RunRecord.objects.filter(
-            job_id=handle.id, label="two", pid=frozen.pid, finished_at__isnull=False
-        ).exists(),
-        timeout=15,
-        what="the first worker's stage two function returned",
-    )
     assert frozen.stop() == 0
     assert taker.stop() == 0
 
