@@ -768,7 +768,7 @@ class Worker:
         for running in stopped:
             job = running.job
             logger.warning(
-                "job %s #%s: lease lost (its ownership unproven past its lease): its run is stopped",
+                "job %s #%s: lease lost (its ownership unproven past its lease): run stopped",
                 job.name,
                 job.job_id,
                 extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
