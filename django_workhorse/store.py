@@ -583,6 +583,11 @@ class InstalledFunction:
     settings: list[str]
     schema: str
     """The schema it is in, quoted as an identifier if it needs it."""
+    signature: str = ""
+    """Its name and arguments as the database quotes them
+    (``quote_ident``): what messages show, whatever the name holds."""
+    oid: int = 0
+    """Its catalog id, by which :func:`drop_function` drops it."""
 
 
 def installed_functions(cursor: Cursor) -> list[InstalledFunction]:
@@ -596,7 +601,10 @@ def installed_functions(cursor: Cursor) -> list[InstalledFunction]:
         SELECT p.proname, pg_get_function_identity_arguments(p.oid),
                encode(sha256(convert_to(p.prosrc, 'UTF8')), 'hex'), l.lanname,
                p.provolatile, p.proisstrict, p.prosecdef, p.proparallel,
-               coalesce(p.proconfig, '{}'), quote_ident(n.nspname)
+               coalesce(p.proconfig, '{}'), quote_ident(n.nspname),
+               quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid)
+               || ')',
+               p.oid::bigint
         FROM pg_proc p
         JOIN pg_namespace n ON n.oid = p.pronamespace
         JOIN pg_language l ON l.oid = p.prolang
@@ -605,9 +613,24 @@ def installed_functions(cursor: Cursor) -> list[InstalledFunction]:
         """
     )
     return [
-        InstalledFunction(*row[:8], settings=list(row[8]), schema=row[9])  # type: ignore[misc]
+        InstalledFunction(  # type: ignore[misc]
+            *row[:8], settings=list(row[8]), schema=row[9], signature=row[10], oid=row[11]
+        )
         for row in cursor.fetchall()
     ]
+
+
+def drop_function(cursor: Cursor, oid: int) -> None:
+    """Drop the function of catalog id ``oid``.
+
+    A function's name is whatever its creator wrote between double quotes
+    (spaces, capitals, quotes, semicolons and statements), so it is never
+    put into SQL as read from ``pg_proc``: the database names the function
+    itself, ``oid::regprocedure`` being its schema, name and argument types
+    quoted as identifiers."""
+    cursor.execute("SELECT %s::oid::regprocedure::text", [oid])
+    (signature,) = cursor.fetchone()
+    cursor.execute("DROP FUNCTION " + signature)
 
 
 def applied_migrations(cursor: Cursor, app: str) -> list[str]:
