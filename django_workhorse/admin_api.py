@@ -34,6 +34,7 @@ from .limits import (
     shown,
     text_problem,
 )
+from .payloads import search_problem
 from .states import JobState
 
 LIVE_STATES = tuple(s.value for s in JobState.live())
@@ -702,6 +703,12 @@ class Admin:
                 raise InvalidQueryError(
                     'payload is a non-empty dict of keys and values, e.g. {"customer": 42}; '
                     f"got {shown(payload)}"
+                )
+            problem = search_problem(payload)
+            if problem:
+                raise InvalidQueryError(
+                    f"payload search: {problem}; no stored payload can hold that: "
+                    "leave it out of the search"
                 )
             try:
                 payload_json = json.dumps(payload, allow_nan=False)
