@@ -982,9 +982,11 @@ def payload_index_exists(cursor: Cursor) -> bool:
 
 
 def failures(cursor: Cursor, window_seconds: float) -> list[dict[str, Any]]:
-    """Failed jobs of the window by name and error type (``workhorse_failures_v1``)."""
+    """Failed jobs of the window by name and error type (``workhorse_failures_v2``):
+    name, error_type, failures, last_job_id, last_at (None when outside the
+    years 1 to 9999) and unreadable (why, or None)."""
     cursor.execute(
-        "SELECT * FROM workhorse_failures_v1(make_interval(secs => %s))", [window_seconds]
+        "SELECT * FROM workhorse_failures_v2(make_interval(secs => %s))", [window_seconds]
     )
     return _dict_rows(cursor)
 
@@ -1014,12 +1016,21 @@ def notify(cursor: Cursor, channel: str, payload: str) -> None:
 
 def list_workers(cursor: Cursor, seen_within_seconds: float) -> list[dict[str, Any]]:
     """Workers whose heartbeat was seen within the last ``seen_within_seconds``:
-    worker_id, info, first_seen_at, last_seen_at, seen_seconds_ago."""
+    worker_id, info (decoded), first_seen_at, last_seen_at, seen_seconds_ago,
+    unreadable (its times Python cannot read, and the fix, or None) and
+    info_unreadable. A time outside the years 1 to 9999 comes back None
+    (``workhorse_list_workers_v2``); an info its JSON decoder refuses (a
+    number of 5,000 digits, nesting deeper than it reads) comes back ``{}``,
+    with info_unreadable saying why."""
     cursor.execute(
-        "SELECT * FROM workhorse_list_workers_v1(make_interval(secs => %s))",
+        "SELECT * FROM workhorse_list_workers_v2(make_interval(secs => %s))",
         [seen_within_seconds],
     )
-    return _dict_rows(cursor)
+    rows = _dict_rows(cursor)
+    for row in rows:
+        info, row["info_unreadable"] = _readable(row["info"], "its info")
+        row["info"] = info if isinstance(info, dict) else {}
+    return rows
 
 
 def worker_gone(cursor: Cursor, worker_id: str) -> None:
