@@ -47,8 +47,8 @@ def put_back():
     yield
     with connection.cursor() as cursor:
         cursor.execute(
-            "DELETE FROM django_migrations"
-            " WHERE app = 'django_workhorse' AND name <> '0001_initial'"
+            "DELETE FROM django_migrations WHERE app = 'django_workhorse' AND name <> ALL(%s)",
+            [list(installed_sql.package_migrations())],
         )
         for oid in installed_sql.drift(cursor).extra_oids:
             store.drop_function(cursor, oid)
