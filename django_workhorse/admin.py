@@ -150,7 +150,7 @@ def parse_payload_search(text: str) -> dict[str, Any]:
     if text.startswith("{"):
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep to read
             value = None
         if isinstance(value, dict) and value:
             return value
@@ -160,7 +160,7 @@ def parse_payload_search(text: str) -> dict[str, Any]:
         if key:
             try:
                 parsed: Any = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 parsed = raw
             return {key: parsed}
     raise InvalidQueryError(

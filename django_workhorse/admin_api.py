@@ -34,6 +34,7 @@ from .limits import (
     shown,
     text_problem,
 )
+from .payloads import search_problem
 from .states import JobState
 
 LIVE_STATES = tuple(s.value for s in JobState.live())
@@ -205,7 +206,12 @@ class FailureGroup:
     failures: int
     last_job_id: int
     """The newest of them."""
-    last_at: datetime
+    last_at: datetime | None
+    """When the newest failed; None when the counters hold a time Python
+    cannot read (see ``unreadable``)."""
+    unreadable: str | None = None
+    """Set when the counters of the group hold what Python cannot read (a
+    time outside the years 1 to 9999, written by hand): what, and the fix."""
 
 
 @dataclass(frozen=True)
@@ -257,17 +263,23 @@ class WorkerInfo:
     pid: int | None
     queues: dict[str, int]
     """Its queues and the slots it runs for each."""
-    slots: int
-    busy: int
-    """Slots in use at its latest heartbeat."""
+    slots: int | None
+    """Its slots; None when its row holds no whole number from 0 to
+    2,147,483,647 there (see ``unreadable``)."""
+    busy: int | None
+    """Slots in use at its latest heartbeat; None as ``slots``."""
     version: str
     """The django-workhorse version it runs."""
-    first_seen_at: datetime
-    last_seen_at: datetime
-    seen_seconds_ago: float
+    first_seen_at: datetime | None
+    """None when its row holds a time outside the years 1 to 9999 (see
+    ``unreadable``), as for ``last_seen_at``."""
+    last_seen_at: datetime | None
+    seen_seconds_ago: float | None
+    """None when ``last_seen_at`` is."""
     silent: bool
     """Not heard from for three of its heartbeat turns (and 5 s): it died or
-    lost the database; a worker that stops cleanly leaves the list instead."""
+    lost the database; a worker that stops cleanly leaves the list instead.
+    A worker whose last heartbeat time cannot be read counts as silent."""
     jobs_held: int = 0
     """Jobs whose lease it holds now (from the live rows)."""
     success_route: str = ""
@@ -275,6 +287,11 @@ class WorkerInfo:
     slots: ``"one_slot"`` (with the next claim, on the handler's thread) or
     ``"batched"`` (in writer batches, or with the next claim when the last run
     going ends); empty for a worker that does not say (docs/worker.md)."""
+    unreadable: str | None = None
+    """Set when its row holds what Python cannot read or a worker never
+    writes (only a hand-written row does: a time outside the years 1 to
+    9999, slots that are not a whole number): what, and the fix. The fields
+    it names are then None."""
 
 
 @dataclass(frozen=True)
@@ -292,6 +309,29 @@ class BulkOutcome:
     """Transactions it took (each of at most ``batch_size`` jobs)."""
     complete: bool = True
     """False when ``limit`` stopped it with more jobs matching."""
+
+
+_MAX_SLOTS = 2**31 - 1
+"""The most slots (or busy slots) a worker's row is read as having."""
+_MAX_RENEW_INTERVAL = 86400.0
+
+
+def _is_number(value: Any) -> bool:
+    """An int or float of JSON, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _slot_count(info: dict[str, Any], key: str, problems: list[str]) -> int | None:
+    """A worker row's ``slots`` or ``busy``: a whole number from 0 to
+    ``_MAX_SLOTS`` as a worker writes it, or None with the problem added
+    (a row written by hand, or by another program, may hold any JSON)."""
+    value = info.get(key)
+    if value is None:  # not said: none
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_SLOTS:
+        return value
+    problems.append(f"{key} {shown(value, 40)} is not a whole number from 0 to {_MAX_SLOTS:,}")
+    return None
 
 
 BULK_BATCH_SIZE = 1000
@@ -703,6 +743,12 @@ class Admin:
                     'payload is a non-empty dict of keys and values, e.g. {"customer": 42}; '
                     f"got {shown(payload)}"
                 )
+            problem = search_problem(payload)
+            if problem:
+                raise InvalidQueryError(
+                    f"payload search: {problem}; no stored payload can hold that: "
+                    "leave it out of the search"
+                )
             try:
                 payload_json = json.dumps(payload, allow_nan=False)
             except (TypeError, ValueError) as exc:
@@ -863,29 +909,41 @@ class Admin:
                 held[worker] = held.get(worker, 0) + int(holder["jobs"])
         found = []
         for r in rows:
-            info = r["info"]
-            if isinstance(info, str):  # Django's connections load jsonb as text
-                info = json.loads(info)
-            if not isinstance(info, dict):
-                info = {}
+            info = r["info"]  # decoded by the store; {} when it could not be
             interval = info.get("renew_interval")
-            interval = float(interval) if isinstance(interval, int | float) else 15.0
+            interval = (
+                float(interval)
+                if _is_number(interval) and 0 < interval <= _MAX_RENEW_INTERVAL
+                else 15.0
+            )
             queues = info.get("queues")
+            pid = info.get("pid")
+            problems = [r["info_unreadable"]] if r["info_unreadable"] else []
+            slots, busy = (_slot_count(info, key, problems) for key in ("slots", "busy"))
+            if problems:
+                problems[-1] += (
+                    "; a running worker writes its row again at its next heartbeat (delete "
+                    "the row of one that is gone)"
+                )
+            if r["unreadable"]:
+                problems.append(r["unreadable"])
+            seen = r["seen_seconds_ago"]
             found.append(
                 WorkerInfo(
                     worker_id=r["worker_id"],
                     host=str(info.get("host", "")),
-                    pid=info.get("pid") if isinstance(info.get("pid"), int) else None,
+                    pid=pid if _is_number(pid) and isinstance(pid, int) else None,
                     queues=dict(queues) if isinstance(queues, dict) else {},
-                    slots=int(info.get("slots") or 0),
-                    busy=int(info.get("busy") or 0),
+                    slots=slots,
+                    busy=busy,
                     version=str(info.get("version", "")),
                     first_seen_at=r["first_seen_at"],
                     last_seen_at=r["last_seen_at"],
-                    seen_seconds_ago=r["seen_seconds_ago"],
-                    silent=r["seen_seconds_ago"] > 3 * interval + 5,
+                    seen_seconds_ago=seen,
+                    silent=seen is None or seen > 3 * interval + 5,
                     jobs_held=held.get(r["worker_id"], 0),
                     success_route=str(info.get("success_route") or ""),
+                    unreadable="; ".join(problems) or None,
                 )
             )
         return found

@@ -185,7 +185,11 @@ class Drift:
     changed: list[str]
     extra: list[str]
     """Functions named ``workhorse_*`` the package does not make, each with
-    its arguments (a second function of a package name among them)."""
+    its arguments (a second function of a package name among them), the
+    name quoted by the database when it needs quotes."""
+    extra_oids: tuple[int, ...] = ()
+    """The catalog ids of ``extra``, by which the repair drops them
+    (``store.drop_function``): a name read from the catalog is never SQL."""
 
     def __bool__(self) -> bool:
         return bool(self.missing or self.changed or self.extra)
@@ -207,11 +211,12 @@ def drift(cursor: store.Cursor) -> Drift:
     expected = package_functions()
     installed = store.installed_functions(cursor)
     seen: set[str] = set()
-    changed, extra = [], []
+    changed: list[str] = []
+    extra: list[store.InstalledFunction] = []
     for function in installed:
         definition = expected.get(function.name)
         if definition is None or function.name in seen:
-            extra.append(f"{function.name}({function.arguments})")
+            extra.append(function)
             continue
         seen.add(function.name)
         attributes = catalog_attributes(
@@ -226,7 +231,13 @@ def drift(cursor: store.Cursor) -> Drift:
         if (function.body_sha256, attributes) != (definition.body_sha256, wanted):
             changed.append(function.name)
     missing = sorted(set(expected) - seen)
-    return Drift(missing=missing, changed=sorted(changed), extra=sorted(extra))
+    extra.sort(key=lambda function: function.signature)
+    return Drift(
+        missing=missing,
+        changed=sorted(changed),
+        extra=[function.signature for function in extra],
+        extra_oids=tuple(function.oid for function in extra),
+    )
 
 
 def applied_migrations(cursor: store.Cursor) -> list[str]:

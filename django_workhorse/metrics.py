@@ -8,6 +8,10 @@ Off unless a worker runs with ``runworker --metrics-port N`` or
   again), ``failed`` (terminally), ``canceled`` or ``lost`` (the lease was
   lost and the result refused);
 - ``workhorse_job_run_seconds{queue, name}``: how long handlers ran;
+
+  a job name no code registers (enqueued from SQL, or by newer code than
+  the worker runs) is counted under ``name="(unregistered)"``: one series,
+  whatever number of such names a database holds;
 - ``workhorse_job_pickup_seconds{queue}``: claimed minus due, on the
   database clock;
 - ``workhorse_queue_depth{queue, state}``: live jobs by state, sampled every
@@ -27,12 +31,19 @@ import tempfile
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from . import registry
+
 if TYPE_CHECKING:
     from .metrics_endpoint import MetricsEndpoint
 
 CHILD_ENV = "WORKHORSE_METRICS_CHILD"
 """Set by a ``--processes`` supervisor that serves the merged metrics: its
 children record metrics but serve none."""
+
+UNREGISTERED = "(unregistered)"
+"""The ``name`` label of the runs of every job name no code registers: any
+client of the database can enqueue any name, and a series per name would be
+kept until the worker restarts and served in every scrape."""
 
 RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
 PICKUP_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -181,7 +192,13 @@ def finished_counter(queue: str, name: str, outcome: str) -> Any:
     key = (queue, name, outcome)
     child = m.finished_by.get(key)
     if child is None:
-        child = m.finished_by[key] = m.finished.labels(*key)
+        # Cached under a registered name only: the cache stays as small as
+        # the series are.
+        if not registry.is_registered(name):
+            key = (queue, UNREGISTERED, outcome)
+            child = m.finished_by.get(key)
+        if child is None:
+            child = m.finished_by[key] = m.finished.labels(*key)
     return child
 
 
@@ -192,7 +209,11 @@ def run_histogram(queue: str, name: str) -> Any:
     key = (queue, name)
     child = m.run_by.get(key)
     if child is None:
-        child = m.run_by[key] = m.run_seconds.labels(*key)
+        if not registry.is_registered(name):
+            key = (queue, UNREGISTERED)
+            child = m.run_by.get(key)
+        if child is None:
+            child = m.run_by[key] = m.run_seconds.labels(*key)
     return child
 
 

@@ -113,6 +113,35 @@ def _dict_mismatch(value: dict[Any, Any], path: str, depth: int) -> str | None:
     return None
 
 
+def search_problem(value: Any, path: str = "payload") -> str | None:
+    """Why PostgreSQL's jsonb cannot hold a payload search object, or None:
+    a NUL character or a lone surrogate in a key or a string, or nesting
+    deeper than a payload may be. PostgreSQL would refuse such an object
+    with a DataError; no stored payload could contain it anyway. Numbers and
+    other values are left to the search, which compares them as jsonb does."""
+    pending = [(value, path, 0)]
+    while pending:
+        item, where, depth = pending.pop()
+        if isinstance(item, str):
+            problem = text_problem(item, where)
+        elif isinstance(item, dict | list) and depth >= PAYLOAD_MAX_DEPTH:
+            problem = f"{where} nests lists and objects more than {PAYLOAD_MAX_DEPTH} deep"
+        elif isinstance(item, dict):
+            problem = None
+            for key, inner in item.items():
+                if isinstance(key, str):
+                    problem = problem or text_problem(key, f"{where} key {key!r}")
+                pending.append((inner, f"{where}[{key!r}]", depth + 1))
+        elif isinstance(item, list):
+            problem = None
+            pending.extend((inner, f"{where}[{i}]", depth + 1) for i, inner in enumerate(item))
+        else:
+            problem = None
+        if problem:
+            return problem
+    return None
+
+
 def checked_payload(job_name: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """The payload as a plain dict once every value in it is plain JSON within
     the limits, or InvalidPayloadError naming the offending field (its size

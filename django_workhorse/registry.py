@@ -113,6 +113,12 @@ def _resolve_or_raise(name: str) -> JobDefinition[..., Any]:
     return found
 
 
+def is_registered(name: str) -> bool:
+    """Whether code registered a job under ``name`` (the resolvers are not
+    asked: this is a look-up, for paths that run per job)."""
+    return name in _jobs
+
+
 def all_jobs() -> JobTable:
     """A copy of every registered job by name (``get`` also tries the resolvers)."""
     with _lock:

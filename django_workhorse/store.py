@@ -606,6 +606,11 @@ class InstalledFunction:
     settings: list[str]
     schema: str
     """The schema it is in, quoted as an identifier if it needs it."""
+    signature: str = ""
+    """Its name and arguments as the database quotes them
+    (``quote_ident``): what messages show, whatever the name holds."""
+    oid: int = 0
+    """Its catalog id, by which :func:`drop_function` drops it."""
 
 
 def installed_functions(cursor: Cursor) -> list[InstalledFunction]:
@@ -619,7 +624,10 @@ def installed_functions(cursor: Cursor) -> list[InstalledFunction]:
         SELECT p.proname, pg_get_function_identity_arguments(p.oid),
                encode(sha256(convert_to(p.prosrc, 'UTF8')), 'hex'), l.lanname,
                p.provolatile, p.proisstrict, p.prosecdef, p.proparallel,
-               coalesce(p.proconfig, '{}'), quote_ident(n.nspname)
+               coalesce(p.proconfig, '{}'), quote_ident(n.nspname),
+               quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid)
+               || ')',
+               p.oid::bigint
         FROM pg_proc p
         JOIN pg_namespace n ON n.oid = p.pronamespace
         JOIN pg_language l ON l.oid = p.prolang
@@ -628,9 +636,24 @@ def installed_functions(cursor: Cursor) -> list[InstalledFunction]:
         """
     )
     return [
-        InstalledFunction(*row[:8], settings=list(row[8]), schema=row[9])  # type: ignore[misc]
+        InstalledFunction(  # type: ignore[misc]
+            *row[:8], settings=list(row[8]), schema=row[9], signature=row[10], oid=row[11]
+        )
         for row in cursor.fetchall()
     ]
+
+
+def drop_function(cursor: Cursor, oid: int) -> None:
+    """Drop the function of catalog id ``oid``.
+
+    A function's name is whatever its creator wrote between double quotes
+    (spaces, capitals, quotes, semicolons and statements), so it is never
+    put into SQL as read from ``pg_proc``: the database names the function
+    itself, ``oid::regprocedure`` being its schema, name and argument types
+    quoted as identifiers."""
+    cursor.execute("SELECT %s::oid::regprocedure::text", [oid])
+    (signature,) = cursor.fetchone()
+    cursor.execute("DROP FUNCTION " + signature)
 
 
 def applied_migrations(cursor: Cursor, app: str) -> list[str]:
@@ -982,9 +1005,11 @@ def payload_index_exists(cursor: Cursor) -> bool:
 
 
 def failures(cursor: Cursor, window_seconds: float) -> list[dict[str, Any]]:
-    """Failed jobs of the window by name and error type (``workhorse_failures_v1``)."""
+    """Failed jobs of the window by name and error type (``workhorse_failures_v2``):
+    name, error_type, failures, last_job_id, last_at (None when outside the
+    years 1 to 9999) and unreadable (why, or None)."""
     cursor.execute(
-        "SELECT * FROM workhorse_failures_v1(make_interval(secs => %s))", [window_seconds]
+        "SELECT * FROM workhorse_failures_v2(make_interval(secs => %s))", [window_seconds]
     )
     return _dict_rows(cursor)
 
@@ -1014,12 +1039,21 @@ def notify(cursor: Cursor, channel: str, payload: str) -> None:
 
 def list_workers(cursor: Cursor, seen_within_seconds: float) -> list[dict[str, Any]]:
     """Workers whose heartbeat was seen within the last ``seen_within_seconds``:
-    worker_id, info, first_seen_at, last_seen_at, seen_seconds_ago."""
+    worker_id, info (decoded), first_seen_at, last_seen_at, seen_seconds_ago,
+    unreadable (its times Python cannot read, and the fix, or None) and
+    info_unreadable. A time outside the years 1 to 9999 comes back None
+    (``workhorse_list_workers_v2``); an info its JSON decoder refuses (a
+    number of 5,000 digits, nesting deeper than it reads) comes back ``{}``,
+    with info_unreadable saying why."""
     cursor.execute(
-        "SELECT * FROM workhorse_list_workers_v1(make_interval(secs => %s))",
+        "SELECT * FROM workhorse_list_workers_v2(make_interval(secs => %s))",
         [seen_within_seconds],
     )
-    return _dict_rows(cursor)
+    rows = _dict_rows(cursor)
+    for row in rows:
+        info, row["info_unreadable"] = _readable(row["info"], "its info")
+        row["info"] = info if isinstance(info, dict) else {}
+    return rows
 
 
 def worker_gone(cursor: Cursor, worker_id: str) -> None:

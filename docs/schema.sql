@@ -249,6 +249,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(job_id bigint, ok boolean, will_retry boolean, run_at timestamp with time zone, retry_in double precision, attempt integer, max_attempts integer, canceled boolean, reason text) LANGUAGE plpgsql SET enable_seqscan=off SET plan_cache_mode=force_generic_plan -- body sha256 9fd9d2e427969aae
 -- FUNCTION workhorse_failures_v1(p_window interval)
 --   RETURNS TABLE(name text, error_type text, failures bigint, last_job_id bigint, last_at timestamp with time zone) LANGUAGE sql -- body sha256 cdd51927e3080323
+-- FUNCTION workhorse_failures_v2(p_window interval)
+--   RETURNS TABLE(name text, error_type text, failures bigint, last_job_id bigint, last_at timestamp with time zone, unreadable text) LANGUAGE sql -- body sha256 03434d577ee34bef
 -- FUNCTION workhorse_get_attempts_v1(p_job_id bigint)
 --   RETURNS TABLE(attempt integer, outcome text, worker_id text, started_at timestamp with time zone, finished_at timestamp with time zone, error jsonb) LANGUAGE sql -- body sha256 7940123f6f2eff56
 -- FUNCTION workhorse_get_checkpoints_v1(p_job_id bigint)
@@ -267,6 +269,8 @@ CREATE SEQUENCE workhorse_job_life_seq;
 --   RETURNS TABLE(name text, job_name text, queue text, cron text, timezone text, catch_up text, paused boolean, next_run_at timestamp with time zone, last_slot_at timestamp with time zone, last_job_id bigint, unreadable text) LANGUAGE sql -- body sha256 b4f7321cc3a15124
 -- FUNCTION workhorse_list_workers_v1(p_seen_within interval)
 --   RETURNS TABLE(worker_id text, info jsonb, first_seen_at timestamp with time zone, last_seen_at timestamp with time zone, seen_seconds_ago double precision) LANGUAGE sql -- body sha256 b3785623b36ce0c8
+-- FUNCTION workhorse_list_workers_v2(p_seen_within interval)
+--   RETURNS TABLE(worker_id text, info jsonb, first_seen_at timestamp with time zone, last_seen_at timestamp with time zone, seen_seconds_ago double precision, unreadable text) LANGUAGE sql -- body sha256 96d03a0c76097520
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
 -- FUNCTION workhorse_live_workers_v1()

@@ -206,3 +206,14 @@ def jobs_holding(secret: str, queue: str = "private") -> list[int]:
     canceled = ActiveJobFactory(queue=queue)
     Admin().cancel(canceled.id, reason=f"asked by {secret}")
     return [failed.id, done.id, canceled.id]
+
+
+def seen_worker(worker_id: str, queues: dict[str, int] | None = None, busy: int = 0) -> str:
+    """A worker's row as its heartbeat writes it (``workhorse_heartbeat_many_v1``
+    with what the worker says of itself), for the workers view; returns its id."""
+    from django_workhorse.worker.presence import describe_worker
+
+    info = describe_worker(worker_id, queues or {"mail": 2}, busy, 15.0, "batched")
+    with connection.cursor() as cursor:
+        store.heartbeat_many(cursor, worker_id, [], [], 30, json.dumps(info))
+    return worker_id

@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.db import connection
 from jobtests.jobs import record
 
-from django_workhorse import installed_sql
+from django_workhorse import installed_sql, store
 from django_workhorse.checks import schema_messages
 from tests.acceptance.conftest import TESTPROJECT, database_url
 
@@ -47,11 +47,11 @@ def put_back():
     yield
     with connection.cursor() as cursor:
         cursor.execute(
-            "DELETE FROM django_migrations"
-            " WHERE app = 'django_workhorse' AND name <> '0001_initial'"
+            "DELETE FROM django_migrations WHERE app = 'django_workhorse' AND name <> ALL(%s)",
+            [list(installed_sql.package_migrations())],
         )
-        for signature in installed_sql.drift(cursor).extra:
-            cursor.execute(f"DROP FUNCTION {signature}")
+        for oid in installed_sql.drift(cursor).extra_oids:
+            store.drop_function(cursor, oid)
         for source in {d.source for d in installed_sql.package_functions().values()}:
             cursor.execute(source)
 

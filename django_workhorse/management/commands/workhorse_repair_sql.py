@@ -5,7 +5,8 @@ migration is applied, ``migrate`` has nothing left to run, so a function
 changed by hand since (``workhorse.E005``) stays changed. This command
 re-runs, in one transaction, the package's own ``CREATE OR REPLACE
 FUNCTION`` of each function that is missing or differs, and drops the
-``workhorse_*`` functions the package does not make. It runs only when the
+``workhorse_*`` functions the package does not make (by catalog id: a name
+read from the catalog is never put into SQL). It runs only when the
 database's django_workhorse migrations are exactly the package's.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connections, transaction
 
-from ... import installed_sql
+from ... import installed_sql, store
 from ...preflight import not_postgresql
 from ._operator import AliasCommand
 
@@ -57,8 +58,8 @@ class Command(AliasCommand):
                 sources = {functions[name].source for name in found.missing + found.changed}
                 for source in sorted(sources):
                     cursor.execute(source)
-                for signature in found.extra:
-                    cursor.execute(f"DROP FUNCTION {signature}")
+                for oid in found.extra_oids:
+                    store.drop_function(cursor, oid)
                 left = installed_sql.drift(cursor)
                 if left:
                     raise CommandError(

@@ -78,6 +78,7 @@ def snapshot(admin: Admin) -> dict[str, Any]:
                     "seen_seconds_ago": w.seen_seconds_ago,
                     "silent": w.silent,
                     "success_route": w.success_route,
+                    "unreadable": w.unreadable,
                 }
                 for w in admin.live_workers()
             ],
@@ -149,11 +150,15 @@ def table(data: dict[str, Any]) -> str:
         lines.append(f"  {w['worker_id']}: {w['jobs']} job(s) running")
     for w in workers["seen"]:
         queues = ", ".join(f"{q}({n})" for q, n in w["queues"].items())
+        busy, slots = ("?" if n is None else n for n in (w["busy"], w["slots"]))
+        seen = "?" if w["seen_seconds_ago"] is None else f"{w['seen_seconds_ago']:.0f}"
         lines.append(
-            f"  {w['worker_id']} on {w['host']} pid {w['pid']}: {w['busy']}/{w['slots']} slots"
+            f"  {w['worker_id']} on {w['host']} pid {w['pid']}: {busy}/{slots} slots"
             f" busy, {queues}, successes {w['success_route'] or 'unsaid'},"
-            f" seen {w['seen_seconds_ago']:.0f}s ago" + (" (silent)" if w["silent"] else "")
+            f" seen {seen}s ago" + (" (silent)" if w["silent"] else "")
         )
+        if w["unreadable"]:
+            lines.append(f"  worker {w['worker_id']} cannot be read: {w['unreadable']}")
     if workers["connections"]:
         lines.append("worker connections (claims + leases, and the LISTEN connection):")
         for worker, held in sorted(workers["connections"].items()):
