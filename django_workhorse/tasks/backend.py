@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from inspect import iscoroutinefunction
 from typing import Any, cast
 
+from django.apps import apps
 from django.conf import settings
 from django.core.checks import Error
 from django.db import connections
@@ -59,6 +61,19 @@ from .results import build_result
 ID_RE = re.compile(r"[1-9][0-9]{0,18}")
 """Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 MAX_JOB_ID = 2**63 - 1
+
+_definitions: dict[tuple[str, str], tuple[Any, JobDefinition[..., Any]]] = {}
+"""The job type of each task, by (backend alias, task path), with the backend
+``OPTIONS`` it was built from. The process's, not a backend instance's:
+Django builds a backend per thread (a server's request threads, a worker's
+handler threads, ``sync_to_async``) and again when ``TASKS`` changes, and a
+task is the same job whichever builds it. Written under ``_definitions_lock``."""
+_definitions_lock = threading.Lock()
+_loaded_with_apps: set[str] = set()
+"""Paths of the tasks whose module app loading imported (their ``@task`` ran
+before the apps were ready): every process of the project imports them the
+same way, so each of their job types counts as registered while apps load,
+whichever thread builds it later."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +154,6 @@ class WorkhorseBackend(BaseTaskBackend):
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
         self._queues_setting = listed
-        self._definitions: dict[str, JobDefinition[..., Any]] = {}
         registry.add_resolver(resolve_task_job)
 
     # -- options -------------------------------------------------------------
@@ -218,6 +232,8 @@ class WorkhorseBackend(BaseTaskBackend):
     def validate_task(self, task: Task) -> None:
         """Django's checks, then the workhorse options of the task; registers
         the task as a job type so that ``runworker`` serves its queue."""
+        if not apps.ready:
+            _loaded_with_apps.add(task.module_path)
         # Django's own checks compare and convert these, and raise TypeError,
         # ValueError or AttributeError on a value of another type.
         priority = task.priority
@@ -249,20 +265,23 @@ class WorkhorseBackend(BaseTaskBackend):
             self.definition_for(task)
 
     def definition_for(self, task: Task) -> JobDefinition[..., Any]:
-        """The job type that runs ``task`` (registered on first use)."""
+        """The job type that runs ``task`` (registered on first use, then the
+        same one in every thread and backend instance of the same ``OPTIONS``)."""
         name = task.module_path
-        definition = self._definitions.get(name)
-        if definition is not None:
-            return definition
+        key = (self.alias, name)
+        made = _definitions.get(key)
+        if made is not None and (made[0] is self.options or made[0] == self.options):
+            return made[1]
         options = self.workhorse_options
         ours = task if isinstance(task, WorkhorseTask) else None
         # The task's own value of each option the backend's OPTIONS give a
         # default for (job_options.BACKEND_OPTIONS), else the backend's.
         chosen: dict[str, Any] = {}
-        for key, option in BACKEND_OPTIONS.items():
+        for key_name, option in BACKEND_OPTIONS.items():
             value = getattr(ours, option, None)
-            chosen[option] = value if value is not None else getattr(options, key.lower())
-        chosen["using"] = self.database
+            chosen[option] = value if value is not None else getattr(options, key_name.lower())
+        # None: WORKHORSE['DATABASE'] as it is at each enqueue.
+        chosen["using"] = options.database
 
         from .running import run_task, run_task_async
 
@@ -277,9 +296,12 @@ class WorkhorseBackend(BaseTaskBackend):
             raise InvalidTask(f"task {name}: {exc}") from None
         # Where a worker finds it: the task, not run_task.
         definition.import_path, definition.defined_in = name, task.func.__module__
+        if name in _loaded_with_apps:
+            definition.registered_while_apps_load = True
         definition.runs_logged_elsewhere = True
         registry.register(definition)
-        self._definitions[name] = definition
+        with _definitions_lock:
+            _definitions[key] = (self.options, definition)
         return definition
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:

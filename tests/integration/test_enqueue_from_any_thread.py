@@ -7,7 +7,7 @@ changes. ``searchlib`` (testproject/searchlib) is shaped like Wagtail's
 names, imported by an installed app's ``ready()``. Every worker of the project
 imports it the same way, so its task may be enqueued from anywhere.
 (The runserver and runworker cases are in
-tests/acceptance/test_enqueue_from_any_thread.py.)
+tests/acceptance/test_enqueue_from_server_threads.py.)
 """
 
 from __future__ import annotations
