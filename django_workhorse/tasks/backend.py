@@ -62,9 +62,9 @@ ID_RE = re.compile(r"[1-9][0-9]{0,18}")
 """Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 MAX_JOB_ID = 2**63 - 1
 
-_definitions: dict[tuple[str, str], tuple[Any, JobDefinition[..., Any]]] = {}
+_definitions: dict[tuple[str, str], tuple[Any, Task, JobDefinition[..., Any]]] = {}
 """The job type of each task, by (backend alias, task path), with the backend
-``OPTIONS`` it was built from. The process's, not a backend instance's:
+``OPTIONS`` and the task it was built from. The process's, not a backend instance's:
 Django builds a backend per thread (a server's request threads, a worker's
 handler threads, ``sync_to_async``) and again when ``TASKS`` changes, and a
 task is the same job whichever builds it. Written under ``_definitions_lock``."""
@@ -270,8 +270,14 @@ class WorkhorseBackend(BaseTaskBackend):
         name = task.module_path
         key = (self.alias, name)
         made = _definitions.get(key)
-        if made is not None and (made[0] is self.options or made[0] == self.options):
-            return made[1]
+        if (
+            made is not None
+            and (made[0] is self.options or made[0] == self.options)
+            # The task it was built from, or a using() of the task that is
+            # (still) at its path: a task decorated anew is another job type.
+            and (made[1] is task or task_at(name) is made[1])
+        ):
+            return made[2]
         options = self.workhorse_options
         ours = task if isinstance(task, WorkhorseTask) else None
         # The task's own value of each option the backend's OPTIONS give a
@@ -290,6 +296,7 @@ class WorkhorseBackend(BaseTaskBackend):
                 run_task_async if iscoroutinefunction(task.func) else run_task,
                 name=name,
                 queue=task.queue_name,
+                priority=int(task.priority),
                 **chosen,
             )
         except WorkhorseError as exc:
@@ -301,7 +308,7 @@ class WorkhorseBackend(BaseTaskBackend):
         definition.runs_logged_elsewhere = True
         registry.register(definition)
         with _definitions_lock:
-            _definitions[key] = (self.options, definition)
+            _definitions[key] = (self.options, task, definition)
         return definition
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
@@ -335,16 +342,19 @@ class WorkhorseBackend(BaseTaskBackend):
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
-        changes: dict[str, Any] = {
-            "queue": task.queue_name,
+        # What using() changed from the decorated task is this enqueue's own;
+        # the rest is the job type's (its decorator, or WORKHORSE['JOB_OPTIONS']).
+        changes: dict[str, Any] = {"run_at": run_after}
+        if task.queue_name != found.queue_name:
+            changes["queue"] = task.queue_name
+        if task.priority != found.priority:
             # Django takes any whole number (5.0, True); workhorse wants an int.
-            "priority": int(task.priority),
-            "run_at": run_after,
-        }
+            changes["priority"] = int(task.priority)
         if isinstance(task, WorkhorseTask):
             for field in TASK_ENQUEUE_OPTIONS:
-                if getattr(task, field) is not None:
-                    changes[field] = getattr(task, field)
+                value = getattr(task, field)
+                if value is not None and value != getattr(found, field, None):
+                    changes[field] = value
         try:
             handle = definition.options(**changes).enqueue(
                 args=result.args, kwargs=result.kwargs, backend=self.alias

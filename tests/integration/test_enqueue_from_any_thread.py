@@ -13,8 +13,8 @@ tests/acceptance/test_enqueue_from_server_threads.py.)
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -75,9 +75,7 @@ def test_a_third_party_task_enqueues_from_many_threads_at_once():
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         result_ids = list(pool.map(enqueue, range(3, 7)))
-    assert {stored_name(result_id) for result_id in result_ids} == {
-        "searchlib.tasks.index_object"
-    }
+    assert {stored_name(result_id) for result_id in result_ids} == {"searchlib.tasks.index_object"}
 
 
 def test_a_third_party_task_enqueues_after_override_settings_of_tasks():
