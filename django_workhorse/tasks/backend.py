@@ -18,7 +18,6 @@ from inspect import iscoroutinefunction
 from typing import Any, cast
 
 from django.apps import apps
-from django.conf import settings
 from django.core.checks import Error
 from django.db import connections
 from django.utils import timezone
@@ -215,16 +214,9 @@ class WorkhorseBackend(BaseTaskBackend):
                     id="workhorse.E102",
                 )
             )
-        if "django_workhorse" not in settings.INSTALLED_APPS:
-            errors.append(
-                Error(
-                    f"TASKS[{self.alias!r}] uses the workhorse backend but django_workhorse "
-                    "is not in INSTALLED_APPS",
-                    hint="Add 'django_workhorse' to INSTALLED_APPS and run migrate.",
-                    obj=f"settings.TASKS[{self.alias!r}]",
-                    id="workhorse.E103",
-                )
-            )
+        # django_workhorse missing from INSTALLED_APPS is workhorse.E103 of
+        # installed_check.py, registered with the package whether or not
+        # django.tasks (whose checks call this one) was imported.
         return errors
 
     # -- tasks as jobs -------------------------------------------------------
