@@ -11,6 +11,7 @@ Everything a user calls is importable from here::
     handle.refresh().status                 # 'ready', ..., 'succeeded'
 """
 
+from . import installed_check  # noqa: F401  (registers workhorse.E103 / E009)
 from .admin_api import (
     ActionResult,
     Admin,

@@ -33,7 +33,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from . import admin_api
+from . import admin_api, configured_jobs, registry
 from .admin_api import STATES, Admin, QueueStats
 from .conf import get_settings
 from .exceptions import InvalidQueryError, InvalidQueueLimitError, UnknownQueueError
@@ -742,9 +742,14 @@ class JobAdmin(OperatorAdmin):
             if job.state in states.split()
             and (name != "retry_ignoring_dependencies" or job.prerequisites)
         ]
+        definition = dict.get(registry.all_jobs(), job.name)
+        sources = definition.option_sources() if definition is not None else None
         context = self.context(
             request,
             title=f"Job #{job.id}: {job.name}",
+            configured_options=(
+                f"{configured_jobs.described(sources[1])} (from {sources[0]})" if sources else None
+            ),
             crumbs=[("Jobs", jobs_list + in_store["store_suffix"]), (f"#{job.id}", None)],
             job=job,
             entries=entries,

@@ -19,7 +19,9 @@ in a module that app loading does not import), workhorse.W006 (a job
 defined in a module of no installed app), workhorse.W007 (a job found by
 its import path on a queue no worker serves by default) and
 workhorse.E008 (``WORKHORSE["STORES"]`` is not a list of aliases of
-settings.DATABASES, or leaves out ``DATABASE`` or an alias a job is bound to).
+settings.DATABASES, or leaves out ``DATABASE`` or an alias a job is bound to),
+workhorse.W008 (a ``WORKHORSE["JOB_OPTIONS"]`` key names no job this
+process can find; a bad option in it is workhorse.E001's).
 docs/settings.md lists them all.
 """
 
@@ -34,7 +36,7 @@ from django.core.checks import Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
-from . import registry, store
+from . import configured_jobs, registry, store
 from .conf import import_callable, problems, raw_settings, setting_path
 from .preflight import not_postgresql
 
@@ -47,6 +49,11 @@ def check_settings(app_configs: object = None, **kwargs: object) -> list[Error]:
     found = problems()
     reported = {key for key, _ in found}
     found += [(key, message) for key, message in hook_problems() if key not in reported]
+    found += [
+        (key, message)
+        for key, message in configured_jobs.import_problems(raw_settings().get("JOB_OPTIONS"))
+        if key not in reported
+    ]
     return [
         Error(
             f"{setting_path(key)} {message}",
@@ -433,3 +440,26 @@ def unserved_queue_warnings() -> list[Warning]:
             )
         )
     return messages
+
+
+@register("workhorse")
+def check_job_options(app_configs: object = None, **kwargs: object) -> list[Warning]:
+    """``WORKHORSE["JOB_OPTIONS"]`` keys that name no job: a misspelt path
+    would leave the job with its decorator's options, silently. Like W005 to
+    W007, only jobs the checking process can find count (a registered job,
+    or one its name leads to inside an installed app)."""
+    raw = raw_settings().get("JOB_OPTIONS")
+    return [
+        Warning(
+            f"{configured_jobs.where(key)} names no job: no registered job has that name or "
+            "import path, and none is found by it",
+            hint=(
+                "Write the job's name or the import path of its function or task, e.g. "
+                "'modelsearch.tasks.insert_or_update_object_task'; the jobs' names are in "
+                "the admin's job list."
+            ),
+            obj="settings.WORKHORSE",
+            id="workhorse.W008",
+        )
+        for key in configured_jobs.unmatched_keys(raw)
+    ]

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple, cast
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 
+from . import configured_jobs
 from .defaults import JOB_DEFAULTS
 from .limits import (
     CADENCE_MIN_SECONDS,
@@ -58,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "LOG_FORMAT": "text",
     "RETENTION": {},
     "LISTEN_DATABASE": None,
+    "JOB_OPTIONS": {},
 }
 """Every key of ``WORKHORSE`` with its default; docs/settings.md explains each."""
 
@@ -339,6 +341,7 @@ def problems(raw: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     found.extend(observability_problems(raw))
     found.extend(retention_problems(raw["RETENTION"]))
     found.extend(listen_database_problems(raw["LISTEN_DATABASE"]))
+    found.extend(configured_jobs.problems(raw["JOB_OPTIONS"]))
     return found
 
 

@@ -28,7 +28,7 @@ from asgiref.sync import sync_to_async
 from django.apps import apps
 from django.db import DatabaseError, connections, transaction
 
-from . import discovery, preflight, registry, schedules, store, tracing
+from . import configured_jobs, discovery, preflight, registry, schedules, store, tracing
 from .backoff import custom_delay, policy_of
 from .conf import SettingsJobDefaults, duration_seconds, job_defaults
 from .exceptions import (
@@ -211,9 +211,13 @@ class _Enqueuer(Generic[P, R]):
     """enqueue / enqueue_many over a definition and a set of options."""
 
     definition: JobDefinition[P, R]
-    _options: EnqueueOptions
     _made: tuple[SettingsJobDefaults, EnqueueOptions, store.JobOptionsRow | None, str] | None = None
     """What ``_call_options`` worked out, with the settings' defaults it read."""
+
+    @property
+    def _options(self) -> EnqueueOptions:
+        """The options an enqueue starts from."""
+        raise NotImplementedError
 
     def _rows_json(
         self, payloads: Iterable[Mapping[str, Any]], options: EnqueueOptions | None = None
@@ -380,7 +384,11 @@ class BoundJob(_Enqueuer[P, R]):
 
     def __init__(self, definition: JobDefinition[P, R], options: EnqueueOptions) -> None:
         self.definition = definition
-        self._options = validate_options(options)
+        self._given = validate_options(options)
+
+    @property
+    def _options(self) -> EnqueueOptions:
+        return self._given
 
     def options(self, **overrides: Unpack[JobOptions]) -> BoundJob[P, R]:
         """More per-enqueue options over these (the later value of a key wins; a
@@ -450,6 +458,9 @@ class JobDefinition(_Enqueuer[P, R]):
     tests); ``enqueue`` stores a job for a worker to run.
     """
 
+    _configured_made: tuple[Mapping[str, Any], EnqueueOptions] | None = None
+    """The ``WORKHORSE['JOB_OPTIONS']`` entry last applied, and the options it made."""
+
     def __init__(
         self,
         func: Callable[P, R] | Callable[P, Awaitable[R]],
@@ -498,21 +509,13 @@ class JobDefinition(_Enqueuer[P, R]):
         if concurrency is not None:
             _whole("concurrency", concurrency, 1, CONCURRENCY_MAX)
         self.concurrency = concurrency
-        if isinstance(retry_on, type):
-            retry_on = (retry_on,)
-        if not isinstance(retry_on, tuple | list) or not all(
-            isinstance(e, type) and issubclass(e, BaseException) for e in retry_on
-        ):
-            raise InvalidJobOptionError(
-                f"job {self.name!r}: retry_on must be an exception class or a tuple of them "
-                f"(retry_on=(TimeoutError, ConnectionError)), got {shown(retry_on)}"
-            )
-        self.retry_on = tuple(retry_on)
+        self._declared_retry_on = self._exceptions("retry_on", retry_on)
+        self._declared_no_retry_on = self._exceptions("no_retry_on", chosen["no_retry_on"])
         self.backoff = backoff
         self.backoff_policy = policy_of(backoff)
         self.backoff_json = json.dumps(self.backoff_policy, separators=(",", ":"))
         """The policy as the enqueue functions take it (encoded once)."""
-        self._options = validate_options(
+        self._declared = validate_options(
             EnqueueOptions(
                 queue=chosen["queue"],
                 priority=chosen["priority"],
@@ -529,6 +532,70 @@ class JobDefinition(_Enqueuer[P, R]):
         self.definition = self
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
+
+    def _exceptions(self, option: str, value: Any) -> tuple[type[BaseException], ...]:
+        if isinstance(value, type):
+            value = (value,)
+        if not isinstance(value, tuple | list) or not all(
+            isinstance(e, type) and issubclass(e, BaseException) for e in value
+        ):
+            raise InvalidJobOptionError(
+                f"job {self.name!r}: {option} must be an exception class or a tuple of them "
+                f"({option}=(TimeoutError, ConnectionError)), got {shown(value)}"
+            )
+        return tuple(value)
+
+    @property
+    def _options(self) -> EnqueueOptions:
+        """The decorator's options, with those ``WORKHORSE['JOB_OPTIONS']`` gives
+        the job in their place (configured_jobs.py)."""
+        configured = self._configured()
+        return self._declared if configured is None else configured[1]
+
+    def _configured(self) -> tuple[Mapping[str, Any], EnqueueOptions] | None:
+        """The settings entry that names this job and the options it makes,
+        worked out once per entry (one identity test per call after that)."""
+        found = configured_jobs.entry_for(self)
+        if found is None:
+            return None
+        entry = found[1]
+        made = self._configured_made
+        if made is not None and made[0] is entry:
+            return made
+        given = {k: v for k, v in entry.items() if k not in configured_jobs.EXCEPTION_OPTIONS}
+        if given.get("timeout") is not None:
+            given["timeout"] = duration_seconds(given["timeout"])
+        made = (entry, validate_options(replace(self._declared, **given)))
+        self._configured_made = made
+        return made
+
+    @property
+    def retry_on(self) -> tuple[type[BaseException], ...]:
+        """Exceptions a failure is retried on (all, when empty): ``retry_on=`` of
+        the decorator, or of ``WORKHORSE['JOB_OPTIONS']``."""
+        return self._exceptions_option("retry_on", self._declared_retry_on)
+
+    @property
+    def no_retry_on(self) -> tuple[type[BaseException], ...]:
+        """Exceptions a failure is never retried on: ``no_retry_on=`` of the
+        decorator, or of ``WORKHORSE['JOB_OPTIONS']``."""
+        return self._exceptions_option("no_retry_on", self._declared_no_retry_on)
+
+    def _exceptions_option(
+        self, option: str, declared: tuple[type[BaseException], ...]
+    ) -> tuple[type[BaseException], ...]:
+        found = configured_jobs.entry_for(self)
+        if found is None or option not in found[1]:
+            return declared
+        return configured_jobs.exceptions_of(found[1][option])
+
+    def option_sources(self) -> tuple[str, Mapping[str, Any]] | None:
+        """``(where, options)`` when ``WORKHORSE['JOB_OPTIONS']`` gives this job
+        options (``where`` names the entry), for the admin's job page."""
+        found = configured_jobs.entry_for(self)
+        if found is None:
+            return None
+        return configured_jobs.where(found[0]), found[1]
 
     @property
     def using(self) -> str:
@@ -669,8 +736,12 @@ class JobDefinition(_Enqueuer[P, R]):
 
     def should_retry(self, exc: BaseException) -> bool:
         """Whether a failure with ``exc`` may be retried: always, unless the job
-        declares ``retry_on`` and ``exc`` is none of those."""
-        return not self.retry_on or isinstance(exc, self.retry_on)
+        declares ``retry_on`` and ``exc`` is none of those, or ``exc`` is one of
+        its ``no_retry_on``."""
+        if isinstance(exc, self.no_retry_on):
+            return False
+        retry_on = self.retry_on
+        return not retry_on or isinstance(exc, retry_on)
 
 
 class AsyncJobDefinition(JobDefinition[P, R]):
@@ -716,7 +787,9 @@ def job(
 
     The options are those of ``JobDefinitionOptions`` (job_options.py, each
     with its meaning and default): name, queue, priority, max_attempts,
-    timeout, max_stalled, backoff, retry_on, concurrency, using, schedule.
+    timeout, max_stalled, backoff, retry_on, no_retry_on, concurrency, using,
+    schedule. ``WORKHORSE['JOB_OPTIONS']`` may replace the queue, priority,
+    attempts, timeout, stalls and exceptions (configured_jobs.py).
     Defaults read from the settings are read when a job is enqueued, not here.
 
     Used bare (``@job``) or with options (``@job(queue=...)``); either way a

@@ -19,7 +19,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
     from .definitions import JobDefinition
 
 logger = logging.getLogger("django_workhorse.discovery")
+
+STARTED = time.time()
+"""When this process loaded workhorse (a worker: when it started)."""
 
 _failed: dict[str, str] = {}
 """Modules whose import raised, with the error: each is reported once."""
@@ -226,14 +231,40 @@ def unknown_job_message(name: str, runner: str, then: str) -> str:
     """What a run records for a job no handler of ``runner`` answers to;
     ``then`` says what becomes of the attempt."""
     failed = import_problem(name)
-    why = (
-        f"its module could not be imported ({failed})"
-        if failed
-        else "the worker never imported the module that defines it (a job is found in an "
-        "installed app's jobs.py, a module app loading imports, or by its import path inside "
-        "an installed app)"
-    )
+    changed = changed_module(name)
+    if failed:
+        why = f"its module could not be imported ({failed})"
+    elif changed:
+        return (
+            f"no job named {name!r} is registered in {runner}; its module {changed} changed "
+            f"after {runner} started, and workers do not reload code: restart the workers "
+            f"started before the code changed ({then})"
+        )
+    else:
+        why = (
+            "the worker never imported the module that defines it (a job is found in an "
+            "installed app's jobs.py, a module app loading imports, or by its import path "
+            "inside an installed app)"
+        )
     return (
         f"no job named {name!r} is registered in {runner}; {why}; deploy the code that "
-        f"defines it ({then})"
+        f"defines it, and restart the workers started before it was deployed ({then})"
     )
+
+
+def changed_module(name: str) -> str | None:
+    """The module ``name`` leads to, when this process imported it and its
+    file was written after the process started: the code changed under a
+    running worker."""
+    parts = name.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        module = sys.modules.get(".".join(parts[:end]))
+        path = getattr(module, "__file__", None)
+        if module is None or not path:
+            continue
+        try:
+            written = os.stat(path).st_mtime
+        except OSError:
+            return None
+        return module.__name__ if written > STARTED else None
+    return None

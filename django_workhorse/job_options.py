@@ -69,6 +69,8 @@ class JobDefinitionOptions(SharedOptions, total=False):
     """``workhorse.exponential(...)`` (the default), ``workhorse.fixed(...)`` or a callable."""
     retry_on: tuple[type[BaseException], ...] | type[BaseException]
     """Retry only on these exceptions (all, when empty)."""
+    no_retry_on: tuple[type[BaseException], ...] | type[BaseException]
+    """Never retry on these exceptions (they win over ``retry_on``)."""
     concurrency: int | None
     """The job's queue's slots on a worker that sets none."""
     using: str | None
@@ -86,6 +88,7 @@ DEFINITION_DEFAULTS: Mapping[str, Any] = {
     **dict.fromkeys(DEFINITION_OPTIONS),
     "priority": JOB_DEFAULTS.priority,
     "retry_on": (),
+    "no_retry_on": (),
 }
 """The decorator's value of an option it is not given (None: decided later,
 from the settings as they are when the job is enqueued)."""

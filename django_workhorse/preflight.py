@@ -10,6 +10,7 @@ error only once the database has raised it.
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
@@ -59,6 +60,13 @@ def explained(exc: DatabaseError, alias: str) -> Exception | None:
     if problem is not None:
         refusal: Exception = ImproperlyConfigured(problem)
         return refusal
+    if tables_missing(exc) and not apps.is_installed("django_workhorse"):
+        # migrate would answer "No migrations to apply": the app is the fix.
+        return SchemaVersionError(
+            f"database {alias!r} has no django-workhorse tables, and django_workhorse is not "
+            "in INSTALLED_APPS: add 'django_workhorse' to INSTALLED_APPS, then run "
+            "`manage.py migrate`"
+        )
     if tables_missing(exc):
         return SchemaVersionError(
             f"database {alias!r} has no django-workhorse tables yet: run `manage.py migrate`"

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from inspect import iscoroutinefunction
 from typing import Any, cast
 
-from django.conf import settings
+from django.apps import apps
 from django.core.checks import Error
 from django.db import connections
 from django.utils import timezone
@@ -59,6 +60,19 @@ from .results import build_result
 ID_RE = re.compile(r"[1-9][0-9]{0,18}")
 """Use with ``fullmatch``: ``match`` with ``$`` would accept a trailing newline."""
 MAX_JOB_ID = 2**63 - 1
+
+_definitions: dict[tuple[str, str], tuple[Any, Task, JobDefinition[..., Any]]] = {}
+"""The job type of each task, by (backend alias, task path), with the backend
+``OPTIONS`` and the task it was built from. The process's, not a backend instance's:
+Django builds a backend per thread (a server's request threads, a worker's
+handler threads, ``sync_to_async``) and again when ``TASKS`` changes, and a
+task is the same job whichever builds it. Written under ``_definitions_lock``."""
+_definitions_lock = threading.Lock()
+_loaded_with_apps: set[str] = set()
+"""Paths of the tasks whose module app loading imported (their ``@task`` ran
+before the apps were ready): every process of the project imports them the
+same way, so each of their job types counts as registered while apps load,
+whichever thread builds it later."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +153,6 @@ class WorkhorseBackend(BaseTaskBackend):
             params = {**params, "QUEUES": []}
         super().__init__(alias, params)
         self._queues_setting = listed
-        self._definitions: dict[str, JobDefinition[..., Any]] = {}
         registry.add_resolver(resolve_task_job)
 
     # -- options -------------------------------------------------------------
@@ -201,16 +214,9 @@ class WorkhorseBackend(BaseTaskBackend):
                     id="workhorse.E102",
                 )
             )
-        if "django_workhorse" not in settings.INSTALLED_APPS:
-            errors.append(
-                Error(
-                    f"TASKS[{self.alias!r}] uses the workhorse backend but django_workhorse "
-                    "is not in INSTALLED_APPS",
-                    hint="Add 'django_workhorse' to INSTALLED_APPS and run migrate.",
-                    obj=f"settings.TASKS[{self.alias!r}]",
-                    id="workhorse.E103",
-                )
-            )
+        # django_workhorse missing from INSTALLED_APPS is workhorse.E103 of
+        # installed_check.py, registered with the package whether or not
+        # django.tasks (whose checks call this one) was imported.
         return errors
 
     # -- tasks as jobs -------------------------------------------------------
@@ -218,6 +224,8 @@ class WorkhorseBackend(BaseTaskBackend):
     def validate_task(self, task: Task) -> None:
         """Django's checks, then the workhorse options of the task; registers
         the task as a job type so that ``runworker`` serves its queue."""
+        if not apps.ready:
+            _loaded_with_apps.add(task.module_path)
         # Django's own checks compare and convert these, and raise TypeError,
         # ValueError or AttributeError on a value of another type.
         priority = task.priority
@@ -249,20 +257,29 @@ class WorkhorseBackend(BaseTaskBackend):
             self.definition_for(task)
 
     def definition_for(self, task: Task) -> JobDefinition[..., Any]:
-        """The job type that runs ``task`` (registered on first use)."""
+        """The job type that runs ``task`` (registered on first use, then the
+        same one in every thread and backend instance of the same ``OPTIONS``)."""
         name = task.module_path
-        definition = self._definitions.get(name)
-        if definition is not None:
-            return definition
+        key = (self.alias, name)
+        made = _definitions.get(key)
+        if (
+            made is not None
+            and (made[0] is self.options or made[0] == self.options)
+            # The task it was built from, or a using() of the task that is
+            # (still) at its path: a task decorated anew is another job type.
+            and (made[1] is task or task_at(name) is made[1])
+        ):
+            return made[2]
         options = self.workhorse_options
         ours = task if isinstance(task, WorkhorseTask) else None
         # The task's own value of each option the backend's OPTIONS give a
         # default for (job_options.BACKEND_OPTIONS), else the backend's.
         chosen: dict[str, Any] = {}
-        for key, option in BACKEND_OPTIONS.items():
+        for key_name, option in BACKEND_OPTIONS.items():
             value = getattr(ours, option, None)
-            chosen[option] = value if value is not None else getattr(options, key.lower())
-        chosen["using"] = self.database
+            chosen[option] = value if value is not None else getattr(options, key_name.lower())
+        # None: WORKHORSE['DATABASE'] as it is at each enqueue.
+        chosen["using"] = options.database
 
         from .running import run_task, run_task_async
 
@@ -271,15 +288,19 @@ class WorkhorseBackend(BaseTaskBackend):
                 run_task_async if iscoroutinefunction(task.func) else run_task,
                 name=name,
                 queue=task.queue_name,
+                priority=int(task.priority),
                 **chosen,
             )
         except WorkhorseError as exc:
             raise InvalidTask(f"task {name}: {exc}") from None
         # Where a worker finds it: the task, not run_task.
         definition.import_path, definition.defined_in = name, task.func.__module__
+        if name in _loaded_with_apps:
+            definition.registered_while_apps_load = True
         definition.runs_logged_elsewhere = True
         registry.register(definition)
-        self._definitions[name] = definition
+        with _definitions_lock:
+            _definitions[key] = (self.options, task, definition)
         return definition
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
@@ -313,16 +334,19 @@ class WorkhorseBackend(BaseTaskBackend):
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
-        changes: dict[str, Any] = {
-            "queue": task.queue_name,
+        # What using() changed from the decorated task is this enqueue's own;
+        # the rest is the job type's (its decorator, or WORKHORSE['JOB_OPTIONS']).
+        changes: dict[str, Any] = {"run_at": run_after}
+        if task.queue_name != found.queue_name:
+            changes["queue"] = task.queue_name
+        if task.priority != found.priority:
             # Django takes any whole number (5.0, True); workhorse wants an int.
-            "priority": int(task.priority),
-            "run_at": run_after,
-        }
+            changes["priority"] = int(task.priority)
         if isinstance(task, WorkhorseTask):
             for field in TASK_ENQUEUE_OPTIONS:
-                if getattr(task, field) is not None:
-                    changes[field] = getattr(task, field)
+                value = getattr(task, field)
+                if value is not None and value != getattr(found, field, None):
+                    changes[field] = value
         try:
             handle = definition.options(**changes).enqueue(
                 args=result.args, kwargs=result.kwargs, backend=self.alias

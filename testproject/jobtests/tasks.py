@@ -246,3 +246,12 @@ def _hang_when_finished(sender, task_result, **kwargs) -> None:
     if task_result.task.module_path == finish_hangs.module_path:
         record("finish-hangs:called", int(task_result.id), task_result.attempts)
         time.sleep(3600)
+
+
+@task(queue_name="jobtests.tasks")
+def indexes_later(pk: int) -> str:
+    """Enqueues the third-party ``searchlib`` task from a worker's handler
+    thread, as Wagtail's tasks enqueue others; returns its result id."""
+    from searchlib.tasks import index_object
+
+    return index_object.enqueue(pk).id

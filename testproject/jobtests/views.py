@@ -1,9 +1,13 @@
-"""A view that enqueues a Django task inside ``transaction.atomic()``."""
+"""Views that enqueue Django tasks: ``add`` inside ``transaction.atomic()``,
+and a third-party package's task from a POST."""
 
 from __future__ import annotations
 
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from searchlib.tasks import index_object
 
 from .tasks import add
 
@@ -24,3 +28,13 @@ def enqueue_add(request: HttpRequest) -> HttpResponse:
     except Refused as exc:
         return JsonResponse({"rolled_back": str(exc)}, status=409)
     return JsonResponse({"id": result.id, "status": str(result.status)})
+
+
+@csrf_exempt
+@require_POST
+def enqueue_index(request: HttpRequest) -> HttpResponse:
+    """Enqueues ``searchlib``'s ``index_object`` with ``pk=``, as a Wagtail
+    page's publish enqueues ``modelsearch``'s tasks; on a threaded server each
+    request runs in a thread of its own."""
+    result = index_object.enqueue(int(request.POST["pk"]))
+    return JsonResponse({"id": result.id})

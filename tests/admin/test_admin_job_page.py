@@ -128,3 +128,24 @@ def test_bulk_and_queue_actions_without_a_csrf_token_are_refused(operator, actio
     assert client.post(url, data).status_code == 403
     assert Admin().get_job(job.id).state == "failed"
     assert not next(q for q in Admin().queue_stats() if q.name == "csrf-queue").paused
+
+
+def test_the_job_page_says_which_options_come_from_the_job_options_setting(operator_client):
+    from django.test import override_settings
+    from searchlib.tasks import index_object
+
+    given = {"max_attempts": 1, "no_retry_on": ["django.core.exceptions.ObjectDoesNotExist"]}
+    with override_settings(WORKHORSE={"JOB_OPTIONS": {"searchlib.tasks.index_object": given}}):
+        job_id = index_object.enqueue(1).id
+        body = operator_client.get(f"{JOBS}{job_id}/").content.decode()
+    shown = body[body.index('id="wh-configured-options"') :].split("</dd>")[0]
+    assert (
+        "max_attempts 1, no_retry_on django.core.exceptions.ObjectDoesNotExist "
+        "(from WORKHORSE[&#x27;JOB_OPTIONS&#x27;][&#x27;searchlib.tasks.index_object&#x27;])"
+    ) in shown
+
+
+def test_the_job_page_of_a_job_the_setting_does_not_name_says_nothing_of_it(operator_client):
+    job = ReadyJobFactory(queue="no-settings")
+    body = operator_client.get(f"{JOBS}{job.id}/").content.decode()
+    assert "wh-configured-options" not in body

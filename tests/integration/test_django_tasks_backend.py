@@ -417,12 +417,14 @@ def test_the_database_option_writes_the_job_through_that_alias(settings, side_al
 
 
 def test_the_check_says_the_app_must_be_installed(settings):
+    from django_workhorse.installed_check import check_installed
+
     apps = [a for a in settings.INSTALLED_APPS if a != "django_workhorse"]
     with override_settings(INSTALLED_APPS=apps):
-        backend = WorkhorseBackend("default", {"BACKEND": BACKEND, "QUEUES": ["default"]})
-        errors = backend.check()
+        errors = check_installed()
     assert [e.id for e in errors] == ["workhorse.E103"]
     assert "INSTALLED_APPS" in errors[0].msg
+    assert check_installed() == []
 
 
 def test_arefresh_reads_the_result_again_from_async_code():
