@@ -952,25 +952,29 @@ def _limits(stats: QueueStats) -> str:
 def earlier_attempts(items: list[admin_api.TimelineEntry]) -> list[dict[str, Any]]:
     """The failed attempts of a timeline page, oldest first, each with its
     attempt number as recorded. An operator retry gives a fresh attempt
-    budget, so the numbers start from 1 again after one: the first attempt
-    after a retry carries ``after_retry``, that retry's count, and the page
-    marks the place."""
+    budget, so the numbers start from 1 again after one: the first failed
+    attempt after a retry carries ``after_retry`` and the page marks the
+    place. A retry is read from the attempts themselves (events of one
+    transaction may share their time): a number lower than the last one, or
+    the same after an attempt that used it up (not a stall or a sleep,
+    which keep their number)."""
     found: list[dict[str, Any]] = []
-    retries = 0
-    shown = 0  # the retries already marked
+    last: admin_api.TimelineEntry | None = None
+    retried = False
     for e in items:
-        if e.source == "event" and e.kind == "retried":
-            retries += 1
-        elif e.source == "attempt" and e.error:
+        if e.source != "attempt" or e.attempt is None:
+            continue
+        if last is not None and last.attempt is not None:
+            if e.attempt < last.attempt or (
+                e.attempt == last.attempt and last.kind not in ("stalled", "slept")
+            ):
+                retried = True
+        last = e
+        if e.error:
             found.append(
-                {
-                    "attempt": e.attempt,
-                    "kind": e.kind,
-                    "error": e.error,
-                    "after_retry": retries if retries > shown else 0,
-                }
+                {"attempt": e.attempt, "kind": e.kind, "error": e.error, "after_retry": retried}
             )
-            shown = retries
+            retried = False
     return found
 
 

@@ -16,6 +16,9 @@ import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+CLOSE_RATIO = 0.75
+"""difflib's ratio from which a served queue is named as the one meant."""
+
 WAITING_STATES = ("blocked", "scheduled", "ready")
 """The states of a job that waits for a worker to claim it (an active one has one)."""
 
@@ -25,9 +28,13 @@ is silent: it serves nothing (as the workers view reads it)."""
 
 
 def close_matches(queue: str, names: Iterable[str]) -> list[str]:
-    """Up to three of ``names`` that look like ``queue`` (difflib's ratio of
-    0.6 or more), the closest first: what a typo of ``queue`` meant."""
-    return difflib.get_close_matches(queue, [n for n in names if n != queue], n=3, cutoff=0.6)
+    """Up to three of ``names`` that look like ``queue``, the closest first:
+    what a typo of ``queue`` meant. difflib's ratio of 0.75 or more: a
+    swapped or missing letter in a short name ("emial", "email") passes,
+    a shared prefix alone ("app-email", "app-default") does not."""
+    return difflib.get_close_matches(
+        queue, [n for n in names if n != queue], n=3, cutoff=CLOSE_RATIO
+    )
 
 
 def served_queues(workers: Iterable[Any]) -> set[str]:
