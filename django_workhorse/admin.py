@@ -965,10 +965,10 @@ def earlier_attempts(items: list[admin_api.TimelineEntry]) -> list[dict[str, Any
         if e.source != "attempt" or e.attempt is None:
             continue
         if last is not None and last.attempt is not None:
-            if e.attempt < last.attempt or (
-                e.attempt == last.attempt and last.kind not in ("stalled", "slept")
-            ):
-                retried = True
+            # A stall or a sleep keeps its number; anything else used it up.
+            kept = last.kind in ("stalled", "slept")
+            again = e.attempt < last.attempt or (e.attempt == last.attempt and not kept)
+            retried = retried or again
         last = e
         if e.error:
             found.append(

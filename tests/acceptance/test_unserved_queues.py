@@ -1,5 +1,5 @@
 """No job waits in silence, with real ``runworker`` processes (docs/worker.md,
-"Choosing queues"): a worker told ``--queues NAME`` serves NAME even when no
+"What the worker's warnings mean"): a worker told ``--queues NAME`` serves NAME even when no
 job it knows uses it, and says so once with the known queues it looks like;
 a starting worker warns of ready jobs on queues that neither it nor any live
 worker serves."""
@@ -42,9 +42,7 @@ def test_a_starting_worker_warns_of_ready_jobs_on_a_queue_no_worker_serves(start
     ) in worker.stderr, worker.stderr
 
 
-def test_a_starting_worker_leaves_out_a_queue_another_live_worker_serves(
-    start_worker, wait_until
-):
+def test_a_starting_worker_leaves_out_a_queue_another_live_worker_serves(start_worker, wait_until):
     workhorse.Admin().pause_queue("jobtests.sleep")  # its ready job stays ready
     first = start_worker("--queues", "jobtests.sleep", name="sleeper")
     wait_until(
