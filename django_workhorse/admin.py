@@ -40,6 +40,7 @@ from .exceptions import InvalidQueryError, InvalidQueueLimitError, UnknownQueueE
 from .limits import QUEUE_NAME_RE
 from .models import Job, Queue
 from .stores import store_aliases
+from .unserved import WAITING_STATES, served_queues, unserved_note
 
 PAGE_SIZE = 50
 TIMELINE_PAGE = 100
@@ -732,9 +733,13 @@ class JobAdmin(OperatorAdmin):
             for e, label in zip(timeline_items, labels, strict=True)
         ]
         earlier_errors = (
-            [e for e in timeline.items if e.source == "attempt" and e.error]
-            if job.state == "succeeded" and job.error
-            else []
+            earlier_attempts(timeline.items) if job.state == "succeeded" and job.error else []
+        )
+        # A job no live worker would claim says so here, where its operator looks.
+        unserved = (
+            unserved_note(job.queue, served_queues(service.live_workers()))
+            if job.state in WAITING_STATES
+            else None
         )
         actions = [
             name
@@ -754,6 +759,10 @@ class JobAdmin(OperatorAdmin):
             job=job,
             entries=entries,
             earlier_errors=earlier_errors,
+            operator_retries=sum(
+                1 for e in timeline.items if e.source == "event" and e.kind == "retried"
+            ),
+            unserved=unserved,
             timeline_next=(
                 "?" + urlencode({"timeline": timeline.next_cursor, **in_store_query(in_store)})
                 if timeline.next_cursor
@@ -945,6 +954,35 @@ def _limits(stats: QueueStats) -> str:
     return ", ".join(parts)
 
 
+def earlier_attempts(items: list[admin_api.TimelineEntry]) -> list[dict[str, Any]]:
+    """The failed attempts of a timeline page, oldest first, each with its
+    attempt number as recorded. An operator retry gives a fresh attempt
+    budget, so the numbers start from 1 again after one: the first failed
+    attempt after a retry carries ``after_retry`` and the page marks the
+    place. A retry is read from the attempts themselves (events of one
+    transaction may share their time): a number lower than the last one, or
+    the same after an attempt that used it up (not a stall or a sleep,
+    which keep their number)."""
+    found: list[dict[str, Any]] = []
+    last: admin_api.TimelineEntry | None = None
+    retried = False
+    for e in items:
+        if e.source != "attempt" or e.attempt is None:
+            continue
+        if last is not None and last.attempt is not None:
+            # A stall or a sleep keeps its number; anything else used it up.
+            kept = last.kind in ("stalled", "slept")
+            again = e.attempt < last.attempt or (e.attempt == last.attempt and not kept)
+            retried = retried or again
+        last = e
+        if e.error:
+            found.append(
+                {"attempt": e.attempt, "kind": e.kind, "error": e.error, "after_retry": retried}
+            )
+            retried = False
+    return found
+
+
 @admin.register(Queue)
 class QueueAdmin(OperatorAdmin):
     """The queue dashboard, with pause and resume."""
@@ -1015,6 +1053,13 @@ class QueueAdmin(OperatorAdmin):
         for row in rows:
             row["concurrency"] = (configured.get(row["stats"].name) or {}).get("concurrency")
             row["served"] = row["stats"].name in served
+        unserved = [
+            note
+            for row in rows
+            if not row["served"]
+            and any(row["stats"].counts[s] for s in WAITING_STATES)
+            and (note := unserved_note(row["stats"].name, served))
+        ]
         # Times are formatted here: the date filter raises OverflowError for
         # a time the local calendar cannot hold, which a schedule may be set to.
         schedules = service.list_schedules()
@@ -1034,6 +1079,7 @@ class QueueAdmin(OperatorAdmin):
             states=STATES,
             schedules=schedules,
             schedule_entries=schedule_entries,
+            unserved=unserved,
             refresh=_refresh(request),
             refresh_links=_refresh_links(request),
             **in_store,

@@ -17,7 +17,8 @@ the package's migrations install, and no migration is pending: changed by
 hand), workhorse.W005 (a job no worker would find: defined under a name of its own
 in a module that app loading does not import), workhorse.W006 (a job
 defined in a module of no installed app), workhorse.W007 (a job found by
-its import path on a queue no worker serves by default) and
+its import path on a queue no worker serves by default), workhorse.W010
+(a queue the project's source names that no worker serves by default) and
 workhorse.E008 (``WORKHORSE["STORES"]`` is not a list of aliases of
 settings.DATABASES, or leaves out ``DATABASE`` or an alias a job is bound to),
 workhorse.W008 (a ``WORKHORSE["JOB_OPTIONS"]`` key names no job this
@@ -29,9 +30,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
@@ -39,6 +42,7 @@ from django.db import DatabaseError, connections
 from . import configured_jobs, registry, store
 from .conf import import_callable, problems, raw_settings, setting_path
 from .preflight import not_postgresql
+from .unserved import close_matches
 
 if TYPE_CHECKING:
     from .definitions import JobDefinition
@@ -399,9 +403,16 @@ def check_job_locations(app_configs: object = None, **kwargs: object) -> list[Wa
 
 
 def unserved_queue_warnings() -> list[Warning]:
-    """workhorse.W007: a job found by its import path (its module is not
-    imported by app loading) on a queue that a worker started without
-    ``--queues`` would not serve: nothing it knows at start uses the queue."""
+    """Queues a worker started without ``--queues`` would not serve: nothing
+    it knows at start uses them and no setting names them.
+
+    workhorse.W010: a queue named in the project's source (``queue="..."``
+    of a ``@job`` or an ``.options(...)``, read from the files, so whatever
+    this process imported), with the served queues it looks like.
+    workhorse.W007: a job found by its import path (its module is not
+    imported by app loading) on such a queue, for the names the source does
+    not spell out (those are W010's)."""
+    from .code_queues import project_mentions
     from .discovery import belongs_to_project, defining_module, found_by_name
     from .servable import task_queues
 
@@ -413,12 +424,41 @@ def unserved_queue_warnings() -> list[Warning]:
     default_alias = raw.get("DATABASE", "default")
     jobs = list(registry.all_jobs().values())
     messages: list[Warning] = []
+    served_anywhere = {d.queue for d in jobs if d.registered_while_apps_load} | named
+    served_anywhere.add(raw.get("DEFAULT_QUEUE", "default"))
+    for alias in connections.databases:
+        served_anywhere |= task_queues(alias)
+    literal: dict[str, list[str]] = {}
+    root = Path(getattr(settings, "BASE_DIR", None) or Path.cwd())
+    for mention in project_mentions():
+        if mention.using is not None and mention.using not in connections.databases:
+            continue  # bound to a database this project does not have (yet)
+        if mention.queue not in served_anywhere:
+            literal.setdefault(mention.queue, []).append(mention.place(root))
+    for queue, places in sorted(literal.items()):
+        close = close_matches(queue, served_anywhere)
+        typo = f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        shown = ", ".join(places[:3]) + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+        messages.append(
+            Warning(
+                f"queue {queue!r} (named at {shown}) is in no setting and no job a worker knows "
+                "at start uses it: a worker started without --queues does not serve it, so its "
+                "jobs would wait",
+                hint=f"{typo}Otherwise name it in WORKHORSE['QUEUES'] ({{{queue!r}: {{}}}}), "
+                f"which every worker serves, or start a worker with --queues {queue}; "
+                'docs/worker.md, "Where jobs are found".',
+                obj=queue,
+                id="workhorse.W010",
+            )
+        )
     for definition in jobs:
         if definition.registered_while_apps_load or not found_by_name(definition):
             continue
         if not belongs_to_project(defining_module(definition)):
             continue
         alias, queue = definition.using, definition.queue
+        if queue in literal:
+            continue  # W010 names it, where the source names it
         served = {d.queue for d in jobs if d.registered_while_apps_load and d.using == alias}
         served |= named | task_queues(alias)
         if alias == default_alias:
@@ -432,9 +472,8 @@ def unserved_queue_warnings() -> list[Warning]:
                 "job a worker knows at start: a worker started without --queues does not "
                 "serve it",
                 hint=f"Name it in WORKHORSE['QUEUES'] ({{{queue!r}: {{}}}}), which every worker "
-                f"serves (runworker --queues refuses a queue no setting or job it knows at start "
-                f"names), or define the job in its app's jobs.py; docs/worker.md, "
-                '"Where jobs are found".',
+                f"serves, start a worker with --queues {queue}, or define the job in its app's "
+                'jobs.py; docs/worker.md, "Where jobs are found".',
                 obj=definition.name,
                 id="workhorse.W007",
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -74,7 +75,7 @@ def _first_mismatch(value: Any, path: str, depth: int = 0) -> str | None:
         return None
     if isinstance(value, dict):
         return _dict_mismatch(value, path, depth)
-    article = "an" if type(value).__name__[:1].lower() in "aeiou" else "a"
+    article = indefinite_article(type(value).__name__)
     hint = {
         "tuple": "pass a list",
         "set": "pass a sorted list",
@@ -84,6 +85,20 @@ def _first_mismatch(value: Any, path: str, depth: int = 0) -> str | None:
         "UUID": "pass str(value)",
     }.get(type(value).__name__, "pass the id or a JSON-friendly form of it")
     return f"{path} is {article} {type(value).__name__}, which is not JSON; {hint}"
+
+
+def indefinite_article(word: str) -> str:
+    """ "a" or "an" before a type's name, as it is said: "a User", "a UUID",
+    "an Undefined", "an HTTPResponse", "an int". Spelled-out capitals are
+    read as letters; a "u" read as "you" (u, a consonant, a vowel; "uni")
+    takes "a"."""
+    if word[:2].isupper():  # an acronym (or one capital): its first letter's name
+        return "an" if word[0] in "AEFHILMNORSX" else "a"
+    lower = word.lower()
+    if lower.startswith("u"):
+        you = re.match(r"u(ni|[bcdfghjklmpqrstvwxz][aeiouy])", lower)
+        return "a" if you else "an"
+    return "an" if lower[:1] in ("a", "e", "i", "o") else "a"
 
 
 def _dict_mismatch(value: dict[Any, Any], path: str, depth: int) -> str | None:

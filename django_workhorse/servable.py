@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from . import registry
 from .conf import WorkhorseSettings, job_defaults
+from .unserved import close_matches
 
 BACKEND_PATHS = frozenset(
     {"django_workhorse.tasks.WorkhorseBackend", "django_workhorse.tasks.backend.WorkhorseBackend"}
@@ -96,6 +97,33 @@ def servable_queues(alias: str, settings: WorkhorseSettings) -> list[str]:
     if alias == settings.database:  # where a job bound to no alias goes
         names.add(job_defaults().queue)
     return sorted(names)
+
+
+def unknown_queues_note(
+    alias: str, queues: Iterable[str], settings: WorkhorseSettings
+) -> str | None:
+    """What a worker told to serve ``queues`` says once when some are not
+    among ``servable_queues`` (None when all are, or beside a Tasks backend
+    that allows any queue): it serves them all the same, since a job may be
+    on any queue (``.options(queue=...)``, SQL, a job found by its path),
+    and names the known queues that look like each, in case of a typo."""
+    if any_task_queue(alias):
+        return None
+    available = servable_queues(alias, settings)
+    unknown = [q for q in queues if q not in available]
+    if not unknown:
+        return None
+    looks_like = []
+    for queue in unknown:
+        close = close_matches(queue, available)
+        if close:
+            looks_like.append(f"{queue!r} looks like {' or '.join(repr(c) for c in close)}")
+    typo = f"; if that is a typo: {', '.join(looks_like)}" if looks_like else ""
+    return (
+        f"serving queue(s) {', '.join(unknown)} as told, though no job registered for database "
+        f"{alias!r} uses them and neither WORKHORSE['QUEUES'], WORKHORSE['DEFAULT_QUEUE'] nor "
+        f"a TASKS backend's QUEUES names them (known: {', '.join(available) or 'none'}){typo}"
+    )
 
 
 def unknown_queues_problem(

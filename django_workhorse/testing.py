@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import os
 import threading
 import time
@@ -43,7 +44,9 @@ from .exceptions import InvalidPayloadError, JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .limits import queue_name_problem
 from .payloads import encode_result
-from .servable import unknown_queues_problem
+from .servable import unknown_queues_note
+
+logger = logging.getLogger("django_workhorse.testing")
 
 CLAIM_BATCH = 100
 """Jobs claimed per queue per round; the leases are long since nothing renews them."""
@@ -169,8 +172,8 @@ def run_jobs(
             if problem := queue_name_problem(queue):
                 raise ValueError(f"run_jobs(queues=...): {problem}")
     alias = using or get_settings().database
-    if queues is not None and (problem := unknown_queues_problem(alias, queues, get_settings())):
-        raise ValueError(f"run_jobs(queues=...): {problem}; runworker --queues refuses them too")
+    if queues is not None and (note := unknown_queues_note(alias, queues, get_settings())):
+        logger.warning("run_jobs(queues=...): %s, as runworker --queues does", note)
     wanted = None if names is None else {_job_name(n) for n in names}
     _check_names(wanted)
     report = RunReport()

@@ -143,6 +143,7 @@ def run_pytest(
     )
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     settings = ["--ds", "sub_run_settings"]
     env = {

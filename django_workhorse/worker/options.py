@@ -21,7 +21,7 @@ from ..conf import WorkhorseSettings, get_settings, import_callable
 from ..definitions import JobDefinition
 from ..exceptions import StoreMismatchError
 from ..limits import queue_name_problem
-from ..servable import servable_queues, unknown_queues_problem
+from ..servable import servable_queues, unknown_queues_note, unknown_queues_problem
 
 
 @dataclass
@@ -40,6 +40,8 @@ class WorkerOptions:
     """Stop claiming after this many seconds, finish what runs, exit 0."""
     on_job_failure: str | None = None
     on_job_canceled: str | None = None
+    notes: tuple[str, ...] = ()
+    """What the worker says once at start (a served queue no job it knows uses)."""
 
 
 def make_worker_id(base: str | None = None) -> str:
@@ -62,7 +64,9 @@ def resolve_options(
     """Check the worker's choices against the registry and settings.
 
     ``exclude`` takes queues off the default set (``--exclude-queues``).
-    Raises ImproperlyConfigured (unknown queue, bad alias) or StoreMismatchError
+    A queue of ``queues`` that nothing known uses is served all the same, with
+    a note (``WorkerOptions.notes``) naming the known queues it looks like.
+    Raises ImproperlyConfigured (unknown excluded queue, bad alias) or StoreMismatchError
     (a job of a served queue is bound to another alias) with a message that
     says what to change.
     """
@@ -76,12 +80,13 @@ def resolve_options(
             f"({', '.join(connections.databases)})"
         )
     available = servable_queues(alias, settings)
+    notes: list[str] = []
     if queues:
         for name in queues:
             if problem := queue_name_problem(name):
                 raise ImproperlyConfigured(problem)
-        if problem := unknown_queues_problem(alias, queues, settings):
-            raise ImproperlyConfigured(problem)
+        if note := unknown_queues_note(alias, queues, settings):
+            notes.append(note)
         served = list(dict.fromkeys(queues))
     else:
         excluded = list(exclude or ())
@@ -123,6 +128,7 @@ def resolve_options(
         max_seconds=max_seconds,
         on_job_failure=settings.on_job_failure,
         on_job_canceled=settings.on_job_canceled,
+        notes=tuple(notes),
     )
 
 

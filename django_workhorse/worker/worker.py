@@ -65,6 +65,7 @@ from .recycle import Recycle
 from .retention import RetentionSweeper, start_retention
 from .routes import SuccessRoute
 from .vacuum import VacuumSweeper, start_vacuum
+from .waiting import say_what_waits
 from .wakeups import SELF_TEST_TIMEOUT, Listener
 from .writer import Writer
 
@@ -214,6 +215,7 @@ class Worker:
                 raise SchemaVersionError(f"database {self.options.alias!r}: {problem}")
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
             limits.sync(cursor, self.settings, self.options.queues)
+            say_what_waits(cursor, self.options)
         self._sidecars = sidecars.start(self.options, self._session.shared)
         # Whatever tracing and metrics are (configured just above): they read
         # what they need from the claim's own rows (instruments.observe_claimed).

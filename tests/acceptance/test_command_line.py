@@ -24,11 +24,6 @@ REFUSED = {
         {},
         ["argument --concurrency", "must be at least 1, got 0"],
     ),
-    "unknown-queue": (
-        ["--queues", "nosuch"],
-        {},
-        ["unknown queue(s) nosuch", "jobtests.record"],
-    ),
     "invalid-queue-name": (
         ["--queues", "bad name!"],
         {},

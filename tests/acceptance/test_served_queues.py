@@ -1,9 +1,10 @@
 """The queues of the Tasks backend are the worker's queues, and ``run_jobs``
-refuses what ``runworker`` refuses (docs/worker.md, ``--queues``)."""
+serves what ``runworker`` serves (docs/worker.md, ``--queues``)."""
 
 from __future__ import annotations
 
 import pytest
+from jobtests.jobs import record
 from jobtests.tasks import add
 
 import django_workhorse as workhorse
@@ -34,11 +35,11 @@ def test_run_jobs_serves_the_queues_runworker_serves():
     assert workhorse.Admin().get_job(int(result.id)).state == "succeeded"
 
 
-def test_run_jobs_refuses_a_queue_runworker_would_refuse(start_worker):
-    with pytest.raises(ValueError) as refused:
-        run_jobs(queues=["jobtests.nowhere"])
-    worker = start_worker("--queues", "jobtests.nowhere", ready=False)
+def test_run_jobs_serves_a_queue_no_known_job_uses_and_says_so_as_runworker_does(caplog):
+    # runworker's side: tests/acceptance/test_unserved_queues.py.
+    handle = record.options(queue="jobtests.nowhere").enqueue()
 
-    assert worker.wait_exit(30) == 1
-    assert "unknown queue(s) jobtests.nowhere" in str(refused.value)
-    assert "unknown queue(s) jobtests.nowhere" in worker.stderr
+    run_jobs(queues=["jobtests.nowhere"])
+
+    assert workhorse.Admin().get_job(handle.id).state == "succeeded"
+    assert "serving queue(s) jobtests.nowhere as told" in caplog.text

@@ -4,11 +4,13 @@ canceled jobs, and CSRF on every action."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 from django.test import Client
 
-from django_workhorse import Admin
+from django_workhorse import Admin, store
 from tests.factories import (
     BlockedJobFactory,
     FailedJobFactory,
@@ -149,3 +151,38 @@ def test_the_job_page_of_a_job_the_setting_does_not_name_says_nothing_of_it(oper
     job = ReadyJobFactory(queue="no-settings")
     body = operator_client.get(f"{JOBS}{job.id}/").content.decode()
     assert "wh-configured-options" not in body
+
+def test_earlier_attempts_mark_an_operator_retry_where_attempts_count_from_1_again(
+    operator_client,
+):
+    job = FailedJobFactory(
+        queue="page-retried", max_attempts=2, error={"type": "OSError", "message": "round one"}
+    )
+    assert Admin().retry(job.id).status == "changed"
+    with connection.cursor() as cursor:
+        for error in ({"type": "OSError", "message": "round two"}, None):
+            (claimed,) = store.claim_many(cursor, "worker-r", ["page-retried"], [1], 30)
+            if error is None:
+                store.succeed_many(cursor, "worker-r", [job.id], [claimed.fence], ["{}"])
+            else:
+                store.fail_many(
+                    cursor,
+                    "worker-r",
+                    [job.id],
+                    [claimed.fence],
+                    [json.dumps(error)],
+                    ["failed"],
+                    [True],
+                    [0.0],
+                )
+
+    body = operator_client.get(f"{JOBS}{job.id}/").content.decode()
+
+    earlier = body[body.index('id="wh-earlier-errors"') :].split("</div>")[0]
+    assert "succeeded at attempt 2, counted from its last operator retry" in earlier
+    items = [i.split("</li>")[0] for i in earlier.split("<li")[1:]]
+    assert items == [
+        ">attempt 1 failed: OSError: round one",
+        ' class="wh-meta wh-retried">retried by an operator: attempts count from 1 again',
+        ">attempt 1 failed: OSError: round two",
+    ]

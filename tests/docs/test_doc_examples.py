@@ -55,6 +55,8 @@ WORKER_RAN_BEFORE = {"getting-started.md": "handle.refresh()"}
 in for it here (tests/docs/test_getting_started_runs.py runs the real one)."""
 SHELL_COMMANDS = {("django-admin", "startproject"), ("cd",), ("createdb",)}
 """Console lines that are not ``python manage.py``: how a new project starts."""
+TEST_FILE_RE = re.compile(r"go in a test module of your app that pytest\s+collects, `([\w/]+\.py)`")
+"""Where a pytest page says its examples go (``myapp/tests/test_jobs.py``)."""
 BLOCK_RE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -162,18 +164,31 @@ def test_the_test_examples_of_the_page_pass_under_pytest(page, tmp_path):
             module.append(code)
     tests = [name for code in module for name in defined_tests(code)]
     assert tests, f"{page} defines no test function"
-    name = "test_docs_" + page.removesuffix(".md").replace("-", "_")
+    # The file the page says its examples go in, with its packages.
+    found = TEST_FILE_RE.search((DOCS / page).read_text())
+    assert found, f"{page} does not say which file its examples go in"
+    name = found.group(1)
+    packages = {
+        "/".join(name.split("/")[:depth]) + "/__init__.py": ""
+        for depth in range(1, name.count("/") + 1)
+    }
     run = run_pytest(
         tmp_path,
-        {"conftest.py": "\n".join(conftest), f"{name}.py": "\n\n".join(module)},
+        {"conftest.py": "\n".join(conftest), **packages, name: "\n\n".join(module)},
         "-v",
     )
     # The page's transactional tests flushed Django's tables and made the
     # content types again, under new ids.
     ContentType.objects.clear_cache()
     assert run.returncode == 0, run.stdout + run.stderr
+    assert f"collected {len(tests)} items" in run.stdout, run.stdout
     for test in tests:
-        assert f"{name}.py::{test} PASSED" in run.stdout, run.stdout
+        assert f"{name}::{test} PASSED" in run.stdout, run.stdout
+    for toml in blocks(page, "toml"):  # the settings pytest-django reads, as the page gives them
+        import tomllib
+
+        options = tomllib.loads(toml)["tool"]["pytest"]["ini_options"]
+        assert set(options) == {"DJANGO_SETTINGS_MODULE"}, options
     # The db tests were rolled back; the fixture deleted what the others left.
     assert not Job.objects.exists()
 
@@ -212,3 +227,46 @@ def test_every_extra_the_docs_name_is_one_the_package_declares():
     }
     assert named, "no page names an extra"
     assert {(page, extra) for page, extra in named if extra not in declared} == set()
+
+
+RUN_AS_PASTED = {
+    "getting-started.md": {"python", "console"},
+    "testing.md": {"python", "console", "toml"},
+    "scaling.md": {"ini", "python"},
+    "upgrading.md": {"console"},
+}
+"""Pages every code block of which a test runs, and the kinds of block
+their tests run: ``python`` and ``console`` here and in
+tests/docs/test_getting_started_runs.py, testing.md's ``python`` under
+pytest in the file the page names and its ``toml`` read as pytest-django
+reads it, scaling.md's ``ini`` in a real PgBouncer and its settings merged
+(tests/docs/test_scaling_doc.py). A block of another kind is one no test
+runs."""
+
+
+def fenced_blocks(page: str) -> list[tuple[str, str]]:
+    """(language, code) of every fenced block of the page, unlabeled ones too."""
+    found, language, code, inside = [], "", [], False
+    for line in (DOCS / page).read_text().splitlines():
+        if line.startswith("```") and not inside:
+            language, code, inside = line[3:].strip(), [], True
+        elif line.startswith("```"):
+            found.append((language, "\n".join(code)))
+            inside = False
+        elif inside:
+            code.append(line)
+    return found
+
+
+@pytest.mark.parametrize("page", sorted(RUN_AS_PASTED))
+def test_every_code_block_of_the_page_is_of_a_kind_its_tests_run(page):
+    for language, code in fenced_blocks(page):
+        if not language:
+            assert "│" in code or "▶" in code, f"{page}: an unlabeled block that is no diagram"
+            continue
+        assert language in RUN_AS_PASTED[page], f"{page}: no test runs its {language} block"
+    # The tests of this module that run those kinds (scaling.md's python: its own test).
+    if "python" in RUN_AS_PASTED[page] and page != "scaling.md":
+        assert page in PAGES
+    if "console" in RUN_AS_PASTED[page]:
+        assert page in COMMAND_PAGES

@@ -91,8 +91,7 @@ def test_a_job_found_by_its_path_on_a_queue_no_worker_serves_by_default_is_W007(
     assert warning.id == "workhorse.W007"
     assert "its queue 'reports-only' is used by no job a worker knows at start" in warning.msg
     assert "Name it in WORKHORSE['QUEUES'] ({'reports-only': {}})" in warning.hint
-    # runworker --queues alone refuses a queue it does not know at start.
-    assert "start workers with --queues" not in warning.hint
+    assert "start a worker with --queues reports-only" in warning.hint
 
 
 def test_a_job_found_by_its_path_on_the_default_queue_needs_nothing_more():

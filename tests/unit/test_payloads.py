@@ -68,6 +68,30 @@ def test_a_non_json_value_is_refused_with_its_path(value, hint):
     assert "'demo.jobs.add'" in str(exc.value)
 
 
+class User:
+    """A model instance passed where its id belongs."""
+
+
+class Undefined:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        pytest.param(User(), "is a User, which", id="a-User"),
+        pytest.param(uuid4(), "is a UUID, which", id="a-UUID"),
+        pytest.param(Undefined(), "is an Undefined, which", id="an-Undefined"),
+        pytest.param(object(), "is an object, which", id="an-object"),
+    ],
+)
+def test_the_refusal_names_the_type_with_the_article_it_is_said_with(value, said):
+    with pytest.raises(InvalidPayloadError) as exc:
+        encode_payload("demo.jobs.add", {"user": value})
+
+    assert f"payload['user'] {said} is not JSON" in str(exc.value)
+
+
 def test_the_path_reaches_into_nested_values():
     with pytest.raises(InvalidPayloadError, match=r"payload\['a'\]\['b'\]\[1\] is a set"):
         encode_payload("demo.jobs.add", {"a": {"b": [1, {2}]}})

@@ -30,6 +30,17 @@ def database_alias(given: str | None) -> str:
     return alias
 
 
+def database_help(what: str) -> str:
+    """``--database``'s help: ``what``, and the alias used without the flag
+    as the settings name it now (``WORKHORSE['DATABASE']``, "default" unless
+    set), so ``--help`` shows the real default, not the setting's name."""
+    try:
+        alias = get_settings().database
+    except ImproperlyConfigured:  # the command itself says what is wrong
+        return f"{what} (default: WORKHORSE['DATABASE'])"
+    return f"{what} (default: {alias!r}, from WORKHORSE['DATABASE'])"
+
+
 class AliasCommand(BaseCommand):
     """A command run as the schema's owner on one alias, ``--database``
     (default "default"), without the system checks: what they would refuse

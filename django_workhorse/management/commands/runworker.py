@@ -37,7 +37,7 @@ from ...worker.logs import use_log_format
 from ...worker.options import resolve_options
 from ...worker.supervisor import Supervisor, child_argv
 from ...worker.worker import Worker
-from ._operator import positive_int, whole_number
+from ._operator import database_help, positive_int, whole_number
 
 VERBOSITY_LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
@@ -169,9 +169,10 @@ class Command(BaseCommand):
             "--queues",
             type=queue_list,
             help=(
-                "comma-separated queues to serve (default: every queue with a registered "
-                "job, plus WORKHORSE['QUEUES'], WORKHORSE['DEFAULT_QUEUE'] and the QUEUES of "
-                "the workhorse TASKS backends)"
+                "comma-separated queues to serve, any name (one no known job uses is served "
+                "with a warning naming the known queues it looks like); default: every queue "
+                "with a registered job, plus WORKHORSE['QUEUES'], WORKHORSE['DEFAULT_QUEUE'] "
+                "and the QUEUES of the workhorse TASKS backends"
             ),
         )
         parser.add_argument(
@@ -196,9 +197,7 @@ class Command(BaseCommand):
             help="slots per queue unless WORKHORSE['QUEUES'] or the job sets one "
             "(default: WORKHORSE['CONCURRENCY'])",
         )
-        parser.add_argument(
-            "--database", help="the database alias to serve (default: WORKHORSE['DATABASE'])"
-        )
+        parser.add_argument("--database", help=database_help("the database alias to serve"))
         parser.add_argument(
             "--id", dest="worker_id", type=worker_id_prefix, help="prefix of this worker's id"
         )

@@ -11,7 +11,7 @@ from django.db import DatabaseError, connections
 from ...conf import get_retention
 from ...preflight import explained
 from ...retention import prune
-from ._operator import database_alias
+from ._operator import database_alias, database_help
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
             action="store_true",
             help="print what would be dropped or deleted, and change nothing",
         )
-        parser.add_argument("--database", default=None, help="database alias (default: DATABASE)")
+        parser.add_argument("--database", default=None, help=database_help("database alias"))
 
     def handle(self, *args: Any, dry_run: bool, database: str | None, **options: Any) -> None:
         alias = database_alias(database)

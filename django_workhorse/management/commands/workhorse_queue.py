@@ -10,7 +10,7 @@ from django.db import DatabaseError
 from ...admin_api import Admin
 from ...exceptions import WorkhorseError
 from ...preflight import explained
-from ._operator import database_alias
+from ._operator import database_alias, database_help
 
 
 class Command(BaseCommand):
@@ -19,7 +19,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["pause", "resume"])
         parser.add_argument("queue", help="the queue's name")
-        parser.add_argument("--database", default=None, help="database alias (default: DATABASE)")
+        parser.add_argument("--database", default=None, help=database_help("database alias"))
 
     def handle(
         self, *args: Any, action: str, queue: str, database: str | None, **options: Any

@@ -18,6 +18,7 @@ from django.db import DatabaseError
 from ...admin_api import STATES, Admin
 from ...preflight import explained
 from ...stores import store_aliases
+from ...unserved import WAITING_STATES, served_queues, unserved_note
 from ._operator import database_alias, positive_int
 
 
@@ -41,11 +42,19 @@ def _iso(value: datetime | None) -> str | None:
 def snapshot(admin: Admin) -> dict[str, Any]:
     """Queues, workers and schedules as plain JSON-ready data."""
     workers = admin.workers()
+    served = served_queues(admin.live_workers())
     return {
         "queues": [
             {
                 "queue": q.name,
                 "paused": q.paused,
+                # No live worker serves it: its waiting jobs wait for good (unserved.py).
+                "served": q.name in served,
+                "unserved": (
+                    unserved_note(q.name, served)
+                    if any(q.counts[s] for s in WAITING_STATES)
+                    else None
+                ),
                 **q.counts,
                 "oldest_ready_seconds": q.oldest_ready_age,
                 "finished_last_hour": q.finished_in_window,
@@ -143,6 +152,7 @@ def table(data: dict[str, Any]) -> str:
     ]
     if not rows:
         lines.append("(no queue has live jobs or recent history)")
+    lines.extend(q["unserved"] for q in data["queues"] if q.get("unserved"))
     workers = data["workers"]
     lines.append("")
     lines.append(f"workers connected: {workers['connected']}")
