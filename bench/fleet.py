@@ -1,9 +1,15 @@
 """A fleet of workers as on separate machines, through PgBouncer, on one primary.
 
     python -m bench fleet [--processes 2,6,12,24] [--jobs 200000] [--pool 20]
-                          [--fleet-concurrency 20]
+                          [--fleet-concurrency 20] [--limited both|with|without]
+                          [--fleet-rounds 1]
 
-For each process count N (default 24 alone; the curve with ``--processes``):
+For each process count N (default 24 alone; the curve with ``--processes``)
+two drains in turns: one with the limited queue ``fleet-limited`` among the
+queues the whole fleet serves, one without it (``--limited both``, the
+default; ``with`` or ``without`` runs one side), ``--fleet-rounds`` pairs of
+them, the first of each pair alternating over the whole sequence
+(``turns``), so that neither side always meets a fresher server. Each drain:
 N plain ``runworker`` subprocesses, each started with ``start_new_session``
 (its own process group), its own ``--id``, no supervisor between them, all
 connected through one PgBouncer in transaction mode whose pool holds at most
@@ -15,7 +21,8 @@ benchmark's alone.
 The jobs wait in a paused queue while the fleet starts (24 Django processes
 take a while on a small machine), and the drain begins when the queue is
 resumed. Beside the drain: a queue with a global concurrency limit and a
-rate limit (jobs that sleep 50 ms), and a probe queue fed one job at a time
+rate limit (jobs that sleep 50 ms; in the drain with it only), and a probe
+queue fed one job at a time
 at a steady rate, whose jobs give the claim latency (from the enqueue's
 commit to the first read of the job's runtime row that finds it claimed,
 polled every 2 ms by the producer).
@@ -30,11 +37,16 @@ recovered, as the limit counts them).
 Printed per run (docs/benchmarks.md#fleet explains each line): jobs/s over
 the whole drain and before the kill, claim latency p50/p99, the server
 connections used (PgBouncer's SHOW POOLS and SHOW SERVERS, and
-pg_stat_activity, maxima of samples every 0.5 s), database CPU per job (every
-process of the server, from /proc: the postmaster's own and reaped
+pg_stat_activity, maxima of samples every 0.5 s), server CPU per job in µs
+(every process of the server, from /proc: the postmaster's own and reaped
 children's time plus its live children's), WAL bytes per job
 (pg_current_wal_lsn before and after), worker CPU per job, the outcome
-check, and the two limits.
+check, the two limits and their verdict ("limits held"), the stalled
+attempts by whether their process was killed, and "stalls of live
+processes: N" (must be 0). Then the curve (a row per drain: jobs/s, claim
+p50/p99, server CPU per job, live stalls, limits held) and, with both
+sides, the ratio of jobs/s with the limited queue to without it per
+process count (issue 33: at least ``RATIO_TARGET``).
 """
 
 from __future__ import annotations

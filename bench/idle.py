@@ -378,7 +378,7 @@ def print_figures(f: dict) -> None:
         f"\n  statements in the window by the function they call (pg_stat_statements),"
         f" per second per worker, against the rate the defaults give:\n"
         f"  {'function':<34} {'calls':>6} {'/s/worker':>10} {'expected':>9} {'exec us':>8}"
-        f"  code; setting",
+        f" {'exec us/s/worker':>17}  code; setting",
         flush=True,
     )
     known = expected()
@@ -390,21 +390,24 @@ def print_figures(f: dict) -> None:
         print(
             f"  {name:<34} {count:>6} {count / window / n:>10.4f}"
             f" {'-' if rate is None else f'{rate:.4f}':>9} {self_ms * 1000 / count:>8.0f}"
-            f"  {code}; {setting}",
+            f" {self_ms * 1000 / window / n:>17.1f}  {code}; {setting}",
             flush=True,
         )
     for name, (code, setting, rate) in known.items():
         if name not in f["calls"]:
             print(
                 f"  {name:<34} {0:>6} {0:>10.4f} {'-' if rate is None else f'{rate:.4f}':>9}"
-                f" {'':>8}  {code}; {setting}",
+                f" {'':>8} {'':>17}  {code}; {setting}",
                 flush=True,
             )
-    rest = f["transactions"] - sum(count for count, _ in f["calls"].values())
+    statements = sum(count for count, _ in f["calls"].values())
+    rest = f["transactions"] - statements
     print(
-        f"  of the transactions, {explained} are the calls above of the table;"
-        f" {rest} ({rest / window:.2f}/s) are no statement's of a client (autovacuum, the"
-        " blur of the statistics' flush at the window's ends)",
+        f"  transactions in the window {f['transactions']}; client statements {statements},"
+        f" {explained} of them the worker's periodic calls above; the difference, {rest}"
+        f" ({rest / window:.2f}/s), is autovacuum's and the blur of the statistics' flush at"
+        " the window's ends. (exec us: the statement's mean execution time, wall clock,"
+        " as pg_stat_statements times it)",
         flush=True,
     )
 
