@@ -98,6 +98,16 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected 0 seconds or more, got {text!r}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument(
@@ -219,7 +229,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--idle-baseline",
-        type=float,
+        type=non_negative_float,
         default=20.0,
         help="idle: seconds the server is measured with no worker first (default 20; 0: none)",
     )
