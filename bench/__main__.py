@@ -6,6 +6,9 @@
     python -m bench drain pickup oneslot --against COMMIT
     python -m bench sustained [--sustained-minutes 6] | growth | storage [--storage-jobs N]
     python -m bench fleet [--processes 2,6,12,24] [--jobs 200000] [--pool 20]
+                          [--limited both|with|without] [--fleet-rounds 1]
+    python -m bench idle [--idle-workers 24] [--idle-seconds 60] [--idle-settle 20]
+                         [--idle-queues default] [--idle-baseline 20]
 
 With no section named it runs ``core``, ``worker``, ``observed``, ``control``, ``deps``,
 ``durable`` and ``peers`` (``core`` starts with the calibration). ``drain``, ``pickup`` and
@@ -38,7 +41,20 @@ slot against two bare transactions per row, bench/oneslot.py) too.
 ``fleet`` (bench/fleet.py) runs only when named: worker processes as on
 separate machines, through PgBouncer with a pool of ``--pool`` server
 connections, drain ``--jobs`` no-op jobs, a third of them SIGKILLed midway, on
-a server of its own; ``--processes`` gives the process counts, one drain each.
+a server of its own; ``--processes`` gives the process counts. Each count
+gets a drain with the limited queue ``fleet-limited`` among the queues the
+whole fleet serves and one without it (``--limited both``, the default; or
+``with`` or ``without`` alone), ``--fleet-rounds`` pairs of them, the first of
+each pair alternating; it ends with the curve (claim p99, server CPU per job,
+stalls of live processes, limits held, per run) and the with/without ratio
+of jobs/s per process count.
+``idle`` (bench/idle.py, only when named) starts ``--idle-workers`` idle
+``runworker --queues <--idle-queues>`` processes with the default settings
+on a server of its own,
+lets them settle ``--idle-settle`` seconds, and measures ``--idle-seconds``:
+the database's transactions per second, broken down by the ``workhorse_*``
+function that sends them, and the server CPU per second, per worker and
+for 1,000 idle workers against issue 33's targets.
 ``peers-enqueue`` runs the enqueue half of ``peers`` alone (single and bulk,
 ours and pgqueuer's, in turns). ``enqueue`` runs the enqueue figures of ``core`` alone: one job per
 transaction against a bare one-row INSERT commit, in turns, and batches of
@@ -60,6 +76,36 @@ def fleet_processes(text: str) -> list[int]:
     from .fleet import parse_processes
 
     return parse_processes(text)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected more than 0 seconds, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected 0 seconds or more, got {text!r}")
+    return value
 
 
 def main() -> None:
@@ -90,6 +136,7 @@ def main() -> None:
             "storage",
             "oneslot",
             "fleet",
+            "idle",
             "pickup-pgbouncer",
             "ceiling",
         ],
@@ -148,6 +195,48 @@ def main() -> None:
         type=int,
         default=20,
         help="fleet: --concurrency of each worker process (default 20)",
+    )
+    parser.add_argument(
+        "--limited",
+        choices=["both", "with", "without"],
+        default="both",
+        help="fleet: drains with fleet-limited among the served queues, without it, or both"
+        " in turns (default both, with the ratio of their jobs/s)",
+    )
+    parser.add_argument(
+        "--fleet-rounds",
+        type=positive_int,
+        default=1,
+        help="fleet: drains of each --limited variant per process count (default 1)",
+    )
+    parser.add_argument(
+        "--idle-workers",
+        type=positive_int,
+        default=24,
+        help="idle: runworker processes of the idle fleet (default 24)",
+    )
+    parser.add_argument(
+        "--idle-seconds",
+        type=positive_float,
+        default=60.0,
+        help="idle: seconds of the measured window (default 60)",
+    )
+    parser.add_argument(
+        "--idle-settle",
+        type=positive_float,
+        default=20.0,
+        help="idle: seconds between the fleet's readiness and the window (default 20)",
+    )
+    parser.add_argument(
+        "--idle-baseline",
+        type=non_negative_float,
+        default=20.0,
+        help="idle: seconds the server is measured with no worker first (default 20; 0: none)",
+    )
+    parser.add_argument(
+        "--idle-queues",
+        default="default",
+        help="idle: the --queues of each idle worker (default: default)",
     )
     parser.add_argument(
         "--against",
@@ -287,7 +376,24 @@ def main() -> None:
     if "fleet" in args.sections:
         from . import fleet
 
-        fleet.run(args.processes, args.jobs, args.pool, args.fleet_concurrency)
+        fleet.run(
+            args.processes,
+            args.jobs,
+            args.pool,
+            args.fleet_concurrency,
+            limited=args.limited,
+            rounds=args.fleet_rounds,
+        )
+    if "idle" in args.sections:
+        from . import idle
+
+        idle.run(
+            args.idle_workers,
+            args.idle_seconds,
+            args.idle_settle,
+            args.idle_queues,
+            args.idle_baseline,
+        )
     if "peers" in args.sections or "peers-enqueue" in args.sections:
         from . import peers
 

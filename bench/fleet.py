@@ -1,9 +1,15 @@
 """A fleet of workers as on separate machines, through PgBouncer, on one primary.
 
     python -m bench fleet [--processes 2,6,12,24] [--jobs 200000] [--pool 20]
-                          [--fleet-concurrency 20]
+                          [--fleet-concurrency 20] [--limited both|with|without]
+                          [--fleet-rounds 1]
 
-For each process count N (default 24 alone; the curve with ``--processes``):
+For each process count N (default 24 alone; the curve with ``--processes``)
+two drains in turns: one with the limited queue ``fleet-limited`` among the
+queues the whole fleet serves, one without it (``--limited both``, the
+default; ``with`` or ``without`` runs one side), ``--fleet-rounds`` pairs of
+them, the first of each pair alternating over the whole sequence
+(``turns``), so that neither side always meets a fresher server. Each drain:
 N plain ``runworker`` subprocesses, each started with ``start_new_session``
 (its own process group), its own ``--id``, no supervisor between them, all
 connected through one PgBouncer in transaction mode whose pool holds at most
@@ -15,7 +21,8 @@ benchmark's alone.
 The jobs wait in a paused queue while the fleet starts (24 Django processes
 take a while on a small machine), and the drain begins when the queue is
 resumed. Beside the drain: a queue with a global concurrency limit and a
-rate limit (jobs that sleep 50 ms), and a probe queue fed one job at a time
+rate limit (jobs that sleep 50 ms; in the drain with it only), and a probe
+queue fed one job at a time
 at a steady rate, whose jobs give the claim latency (from the enqueue's
 commit to the first read of the job's runtime row that finds it claimed,
 polled every 2 ms by the producer).
@@ -30,11 +37,16 @@ recovered, as the limit counts them).
 Printed per run (docs/benchmarks.md#fleet explains each line): jobs/s over
 the whole drain and before the kill, claim latency p50/p99, the server
 connections used (PgBouncer's SHOW POOLS and SHOW SERVERS, and
-pg_stat_activity, maxima of samples every 0.5 s), database CPU per job (every
-process of the server, from /proc: the postmaster's own and reaped
+pg_stat_activity, maxima of samples every 0.5 s), server CPU per job in µs
+(every process of the server, from /proc: the postmaster's own and reaped
 children's time plus its live children's), WAL bytes per job
 (pg_current_wal_lsn before and after), worker CPU per job, the outcome
-check, and the two limits.
+check, the two limits and their verdict ("limits held"), the stalled
+attempts by whether their process was killed, and "stalls of live
+processes: N" (must be 0). Then the curve (a row per drain: jobs/s, claim
+p50/p99, server CPU per job, live stalls, limits held) and, with both
+sides, the ratio of jobs/s with the limited queue to without it per
+process count (issue 33: at least ``RATIO_TARGET``).
 """
 
 from __future__ import annotations
@@ -54,7 +66,7 @@ from pathlib import Path
 
 import psycopg
 
-from .common import ROOT, percentile, report, section
+from .common import ROOT, median, percentile, report, section
 from .worker import MANAGE, enqueue_noops, worker_env
 
 DRAIN = "bench"
@@ -275,8 +287,19 @@ def max_in_window(starts: list[float], period: float) -> int:
     return best
 
 
+def served_queues(limited: bool) -> list[str]:
+    """The queues every process of the fleet serves: with or without the
+    limited one."""
+    return [DRAIN, LIMITED, PROBE] if limited else [DRAIN, PROBE]
+
+
 def start_fleet(
-    bouncer_url: str, direct_url: str, processes: int, concurrency: int, logs: Path
+    bouncer_url: str,
+    direct_url: str,
+    processes: int,
+    concurrency: int,
+    logs: Path,
+    queues: list[str],
 ) -> list[subprocess.Popen]:
     env = worker_env(bouncer_url + "?conn_max_age=60", **SETTINGS)
     # The default alias goes through PgBouncer; LISTEN goes to the server.
@@ -291,7 +314,7 @@ def start_fleet(
                         MANAGE,
                         "runworker",
                         "--queues",
-                        f"{DRAIN},{LIMITED},{PROBE}",
+                        ",".join(queues),
                         "--concurrency",
                         str(concurrency),
                         "--id",
@@ -308,29 +331,37 @@ def start_fleet(
 
 
 def wait_ready(
-    fleet: list[subprocess.Popen], logs: Path, conn: psycopg.Connection, timeout: float = 600
+    fleet: list[subprocess.Popen],
+    logs: Path,
+    conn: psycopg.Connection,
+    timeout: float = 600,
+    prefix: str = "host-",
 ) -> None:
     """Every process of the fleet serving: its heartbeat has described it
-    (``workhorse_worker``, a row per worker id, first seen during this run)."""
+    (``workhorse_worker``, a row per worker id starting ``prefix``, first
+    seen during this run)."""
     deadline = time.monotonic() + timeout
     since = conn.execute("SELECT now()").fetchone()[0]
     while time.monotonic() < deadline:
         (ready,) = conn.execute(
-            "SELECT count(*) FROM workhorse_worker WHERE worker_id LIKE 'host-%%'"
-            " AND first_seen_at >= %s",
-            [since],
+            "SELECT count(*) FROM workhorse_worker WHERE worker_id LIKE %s AND first_seen_at >= %s",
+            [prefix + "%", since],
         ).fetchone()
         dead = [i for i, proc in enumerate(fleet) if proc.poll() is not None]
         if dead:
-            tail = (logs / f"host-{dead[0]}.log").read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"worker host-{dead[0]} exited at start:\n{tail}")
+            tail = (logs / f"{prefix}{dead[0]}.log").read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"worker {prefix}{dead[0]} exited at start:\n{tail}")
         if ready >= len(fleet):
             return
         time.sleep(0.5)
     raise TimeoutError(f"the fleet was not ready within {timeout} s")
 
 
-def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrency: int) -> dict:
+def one_drain(
+    server, url: str, processes: int, jobs: int, pool: int, concurrency: int, limited: bool
+) -> dict:
+    """One drain by ``processes`` workers; ``limited``: the fleet serves the
+    limited queue too, and its 400 jobs are enqueued beside the drain."""
     pgbouncer = _load("workhorse_pgbouncer", ROOT / "scripts" / "pgbouncer.py")
     from demo.jobs import sleep_for
 
@@ -343,14 +374,16 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
         "workhorse_job_query, workhorse_job_dependency, workhorse_job_event, "
         "workhorse_attempt_history, workhorse_queue, workhorse_job_checkpoint CASCADE"
     )
-    for queue in (DRAIN, LIMITED):
+    paused = (DRAIN, LIMITED) if limited else (DRAIN,)
+    for queue in paused:
         conn.execute("SELECT * FROM workhorse_set_queue_paused_v1(%s, true)", [queue])
     enqueue_noops(conn, jobs, DRAIN)
-    rows_json, _ = sleep_for.options(queue=LIMITED)._rows_json(
-        [{"seconds": LIMITED_SLEEP}] * LIMITED_JOBS
-    )
-    with conn.cursor() as cursor:
-        store.enqueue_many(cursor, rows_json)
+    if limited:
+        rows_json, _ = sleep_for.options(queue=LIMITED)._rows_json(
+            [{"seconds": LIMITED_SLEEP}] * LIMITED_JOBS
+        )
+        with conn.cursor() as cursor:
+            store.enqueue_many(cursor, rows_json)
     conn.execute("VACUUM ANALYZE")
     conn.execute("CHECKPOINT")
     killed: list[int] = []
@@ -359,7 +392,7 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
         samples = Samples()
         stop = threading.Event()
         conn.execute("DELETE FROM workhorse_worker")  # the last run's killed processes
-        fleet = start_fleet(bouncer.url, url, processes, concurrency, logs)
+        fleet = start_fleet(bouncer.url, url, processes, concurrency, logs, served_queues(limited))
         try:
             wait_ready(fleet, logs, conn)
             own = [conn.info.backend_pid]
@@ -368,8 +401,13 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
                     target=sample, args=(bouncer, url, own, stop, samples), daemon=True
                 ),
                 threading.Thread(target=probe, args=(url, own, stop, samples), daemon=True),
-                threading.Thread(target=watch_limited, args=(url, own, stop, samples), daemon=True),
             ]
+            if limited:
+                threads.append(
+                    threading.Thread(
+                        target=watch_limited, args=(url, own, stop, samples), daemon=True
+                    )
+                )
             startup_cpu = sum(process_cpu_seconds(proc.pid) for proc in fleet)
             rusage = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu_before = server_cpu_seconds(postmaster)
@@ -377,7 +415,7 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
             deleted_before = runtime_deletes(conn)
             for thread in threads:
                 thread.start()
-            for queue in (DRAIN, LIMITED):
+            for queue in paused:
                 conn.execute("SELECT * FROM workhorse_set_queue_paused_v1(%s, false)", [queue])
             kill_at = None
             deadline = time.monotonic() + 3600
@@ -427,6 +465,7 @@ def one_drain(server, url: str, processes: int, jobs: int, pool: int, concurrenc
         pickup_p50=percentile(samples.claim_latencies, 50),
         pickup_p99=percentile(samples.claim_latencies, 99),
         processes=processes,
+        limited=limited,
         killed=len(killed),
         kill_at=kill_at,
         samples=samples,
@@ -551,12 +590,36 @@ def results(conn, jobs: int, kill_at, killed_ids: list[str]) -> dict:
     }
 
 
+def variant(f: dict) -> str:
+    """How a run served the limited queue, as its lines and tables say it."""
+    return f"with {LIMITED}" if f["limited"] else f"without {LIMITED}"
+
+
+def live_stalls(f: dict) -> int:
+    """Stalled attempts of processes that were not killed: a live worker's
+    lease expired before its renewal came (must be 0)."""
+    return sum(n for (_, was_killed), n in f["stalls"].items() if not was_killed)
+
+
+def limits_held(f: dict) -> bool | None:
+    """Whether the limited queue's concurrency and rate limits held across the
+    fleet and all its jobs succeeded; None when the run did not serve it."""
+    if not f["limited"]:
+        return None
+    s = f["samples"]
+    return (
+        s.limited_active <= LIMIT_CONCURRENCY
+        and max_recorded_in_window(s.limited_record, LIMIT_PERIOD) <= LIMIT_RATE
+        and f["limited_done"] == LIMITED_JOBS
+    )
+
+
 def print_run(f: dict, jobs: int, pool: int, concurrency: int) -> None:
     n = f["processes"]
     section(
         f"fleet: {n} runworker processes (own process groups, --concurrency {concurrency}) "
-        f"through PgBouncer (transaction mode, pool {pool}), {jobs:,} no-op jobs; "
-        f"{f['killed']} SIGKILLed midway"
+        f"through PgBouncer (transaction mode, pool {pool}), {jobs:,} no-op jobs, "
+        f"{variant(f)} among the served queues; {f['killed']} SIGKILLed midway"
     )
     report("drain rate, whole drain (kill and recovery included)", f["rate"], "jobs/s")
     report("drain rate, before the kill", f["rate_before_kill"], "jobs/s")
@@ -577,7 +640,7 @@ def print_run(f: dict, jobs: int, pool: int, concurrency: int) -> None:
     report("server connections, PgBouncer SHOW SERVERS (max)", s.servers, "conns")
     report("server connections, pg_stat_activity client backends (max)", s.backends, "conns")
     report("client connections to PgBouncer, active + waiting (max)", s.clients, "conns")
-    report("database CPU per job (every server process)", f["db_cpu_us"], "us")
+    report("server CPU per job (every server process)", f["db_cpu_us"], "us")
     report("WAL per job", f["wal_bytes"], "bytes")
     report("worker CPU per job (all processes)", f["worker_cpu_us"], "us")
     attempts = f["attempts"]
@@ -595,6 +658,45 @@ def print_run(f: dict, jobs: int, pool: int, concurrency: int) -> None:
         f"attempts {dict(sorted(attempts.items()))}, {twice} ran twice -> {verdict}",
         flush=True,
     )
+    if f["limited"]:
+        print_limits(f)
+    else:
+        print(f"  limits: not checked ({LIMITED} not served in this run)", flush=True)
+    stalls = f["stalls"]
+    print(
+        "  stalled attempts: "
+        + (
+            ", ".join(
+                f"{n} on {queue} of {'killed' if was_killed else 'LIVE'} processes"
+                for (queue, was_killed), n in sorted(stalls.items())
+            )
+            or "none"
+        )
+        + (
+            " (a live process's stall: its lease expired before its heartbeat renewed it)"
+            if any(not was_killed for _, was_killed in stalls)
+            else ""
+        ),
+        flush=True,
+    )
+    live = live_stalls(f)
+    print(f"  stalls of live processes: {live} -> {'OK' if live == 0 else 'FAILED'}", flush=True)
+    if f["limited_unsucceeded"] and f["kill_at"] is not None:
+        print(
+            f"    (host-00 to host-{f['killed'] - 1:02d} SIGKILLed at "
+            f"{f['kill_at']:%H:%M:%S.%f}; leases {LEASE:g} s)",
+            flush=True,
+        )
+    for line in f["limited_unsucceeded"]:
+        print(f"    {line}", flush=True)
+    if s.errors:
+        print(f"  (sampler errors: {len(s.errors)}, first: {s.errors[0]})")
+
+
+def print_limits(f: dict) -> None:
+    """The limited queue's lines: the concurrency limit, the rate limit, its
+    jobs' outcomes, and the verdict of the three."""
+    s = f["samples"]
     held = "held" if s.limited_active <= LIMIT_CONCURRENCY else "EXCEEDED"
     overlap, above = f["limited_overlap"]
     print(
@@ -630,36 +732,46 @@ def print_run(f: dict, jobs: int, pool: int, concurrency: int) -> None:
         ),
         flush=True,
     )
-    stalls = f["stalls"]
     print(
-        "  stalled attempts: "
-        + (
-            ", ".join(
-                f"{n} on {queue} of {'killed' if was_killed else 'LIVE'} processes"
-                for (queue, was_killed), n in sorted(stalls.items())
-            )
-            or "none"
-        )
-        + (
-            " (a live process's stall: its lease expired before its heartbeat renewed it)"
-            if any(not was_killed for _, was_killed in stalls)
-            else ""
-        ),
+        f"  limits held (concurrency <= {LIMIT_CONCURRENCY} in every snapshot, rate <= "
+        f"{LIMIT_RATE} per {LIMIT_PERIOD:g} s, all {LIMITED_JOBS} limited jobs succeeded): "
+        + ("yes -> OK" if limits_held(f) else "NO -> FAILED"),
         flush=True,
     )
-    if f["limited_unsucceeded"] and f["kill_at"] is not None:
-        print(
-            f"    (host-00 to host-{f['killed'] - 1:02d} SIGKILLed at "
-            f"{f['kill_at']:%H:%M:%S.%f}; leases {LEASE:g} s)",
-            flush=True,
-        )
-    for line in f["limited_unsucceeded"]:
-        print(f"    {line}", flush=True)
-    if s.errors:
-        print(f"  (sampler errors: {len(s.errors)}, first: {s.errors[0]})")
 
 
-def run(processes: list[int], jobs: int, pool: int, concurrency: int) -> list[dict]:
+VARIANTS = {"both": (True, False), "with": (True,), "without": (False,)}
+"""``--limited``: which runs each process count gets (True: the fleet serves
+the limited queue)."""
+
+RATIO_TARGET = 0.9
+"""Issue 33: the fleet's rate with the limited queue among its queues is at
+least this share of its rate without it."""
+
+
+def turns(processes: list[int], limited: str, rounds: int) -> list[tuple[int, bool]]:
+    """The runs in order: for each process count, ``rounds`` runs of each
+    variant, the variants taking turns and the first of each pair
+    alternating (with, without; without, with; ...) across the whole
+    sequence, so neither side always runs first on a warmer server."""
+    order: list[tuple[int, bool]] = []
+    flip = False
+    for n in processes:
+        for _ in range(rounds):
+            pair = VARIANTS[limited]
+            order.extend((n, with_limited) for with_limited in (pair[::-1] if flip else pair))
+            flip = not flip
+    return order
+
+
+def run(
+    processes: list[int],
+    jobs: int,
+    pool: int,
+    concurrency: int,
+    limited: str = "both",
+    rounds: int = 1,
+) -> list[dict]:
     embedded = _load("workhorse_with_database", ROOT / "scripts" / "with_database.py")
     server = embedded.EmbeddedServer()
     base = server.start()
@@ -678,26 +790,66 @@ def run(processes: list[int], jobs: int, pool: int, concurrency: int) -> list[di
         print(
             f"\nfleet server: embedded PostgreSQL {version} at 127.0.0.1:{server.port}", flush=True
         )
-        for n in processes:
-            figures = one_drain(server, url, n, jobs, pool, concurrency)
+        for n, with_limited in turns(processes, limited, rounds):
+            figures = one_drain(server, url, n, jobs, pool, concurrency, with_limited)
             print_run(figures, jobs, pool, concurrency)
             runs.append(figures)
         if len(runs) > 1:
-            section("fleet: the curve")
-            print(
-                f"  {'processes':>9} {'jobs/s':>9} {'before kill':>12} {'p50 ms':>8} {'p99 ms':>8}"
-                f" {'db CPU us/job':>14} {'WAL B/job':>10} {'servers':>8}"
-            )
-            for f in runs:
-                print(
-                    f"  {f['processes']:>9} {f['rate']:>9,.0f} {f['rate_before_kill']:>12,.0f}"
-                    f" {f['pickup_p50']:>8.1f} {f['pickup_p99']:>8.1f} {f['db_cpu_us']:>14.0f}"
-                    f" {f['wal_bytes']:>10.0f} {f['samples'].pool_servers:>8}",
-                    flush=True,
-                )
+            print_curve(runs)
+        if limited == "both":
+            print_ratios(runs)
     finally:
         server.stop()
     return runs
+
+
+def print_curve(runs: list[dict]) -> None:
+    section("fleet: the curve")
+    print(
+        f"  {'processes':>9} {'limited':>8} {'jobs/s':>9} {'before kill':>12} {'p50 ms':>8}"
+        f" {'p99 ms':>8} {'server CPU us/job':>18} {'WAL B/job':>10} {'servers':>8}"
+        f" {'live stalls':>12} {'limits held':>12}"
+    )
+    for f in sorted(runs, key=lambda f: (f["processes"], not f["limited"])):
+        held = limits_held(f)
+        print(
+            f"  {f['processes']:>9} {'with' if f['limited'] else 'without':>8}"
+            f" {f['rate']:>9,.0f} {f['rate_before_kill']:>12,.0f}"
+            f" {f['pickup_p50']:>8.1f} {f['pickup_p99']:>8.1f} {f['db_cpu_us']:>18.0f}"
+            f" {f['wal_bytes']:>10.0f} {f['samples'].pool_servers:>8} {live_stalls(f):>12}"
+            f" {'-' if held is None else 'yes' if held else 'NO':>12}",
+            flush=True,
+        )
+
+
+def print_ratios(runs: list[dict]) -> None:
+    """Per process count: the rates with and without the limited queue (the
+    median of each side's runs) and their ratio, against RATIO_TARGET."""
+    section(f"fleet: jobs/s with {LIMITED} served by the whole fleet / without it")
+    print(
+        f"  {'processes':>9} {'with, before kill':>18} {'without':>9} {'ratio':>7}"
+        f" {'with, whole drain':>18} {'without':>9} {'ratio':>7}  target >= {RATIO_TARGET:g}"
+    )
+    for n in sorted({f["processes"] for f in runs}):
+        sides = {
+            key: [f for f in runs if f["processes"] == n and f["limited"] is key]
+            for key in (True, False)
+        }
+        if not sides[True] or not sides[False]:
+            continue
+
+        def rate(key: bool, field: str, sides=sides) -> float:
+            return median([f[field] for f in sides[key]])
+
+        before = rate(True, "rate_before_kill") / rate(False, "rate_before_kill")
+        whole = rate(True, "rate") / rate(False, "rate")
+        print(
+            f"  {n:>9} {rate(True, 'rate_before_kill'):>18,.0f}"
+            f" {rate(False, 'rate_before_kill'):>9,.0f} {before:>7.2f}"
+            f" {rate(True, 'rate'):>18,.0f} {rate(False, 'rate'):>9,.0f} {whole:>7.2f}"
+            f"  {'OK' if before >= RATIO_TARGET else 'BELOW'}",
+            flush=True,
+        )
 
 
 def parse_processes(text: str) -> list[int]:
