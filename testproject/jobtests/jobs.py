@@ -232,6 +232,21 @@ def rendezvous(label: str, parties: int, wait: float = 60) -> None:
     finish_run(run)
 
 
+@workhorse.job(queue="jobtests.gated")
+def gated(path: str, label: str = "", wait: float = 120) -> None:
+    """Records its start, then runs until the file ``path`` exists: a job
+    whose end the test decides (it opens the gate by creating the file), so
+    that the job outlasts what the test does to its worker on a machine of
+    any speed. Every run waits for the same file and records itself."""
+    run = start_run(label)
+    deadline = time.monotonic() + wait
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise PlannedFailure(f"the gate {path} never opened")
+        time.sleep(0.02)
+    finish_run(run)
+
+
 @workhorse.job(queue="jobtests.cancel", max_attempts=1)
 def short_sleep(seconds: float, label: str = "") -> None:
     """Sleeps ``seconds``, recording start and finish (for overlap counts)."""
