@@ -152,6 +152,7 @@ def test_the_job_page_of_a_job_the_setting_does_not_name_says_nothing_of_it(oper
     body = operator_client.get(f"{JOBS}{job.id}/").content.decode()
     assert "wh-configured-options" not in body
 
+
 def test_earlier_attempts_mark_an_operator_retry_where_attempts_count_from_1_again(
     operator_client,
 ):
