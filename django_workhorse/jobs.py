@@ -21,6 +21,8 @@ from .exceptions import JobCancelled
     name=bulk_actions.BULK_ACTION_JOB,
     queue=bulk_actions.OPERATOR_QUEUE,
     max_attempts=20,
+    # A worker killed mid-action stalls the job; the next run goes on.
+    max_stalled=20,
 )
 def run_bulk_action(action_id: int, store: str) -> dict[str, Any]:
     """Walk action ``action_id`` of database alias ``store`` to its end.
