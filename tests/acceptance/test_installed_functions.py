@@ -48,7 +48,8 @@ def put_back():
     with connection.cursor() as cursor:
         cursor.execute(
             "DELETE FROM django_migrations"
-            " WHERE app = 'django_workhorse' AND name <> '0001_initial'"
+            " WHERE app = 'django_workhorse' AND NOT name = ANY(%s)",
+            [list(installed_sql.package_migrations())],
         )
         for signature in installed_sql.drift(cursor).extra:
             cursor.execute(f"DROP FUNCTION {signature}")
