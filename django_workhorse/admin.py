@@ -114,10 +114,10 @@ MATCHING_COUNT_CAP = 100_000
 
 
 def outside_atomic_requests(view: Any) -> Any:
-    """``view``, exempt from ``ATOMIC_REQUESTS`` on every alias: an action on
-    every matching job commits 1,000 jobs at a time, which one transaction
-    around the request would turn into savepoints of a single transaction
-    holding every job it touched until the last batch."""
+    """``view``, exempt from ``ATOMIC_REQUESTS`` on every alias: asking for an
+    action on every matching job commits its record and its job in
+    transactions of their own (one per store), so that a worker may take the
+    job as soon as the request answers; the batches then run in the job."""
 
     @functools.wraps(view)
     def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
