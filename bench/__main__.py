@@ -156,9 +156,10 @@ def main() -> None:
     parser.add_argument(
         "--admin-parts",
         type=lambda text: text.split(","),
-        default=["hour", "growth"],
+        default=["hour", "growth", "action"],
         help="parts of the admin section, comma-separated: hour (N jobs finished in the"
-        " last hour, then none), growth (N jobs, then 3N over 30 days, and retention)",
+        " last hour, then none), growth (N jobs, then 3N over 30 days, and retention),"
+        " action (confirming cancel all over the N/10 live jobs, and the action's rate)",
     )
     parser.add_argument(
         "--sustained-minutes",
@@ -357,6 +358,8 @@ def main() -> None:
             admin.run_hour(conn, args.admin_jobs)
         if "growth" in args.admin_parts:
             admin.run(conn, args.admin_jobs)
+        if "action" in args.admin_parts:
+            admin.run_action(conn, args.admin_jobs)
     if "sustained" in args.sections:
         from . import sustained
 

@@ -11,6 +11,11 @@ history, the same last hour), and times the same pages again (the target:
 under 100 ms each, growing by at most 20%). Last, ``workhorse_prune`` is
 timed retiring one day holding N/10 finished jobs (100,000 at the default).
 
+The ``action`` part fills N jobs afresh and times, on the server side, the
+request that confirms "cancel all" over every live job (N/10: 100,000 at
+the default), which only asks for the action, then runs the action's job in
+this process (``run_jobs``) and reports its own rate, jobs per second.
+
 Rows are made with set-based INSERTs rather than through enqueue: the point
 is the size of the tables the pages read, and a million enqueues would take
 the run's whole budget.
@@ -519,4 +524,60 @@ def run_hour(conn, jobs: int) -> None:
         "s",
         f"{outcome.changed:,} canceled in {outcome.batches} transactions;"
         f" {elapsed / max(outcome.changed, 1) * 1000:.2f} ms a job",
+    )
+
+
+def run_action(conn, jobs: int) -> None:
+    """Confirming "cancel all" over the N/10 live jobs of N (the request time),
+    then the action run to its end by its job in this process (its rate)."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from django_workhorse import Admin
+    from django_workhorse.bulk_actions import OPERATOR_QUEUE
+    from django_workhorse.testing import run_jobs
+
+    from . import common
+
+    section(f"operator's view: cancel all over the live jobs of {jobs:,} (a job of its own)")
+    common.reset(conn)
+    user = get_user_model().objects.filter(username="bench").first() or (
+        get_user_model().objects.create_superuser("bench", "bench@example.com", "pw")
+    )
+    client = Client()
+    client.force_login(user)
+    started = time.perf_counter()
+    fill(conn, jobs)
+    print(f"  (filled {jobs:,} jobs in {time.perf_counter() - started:.0f} s)", flush=True)
+    admin = Admin()
+    live = sum(
+        admin.count_jobs(state=state, cap=10 * jobs)
+        for state in ("blocked", "scheduled", "ready", "active")
+    )
+    # A first request loads what every later one finds ready (URLs, templates,
+    # the job registry): an action on a queue with no job, stopped at once.
+    client.post("/admin/django_workhorse/job/act/all/", {"action": "cancel", "queue": "none"})
+    admin.cancel_bulk_action(admin.bulk_actions()[0].id)
+    started = time.perf_counter()
+    response = client.post("/admin/django_workhorse/job/act/all/", {"action": "cancel"})
+    asked_ms = (time.perf_counter() - started) * 1000
+    assert response.status_code == 302, response.status_code
+    action = admin.bulk_actions()[0]
+    report(
+        f"confirming cancel all over {live:,} live jobs ({jobs:,} jobs)",
+        asked_ms,
+        "ms",
+        f"the request asks; action #{action.id} is {action.status}",
+    )
+    started = time.perf_counter()
+    run_jobs(queues=[OPERATOR_QUEUE])
+    elapsed = time.perf_counter() - started
+    done = admin.bulk_action(action.id)
+    assert done is not None and done.status == "finished", done
+    report(
+        "the action's own rate (its job, run in this process)",
+        done.rate or 0.0,
+        "jobs/s",
+        f"{done.changed:,} canceled in {done.batches} batches, {elapsed:.1f} s;"
+        f" {elapsed / max(done.matched, 1) * 1000:.2f} ms a job",
     )

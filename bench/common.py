@@ -62,7 +62,7 @@ def reset(conn) -> None:
         "workhorse_job_query, workhorse_job_dependency, workhorse_job_event, "
         "workhorse_attempt_history, "
         "workhorse_queue, workhorse_job_checkpoint, workhorse_queue_minute, "
-        "workhorse_failure_hour CASCADE"
+        "workhorse_failure_hour, workhorse_bulk_action CASCADE"
     )
     conn.execute("VACUUM ANALYZE workhorse_job_runtime")
 

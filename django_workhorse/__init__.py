@@ -27,6 +27,7 @@ from .admin_api import (
     WorkerInfo,
 )
 from .backoff import exponential, fixed
+from .bulk_actions import BulkAction
 from .context import JobContext, current_job
 from .definitions import (
     AsyncJobDefinition,
@@ -73,6 +74,7 @@ __all__ = [
     "Admin",
     "AsyncJobDefinition",
     "BoundJob",
+    "BulkAction",
     "BulkOutcome",
     "Checkpoint",
     "DuplicateCheckpointError",

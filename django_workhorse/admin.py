@@ -33,7 +33,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from . import admin_api, configured_jobs, registry
+from . import admin_actions, admin_api, configured_jobs, registry
 from .admin_api import STATES, Admin, QueueStats
 from .conf import get_settings
 from .exceptions import InvalidQueryError, InvalidQueueLimitError, UnknownQueueError
@@ -115,10 +115,10 @@ MATCHING_COUNT_CAP = 100_000
 
 
 def outside_atomic_requests(view: Any) -> Any:
-    """``view``, exempt from ``ATOMIC_REQUESTS`` on every alias: an action on
-    every matching job commits 1,000 jobs at a time, which one transaction
-    around the request would turn into savepoints of a single transaction
-    holding every job it touched until the last batch."""
+    """``view``, exempt from ``ATOMIC_REQUESTS`` on every alias: asking for an
+    action on every matching job commits its record and its job in
+    transactions of their own (one per store), so that a worker may take the
+    job as soon as the request answers; the batches then run in the job."""
 
     @functools.wraps(view)
     def run(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -398,6 +398,9 @@ class JobAdmin(OperatorAdmin):
             self.page("act/", self.bulk_action_view, "bulk"),
             self.page("act/all/", outside_atomic_requests(self.matching_view), "matching"),
             self.page("failures/", self.failures_view, "failures"),
+            self.page("actions/", self.bulk_actions_view, "actions"),
+            self.page("actions/<str:object_id>/", self.bulk_action_page_view, "action"),
+            self.page("actions/<str:object_id>/cancel/", self.bulk_cancel_view, "action_cancel"),
             self.page("<str:object_id>/act/", self.action_view, "act"),
             self.page("<str:object_id>/cancel/", self.cancel_confirm_view, "cancel"),
             self.page("<str:object_id>/change/", self.change_view, "change"),
@@ -527,6 +530,8 @@ class JobAdmin(OperatorAdmin):
             refresh=_refresh(request),
             refresh_links=_refresh_links(request),
             failures_url=reverse("admin:django_workhorse_job_failures"),
+            actions_url=reverse("admin:django_workhorse_job_actions"),
+            running_actions=admin_actions.banner(service),
             filters=filters,
             search=search or "",
             queues=queues,
@@ -555,8 +560,9 @@ class JobAdmin(OperatorAdmin):
 
     def matching_view(self, request: HttpRequest) -> HttpResponse:
         """Retry or cancel every job the list's filter matches: GET shows how
-        many (counted up to MATCHING_COUNT_CAP) and asks; POST acts, 1,000
-        jobs per transaction (``Admin.bulk_matching``)."""
+        many (counted up to MATCHING_COUNT_CAP) and asks; POST asks for the
+        action (``Admin.start_bulk``), which a worker runs as a job, and goes
+        to the action's page (admin_actions.py)."""
         if not self.has_change_permission(request):
             raise PermissionDenied
         store = self.store(request)
@@ -596,33 +602,9 @@ class JobAdmin(OperatorAdmin):
             return HttpResponseRedirect(back)
         states = [chosen] if chosen in applies else [] if chosen else applies
         if request.method == "POST":
-            reason = (request.POST.get("reason") or "").strip() or None
-            changed = requested = unchanged = batches = 0
-            try:
-                for state in states:
-                    outcome = service.bulk_matching(
-                        action,
-                        queue=filters["queue"],
-                        name=filters["name"],
-                        state=state,
-                        reason=reason,
-                        by=_username(request),
-                    )
-                    changed += outcome.changed
-                    requested += outcome.requested
-                    unchanged += outcome.unchanged
-                    batches += outcome.batches
-            except InvalidQueryError as exc:
-                messages.error(request, f"{exc}: nothing was done")
-                return HttpResponseRedirect(back)
-            verb = "retried" if action == "retry" else "canceled"
-            text = f"{changed:,} job(s) {verb} in {batches} batch(es)"
-            if requested:
-                text += f"; {requested:,} running job(s) asked to stop"
-            if unchanged:
-                text += f"; {unchanged:,} left as they were (their state had changed)"
-            messages.success(request, text)
-            return HttpResponseRedirect(back)
+            return admin_actions.start(
+                self, request, service, action, filters, back, in_store["store_suffix"]
+            )
         try:
             counts = [
                 service.count_jobs(
@@ -655,6 +637,15 @@ class JobAdmin(OperatorAdmin):
             **in_store,
         )
         return TemplateResponse(request, "admin/django_workhorse/job_matching.html", context)
+
+    def bulk_actions_view(self, request: HttpRequest) -> HttpResponse:
+        return admin_actions.actions_view(self, request)
+
+    def bulk_action_page_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return admin_actions.action_view(self, request, object_id)
+
+    def bulk_cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return admin_actions.cancel_view(self, request, object_id)
 
     def failures_view(self, request: HttpRequest) -> HttpResponse:
         """Jobs that failed in the last 24 hours by name and error type, each

@@ -9,19 +9,21 @@ The Django admin pages are built on this class and nothing else.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from django.core import signing
 from django.db import connections, transaction
 
-from . import store
-from .conf import get_settings
+from . import bulk_actions, registry, store
+from .bulk_actions import ACTION_STATES, OPERATOR_QUEUE, BulkAction
+from .conf import get_retention, get_settings
 from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
 from .limits import (
     JOB_NAME_RE,
@@ -339,6 +341,9 @@ BULK_BATCH_SIZE = 1000
 
 COUNT_CAP = 1000
 """The job list counts each state up to this many ("1,000+")."""
+
+
+ActionStatus = Literal["changed", "requested", "unchanged", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -1180,6 +1185,121 @@ class Admin:
             cursor = page.next_cursor
             if cursor is None or (limit is not None and done >= limit):
                 return outcome(complete=cursor is None)
+
+    def start_bulk(
+        self,
+        action: str,
+        *,
+        queue: str | None = None,
+        name: str | None = None,
+        state: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+        permission: str | None = None,
+        batch_size: int = BULK_BATCH_SIZE,
+    ) -> BulkAction:
+        """Ask for ``retry`` or ``cancel`` of every job matching ``list_jobs``'
+        filters, as a job: returns at once with the action's record (status
+        ``queued``); a worker serving ``workhorse.operator`` walks the jobs,
+        ``batch_size`` per transaction, and the record shows its progress
+        (``bulk_action(id)``).
+
+        Only the states the action can change are walked (failed and
+        canceled for a retry; blocked, scheduled, ready and active for a
+        cancel), and no job newer than the newest one now. ``by`` (who asks)
+        and ``permission`` (how their right to act was checked; the Django
+        admin passes the permission it checked) are recorded with it.
+        While the same action on the same filter is queued or running, asking
+        again returns that one (``inserted`` False) and starts nothing."""
+        _check_bulk_action(action)
+        created_after, created_before = _check_filters(
+            queue, name, state, created_after, created_before
+        )
+        if queue == OPERATOR_QUEUE:
+            raise InvalidQueryError(
+                f"the queue {OPERATOR_QUEUE} holds the jobs that run operator actions: an "
+                "action on every matching job does not act on them; cancel one by its id"
+            )
+        applies = ACTION_STATES[action]
+        if state is not None and state not in applies:
+            raise InvalidQueryError(
+                f"a {action} changes {' and '.join(applies)} jobs only, and the filter asks "
+                f"for {state} ones: there is nothing to {action}"
+            )
+        if (
+            not isinstance(batch_size, int)
+            or isinstance(batch_size, bool)
+            or not 1 <= batch_size <= 1000
+        ):
+            raise InvalidQueryError(f"batch_size must be from 1 to 1000; got {shown(batch_size)}")
+        reason, by, permission = _check_reason(reason), _check_by(by), _check_by(permission)
+        kept = get_retention().finished_jobs
+        finished_before = None if kept is None else datetime.now(UTC) - timedelta(seconds=kept)
+        definition = registry.get(bulk_actions.BULK_ACTION_JOB)
+        with transaction.atomic(using=self.using), transaction.atomic(using=definition.using):
+            with connections[self.using].cursor() as db:
+                action_id, inserted = store.bulk_request(
+                    db,
+                    action=action,
+                    states=[state] if state is not None else list(applies),
+                    queue=queue,
+                    name=name,
+                    state=state,
+                    created_after=created_after,
+                    created_before=created_before,
+                    reason=reason,
+                    by=by,
+                    permission=permission,
+                    batch_size=batch_size,
+                    finished_before=finished_before,
+                )
+            # The job's idempotency key is the action's: asking for a
+            # running action again enqueues nothing new.
+            definition.options(
+                idempotency_key=f"{bulk_actions.BULK_ACTION_JOB}:{self.using}:{action_id}"
+            ).enqueue(action_id=action_id, store=self.using)
+        found = self.bulk_action(action_id)
+        assert found is not None, "the action was just written"
+        return dataclasses.replace(found, inserted=inserted)
+
+    def bulk_action(self, action_id: int) -> BulkAction | None:
+        """The record of a filter-wide action as it stands, or None."""
+        action_id = _check_job_id(action_id)
+        with connections[self.using].cursor() as db:
+            rows = store.bulk_actions(db, action_id=action_id)
+        return bulk_actions.from_row(rows[0], self.using) if rows else None
+
+    def bulk_actions(self, *, running_only: bool = False, limit: int = 50) -> list[BulkAction]:
+        """Filter-wide actions, newest first: those queued or running, and
+        those that ended within the retention window of finished jobs
+        (``WORKHORSE['RETENTION']['FINISHED_JOBS']``); ``running_only`` for the first."""
+        limit = _check_limit(limit)
+        kept = get_retention().finished_jobs
+        after = None if kept is None else datetime.now(UTC) - timedelta(seconds=kept)
+        with connections[self.using].cursor() as db:
+            rows = store.bulk_actions(db, live_only=running_only, finished_after=after, limit=limit)
+        return [bulk_actions.from_row(row, self.using) for row in rows]
+
+    def cancel_bulk_action(self, action_id: int, *, by: str | None = None) -> ActionResult:
+        """Stop a filter-wide action: a queued one at once, a running one after
+        the batch it is in (the call waits for that batch to commit). The
+        jobs it acted on stay as they are."""
+        action_id = _check_job_id(action_id)
+        status, state = bulk_actions.stop(self.using, action_id, _check_by(by))
+        messages = {
+            "changed": f"action #{action_id} is canceled; it had not started",
+            "requested": (
+                f"action #{action_id} stops after the batch it is in; the jobs it acted on "
+                "stay as they are"
+            ),
+            "unchanged": f"action #{action_id} had already ended ({state})",
+            "unknown": f"there is no action #{action_id}",
+        }
+        return ActionResult(
+            "cancel_action", action_id, cast(ActionStatus, status), state, messages[status]
+        )
 
     def bulk(
         self,

@@ -862,6 +862,7 @@ def live_queues(cursor: Cursor, names: Sequence[str] | None = None) -> list[str]
 
 
 JOB_TABLES = (
+    "workhorse_bulk_action",
     "workhorse_job_checkpoint",
     "workhorse_job_runtime",
     "workhorse_job_outcome",
@@ -1173,3 +1174,80 @@ def database_now(cursor: Cursor) -> datetime:
     """The database clock, which retention windows are measured on."""
     cursor.execute("SELECT now()")
     return cast("datetime", cursor.fetchone()[0])
+
+
+# -- filter-wide actions (docs/admin.md, "Retry all and cancel all") -----------
+
+
+def bulk_request(
+    cursor: Cursor,
+    *,
+    action: str,
+    states: Sequence[str],
+    queue: str | None,
+    name: str | None,
+    state: str | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    reason: str | None,
+    by: str | None,
+    permission: str | None,
+    batch_size: int,
+    finished_before: datetime | None,
+) -> tuple[int, bool]:
+    """``(action_id, inserted)`` from ``workhorse_bulk_request_v1``: inserted
+    False when an action with the same filter was queued or running."""
+    cursor.execute(
+        "SELECT * FROM workhorse_bulk_request_v1(%s, %s::text[], %s, %s, %s, %s, %s, %s, %s,"
+        " %s, %s, %s)",
+        [
+            action,
+            _names(states),
+            queue,
+            name,
+            state,
+            created_after,
+            created_before,
+            reason,
+            by,
+            permission,
+            batch_size,
+            finished_before,
+        ],
+    )
+    return cast("tuple[int, bool]", tuple(cursor.fetchone()))
+
+
+def bulk_step(cursor: Cursor, action_id: int, job_id: int | None) -> dict[str, Any] | None:
+    """The action's row after one ``workhorse_bulk_step_v1`` (None: no such action)."""
+    cursor.execute("SELECT * FROM workhorse_bulk_step_v1(%s, %s)", [action_id, job_id])
+    rows = _dict_rows(cursor)
+    return rows[0] if rows else None
+
+
+def bulk_cancel(cursor: Cursor, action_id: int, by: str | None) -> tuple[str, str | None]:
+    """``(status, state)`` from ``workhorse_bulk_cancel_v1``."""
+    cursor.execute("SELECT * FROM workhorse_bulk_cancel_v1(%s, %s)", [action_id, by])
+    return cast("tuple[str, str | None]", tuple(cursor.fetchone()))
+
+
+def bulk_actions(
+    cursor: Cursor,
+    *,
+    action_id: int | None = None,
+    live_only: bool = False,
+    finished_after: datetime | None = None,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """Action rows, newest first: one by id, the live ones, or those not yet
+    past their retention window (ended at or after ``finished_after``). The
+    table holds a row per action asked for in the window: a few rows."""
+    cursor.execute(
+        "SELECT *, clock_timestamp() AS read_at FROM workhorse_bulk_action"
+        " WHERE (%s::bigint IS NULL OR id = %s::bigint)"
+        " AND (NOT %s OR status IN ('queued', 'running'))"
+        " AND (%s::timestamptz IS NULL OR finished_at IS NULL OR finished_at >= %s::timestamptz)"
+        " ORDER BY id DESC LIMIT %s",
+        [action_id, action_id, live_only, finished_after, finished_after, limit],
+    )
+    return _dict_rows(cursor)

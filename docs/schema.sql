@@ -34,6 +34,44 @@ CREATE TABLE workhorse_attempt_history (
 
 CREATE TABLE workhorse_attempt_history_default PARTITION OF workhorse_attempt_history DEFAULT;
 
+CREATE TABLE workhorse_bulk_action (
+    id bigint NOT NULL,
+    action text NOT NULL,
+    queue text,
+    name text,
+    state text,
+    created_after timestamp with time zone,
+    created_before timestamp with time zone,
+    states text[] NOT NULL,
+    filter_key text NOT NULL,
+    reason text,
+    requested_by text,
+    permission text,
+    requested_at timestamp with time zone NOT NULL DEFAULT clock_timestamp(),
+    bound_id bigint NOT NULL,
+    batch_size integer NOT NULL,
+    status text NOT NULL DEFAULT 'queued'::text,
+    job_id bigint,
+    total bigint,
+    phase integer NOT NULL DEFAULT 1,
+    position bigint,
+    matched bigint NOT NULL DEFAULT 0,
+    changed bigint NOT NULL DEFAULT 0,
+    requested bigint NOT NULL DEFAULT 0,
+    skipped bigint NOT NULL DEFAULT 0,
+    batches integer NOT NULL DEFAULT 0,
+    started_at timestamp with time zone,
+    progressed_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    cancel_requested_at timestamp with time zone,
+    canceled_by text,
+    CONSTRAINT workhorse_bulk_action_action_check CHECK ((action = ANY (ARRAY['retry'::text, 'cancel'::text]))),
+    CONSTRAINT workhorse_bulk_action_batch_size_check CHECK (((batch_size >= 1) AND (batch_size <= 1000))),
+    CONSTRAINT workhorse_bulk_action_pkey PRIMARY KEY (id),
+    CONSTRAINT workhorse_bulk_action_states_check CHECK (((cardinality(states) >= 1) AND (cardinality(states) <= 4))),
+    CONSTRAINT workhorse_bulk_action_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'finished'::text, 'canceled'::text])))
+);
+
 CREATE TABLE workhorse_failure_hour (
     hour timestamp with time zone NOT NULL,
     name text NOT NULL,
@@ -194,6 +232,8 @@ CREATE TABLE workhorse_worker (
 ) WITH (fillfactor=50);
 
 CREATE INDEX workhorse_attempt_history_job ON ONLY public.workhorse_attempt_history USING btree (job_id, finished_at, id);
+CREATE UNIQUE INDEX workhorse_bulk_action_live_filter ON public.workhorse_bulk_action USING btree (filter_key) WHERE (status = ANY (ARRAY['queued'::text, 'running'::text]));
+CREATE UNIQUE INDEX workhorse_bulk_action_pkey ON public.workhorse_bulk_action USING btree (id);
 CREATE UNIQUE INDEX workhorse_failure_hour_pkey ON public.workhorse_failure_hour USING btree (hour, name, error_type, shard);
 CREATE UNIQUE INDEX workhorse_job_checkpoint_pkey ON public.workhorse_job_checkpoint USING btree (job_id, name);
 CREATE INDEX workhorse_job_dependency_job ON public.workhorse_job_dependency USING btree (job_id);
@@ -221,12 +261,19 @@ CREATE UNIQUE INDEX workhorse_schema_pkey ON public.workhorse_schema USING btree
 CREATE UNIQUE INDEX workhorse_worker_pkey ON public.workhorse_worker USING btree (worker_id);
 
 CREATE SEQUENCE workhorse_attempt_history_id_seq;
+CREATE SEQUENCE workhorse_bulk_action_id_seq;
 CREATE SEQUENCE workhorse_job_event_id_seq;
 CREATE SEQUENCE workhorse_job_id_seq;
 CREATE SEQUENCE workhorse_job_life_seq;
 
 -- FUNCTION workhorse_backoff_delay_v1(p_backoff jsonb, p_attempt integer)
 --   RETURNS double precision LANGUAGE sql -- body sha256 e8a94957ae10c16e
+-- FUNCTION workhorse_bulk_cancel_v1(p_action_id bigint, p_by text)
+--   RETURNS TABLE(status text, state text) LANGUAGE plpgsql -- body sha256 67386e5bb43afd15
+-- FUNCTION workhorse_bulk_request_v1(p_action text, p_states text[], p_queue text, p_name text, p_state text, p_created_after timestamp with time zone, p_created_before timestamp with time zone, p_reason text, p_by text, p_permission text, p_batch_size integer, p_finished_before timestamp with time zone)
+--   RETURNS TABLE(action_id bigint, inserted boolean) LANGUAGE plpgsql -- body sha256 9ac4f656e26085dc
+-- FUNCTION workhorse_bulk_step_v1(p_action_id bigint, p_job_id bigint)
+--   RETURNS SETOF workhorse_bulk_action LANGUAGE plpgsql -- body sha256 6395fc6f750d832a
 -- FUNCTION workhorse_cancel_v1(p_job_id bigint, p_reason text, p_by text)
 --   RETURNS TABLE(status text, state text) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 9e064e9e63b106da
 -- FUNCTION workhorse_checkpoint_v1(p_job_id bigint, p_owner text, p_fence bigint, p_name text, p_result jsonb)

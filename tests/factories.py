@@ -217,3 +217,28 @@ def seen_worker(worker_id: str, queues: dict[str, int] | None = None, busy: int 
     with connection.cursor() as cursor:
         store.heartbeat_many(cursor, worker_id, [], [], 30, json.dumps(info))
     return worker_id
+
+
+def many_failed_jobs(count: int, queue: str, worker: str = "factory-worker-many") -> list[int]:
+    """``count`` jobs of ``queue`` that ended failed, made a thousand at a
+    time (enqueued, claimed and failed by the SQL functions, as a worker
+    would): for actions over thousands of jobs. Their ids, oldest first."""
+    ids: list[int] = []
+    for start in range(0, count, 1000):
+        handles = add.options(queue=queue, max_attempts=1).enqueue_many(
+            [{"a": i, "b": 0} for i in range(start, min(start + 1000, count))]
+        )
+        with connection.cursor() as cursor:
+            claimed = store.claim_many(cursor, worker, [queue], [len(handles)], 300.0)
+            store.fail_many(
+                cursor,
+                worker,
+                [c.job_id for c in claimed],
+                [c.fence for c in claimed],
+                [json.dumps({"type": "ValueError", "message": "boom"})] * len(claimed),
+                ["failed"] * len(claimed),
+                [False] * len(claimed),
+                [None] * len(claimed),
+            )
+        ids.extend(h.id for h in handles)
+    return ids

@@ -27,6 +27,7 @@ WORKHORSE_TABLES = (
     "workhorse_queue_minute",
     "workhorse_failure_hour",
     "workhorse_worker",
+    "workhorse_bulk_action",
 )
 """Every table that holds jobs, their counters or queue policy (not the schema version)."""
 

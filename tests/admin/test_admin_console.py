@@ -11,6 +11,8 @@ from django.db import connection
 from django.test import Client
 
 from django_workhorse import Admin
+from django_workhorse.bulk_actions import OPERATOR_QUEUE
+from django_workhorse.testing import run_jobs
 from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory
 
 pytestmark = pytest.mark.django_db
@@ -110,7 +112,10 @@ def test_every_job_a_filter_matches_is_counted_then_canceled(operator_client):
         follow=True,
     )
 
-    assert "30 job(s) canceled in 1 batch(es)" in response.content.decode()
+    assert 'id="wh-action-status">queued' in response.content.decode()
+    run_jobs(queues=[OPERATOR_QUEUE])
+    page = operator_client.get(response.redirect_chain[-1][0]).content.decode()
+    assert 'id="wh-action-changed">30<' in page and 'id="wh-action-status">finished' in page
     assert Admin().count_jobs(queue="flood", state="canceled") == 30
     assert Admin().get_job(other.id).state == "ready"
 
@@ -284,12 +289,59 @@ def test_cancel_all_without_a_state_counts_and_walks_the_live_jobs_only(operator
     response = operator_client.post(
         f"{JOBS}act/all/", {"action": "cancel", "queue": "mixed"}, follow=True
     )
+    assert "asked for: a worker cancels the matching jobs" in response.content.decode()
+    run_jobs(queues=[OPERATOR_QUEUE])
 
-    text = response.content.decode()
-    assert "2 job(s) canceled" in text
-    assert "left as they were" not in text  # the finished jobs were not read
+    (action,) = Admin().bulk_actions()
+    assert (action.matched, action.changed, action.skipped) == (2, 2, 0)  # no finished job read
+    assert action.states == ["blocked", "scheduled", "ready", "active"]
     assert {Admin().get_job(j.id).state for j in waiting} == {"canceled"}
     assert {Admin().get_job(j.id).state for j in finished} == {"succeeded"}
+
+
+def test_confirming_an_action_on_every_matching_job_returns_before_any_job_changes(
+    operator_client,
+):
+    waiting = [ReadyJobFactory(queue="later") for _ in range(2)]
+
+    response = operator_client.post(
+        f"{JOBS}act/all/", {"action": "cancel", "queue": "later", "reason": "bad deploy"}
+    )
+
+    (action,) = Admin().bulk_actions()
+    assert response.status_code == 302
+    assert response["Location"] == f"{JOBS}actions/{action.id}/"
+    assert (action.status, action.requested_by, action.reason) == (
+        "queued",
+        "operator",
+        "bad deploy",
+    )
+    assert action.permission == "django_workhorse.change_job"
+    assert {Admin().get_job(j.id).state for j in waiting} == {"ready"}
+    page = operator_client.get(response["Location"]).content.decode()
+    assert 'id="wh-action-cancel"' in page and '<meta http-equiv="refresh" content="2">' in page
+    assert f'id="wh-action-banner-{action.id}"' in operator_client.get(JOBS).content.decode()
+
+
+def test_a_viewer_sees_an_action_but_may_neither_ask_for_one_nor_stop_it(viewer_client):
+    ReadyJobFactory(queue="seen")
+    action = Admin().start_bulk("cancel", queue="seen")
+
+    page = viewer_client.get(f"{JOBS}actions/{action.id}/")
+    listing = viewer_client.get(f"{JOBS}actions/").content.decode()
+    asked = viewer_client.post(f"{JOBS}act/all/", {"action": "cancel", "queue": "seen"})
+    stopped = viewer_client.post(f"{JOBS}actions/{action.id}/cancel/")
+
+    assert page.status_code == 200 and 'id="wh-action-cancel"' not in page.content.decode()
+    assert f"actions/{action.id}/" in listing
+    assert (asked.status_code, stopped.status_code) == (403, 403)
+    assert [a.id for a in Admin().bulk_actions()] == [action.id]
+    assert Admin().bulk_action(action.id).status == "queued"
+
+
+def test_an_action_page_of_no_such_action_is_a_404(operator_client):
+    assert operator_client.get(f"{JOBS}actions/12345/").status_code == 404
+    assert operator_client.get(f"{JOBS}actions/abc/").status_code == 404
 
 
 def test_an_action_on_every_job_of_a_state_it_does_not_apply_to_has_nothing_to_do(
@@ -305,7 +357,8 @@ def test_an_action_on_every_job_of_a_state_it_does_not_apply_to_has_nothing_to_d
     response = operator_client.post(
         f"{JOBS}act/all/", {"action": "cancel", "queue": "ended", "state": "failed"}, follow=True
     )
-    assert "0 job(s) canceled in 0 batch(es)" in response.content.decode()
+    assert "there is nothing to cancel: nothing was done" in response.content.decode()
+    assert Admin().bulk_actions() == []
 
 
 def test_a_cancel_of_ticked_jobs_keeps_the_reason_given(operator_client):

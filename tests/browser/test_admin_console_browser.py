@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from demo.jobs import add
 
 from django_workhorse import Admin
 from tests.acceptance.conftest import workers  # noqa: F401  (the runworker fixture)
@@ -148,30 +147,6 @@ def test_an_operator_cancels_a_job_after_confirming_with_a_reason(
     assert page.locator("#wh-state").inner_text() == "canceled"
     assert Admin().get_job(job.id).error["reason"] == "customer asked twice"
     assert "customer asked twice" in page.locator("#wh-timeline").inner_text()
-
-
-def test_an_operator_cancels_all_10000_jobs_a_filter_matches_after_seeing_the_count(
-    browser, live_server, django_user_model
-):
-    staff(django_user_model, "operator", OPERATOR)
-    add.options(queue="flood").enqueue_many([{"a": i, "b": 0} for i in range(10_000)])
-    bystander = ReadyJobFactory(queue="calm")
-    base = live_server.url
-    page = log_in(browser.new_context(viewport={"width": 1280, "height": 900}), base, "operator")
-
-    page.goto(f"{base}/admin/django_workhorse/job/?queue=flood&state=ready")
-    assert "(1,000+)" in page.locator("#wh-state-counts a[data-state=ready]").inner_text()
-    page.click("#wh-cancel-all")
-    assert page.locator("#wh-matching-count strong").inner_text() == "10,000"
-    page.fill("#wh-reason", "bad deploy")
-    screenshot(page, "cancel-all-confirmation-1280")
-    page.click("#wh-matching-confirm", timeout=120_000)
-
-    message = page.locator(".messagelist .success").inner_text()
-    assert "10,000 job(s) canceled in 10 batch(es)" in message
-    assert Admin().count_jobs(queue="flood", state="ready") == 0
-    assert Admin().count_jobs(queue="flood", state="canceled", cap=20_000) == 10_000
-    assert Admin().get_job(bystander.id).state == "ready"
 
 
 def test_the_console_at_1280_px_and_on_a_390_px_phone(browser, live_server, django_user_model):

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS workhorse_bulk_action;
