@@ -66,7 +66,7 @@ def test_a_mistyped_queue_in_options_is_W010_naming_the_place_and_the_queue_mean
     assert "queue 'jobtests.recrod' (named at " in warning.msg
     assert f"{APP}/views.py:5)" in warning.msg
     assert "a worker started without --queues does not serve it" in warning.msg
-    assert warning.hint.startswith("Did you mean 'jobtests.record'?")
+    assert warning.hint.startswith("Did you mean 'jobtests.record'")
     assert "WORKHORSE['QUEUES'] ({'jobtests.recrod': {}})" in warning.hint
 
 
