@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import Any
 
 import psycopg
@@ -22,7 +23,7 @@ from jobtests.jobs import async_echo, checks_for_cancel, doomed, record, sleep
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
-from django_workhorse.models import JobOutcome, JobRuntime
+from django_workhorse.models import AttemptHistory, JobOutcome, JobRuntime
 from tests.acceptance.conftest import database_name
 from tests.helpers import EVERY_FEATURE, PGBOUNCER_POOL_SIZE
 
@@ -274,14 +275,15 @@ def test_with_fewer_workers_than_the_pool_claims_stuck_on_a_lock_leave_renewals_
     assert (outcome.state, outcome.attempts, outcome.stall_count) == ("succeeded", 1, 0)
 
 
-def test_with_as_many_workers_as_the_pool_stuck_claims_let_a_live_workers_lease_expire(
+def test_with_more_workers_than_the_pool_stuck_claims_cost_a_live_worker_no_job(
     pgbouncer, start_worker, wait_until, pg_connect
 ):
-    """The limit docs/scaling.md states: when claims waiting on a lock hold
-    every server connection of the pool, the renewals wait in PgBouncer
-    behind them and the lease of a job whose worker is alive and running it
-    expires (another worker's stall sweep may then take the job)."""
-    workers = start_sleepers(start_worker, pgbouncer, PGBOUNCER_POOL_SIZE)
+    """When claims waiting on a lock hold every server connection of the
+    pool, the renewals wait in PgBouncer behind them and the running job's
+    lease runs out; yet its worker proves itself alive on its direct
+    connection (docs/worker.md#liveness), so no stall sweep takes the job,
+    and it runs once and succeeds."""
+    workers = start_sleepers(start_worker, pgbouncer, PGBOUNCER_POOL_SIZE + 1)
     running = sleep.enqueue(seconds=8)
     watch = pg_connect()
     wait_until(lambda: lease_expiry(watch, running.id), what="the long job running")
@@ -295,10 +297,23 @@ def test_with_as_many_workers_as_the_pool_stuck_claims_let_a_live_workers_lease_
         wait_until(
             lambda: lease_expiry(watch, running.id)[1],
             timeout=10,
-            what="the lease expired with its worker alive",
+            what="the lease run out behind the full pool",
         )
+        # Past the lease and then some: sweeps on the direct LISTEN
+        # connections would see it, as would any worker's (none may take it).
+        time.sleep(3)
         assert all(w.proc.poll() is None for w in workers)
+    wait_until(
+        lambda: JobOutcome.objects.filter(job_id=running.id).exists(),
+        timeout=30,
+        what="the long job finished",
+    )
     assert [w.stop() for w in workers] == [0] * len(workers)
+    outcome = JobOutcome.objects.get(job_id=running.id)
+    assert (outcome.state, outcome.attempts, outcome.stall_count) == ("succeeded", 1, 0)
+    assert list(
+        AttemptHistory.objects.filter(job_id=running.id).values_list("outcome", flat=True)
+    ) == ["succeeded"]
 
 
 def test_a_listen_database_that_goes_through_the_pooler_too_is_named_in_the_polling_warning(
