@@ -44,7 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "LOCK_RENEW_INTERVAL": None,
     "STALLED_INTERVAL": 30.0,
     "MAX_STALLED_COUNT": JOB_DEFAULTS.max_stalled,
-    "POLL_INTERVAL": 5.0,
+    "POLL_INTERVAL": None,
     "SCHEDULE_SWEEP_INTERVAL": 15.0,
     "QUEUE_METRICS_INTERVAL": None,
     "VACUUM_INTERVAL": 30.0,
@@ -73,7 +73,19 @@ _DURATIONS = (
     "VACUUM_INTERVAL",
     "SHUTDOWN_GRACE",
 )
-_OPTIONAL_DURATIONS = ("LOCK_RENEW_INTERVAL", "QUEUE_METRICS_INTERVAL", "VACUUM_INTERVAL")
+_OPTIONAL_DURATIONS = (
+    "LOCK_RENEW_INTERVAL",
+    "POLL_INTERVAL",
+    "QUEUE_METRICS_INTERVAL",
+    "VACUUM_INTERVAL",
+)
+
+POLLING_POLL_INTERVAL = 5.0
+"""``POLL_INTERVAL`` left at None, for a worker whose wake-ups cannot work
+(behind a pooler without ``LISTEN_DATABASE``): its only way to find work."""
+LISTENING_POLL_INTERVAL = 60.0
+"""``POLL_INTERVAL`` left at None, for a worker whose LISTEN works: a safety
+net under the notifications, which a reconnect makes up for anyway."""
 CADENCE_FLOORS = {
     key: (2 if key == "LOCK_DURATION" else 1) * CADENCE_MIN_SECONDS
     for key in _DURATIONS
@@ -95,6 +107,11 @@ class WorkhorseSettings:
     lock_renew_interval: float
     stalled_interval: float
     poll_interval: float
+    """How long an idle worker waits at most before it claims again while
+    it polls (no wake-ups): ``POLL_INTERVAL``, or 5 s when it is None."""
+    listening_poll_interval: float
+    """The same for a worker whose LISTEN works: ``POLL_INTERVAL``, or 60 s
+    when it is None."""
     schedule_sweep_interval: float
     queue_metrics_interval: float | None
     handler_span_name: str
@@ -536,6 +553,7 @@ def get_settings(
     renew = raw["LOCK_RENEW_INTERVAL"]
     metrics = raw["QUEUE_METRICS_INTERVAL"]
     vacuum = raw["VACUUM_INTERVAL"]
+    poll = raw["POLL_INTERVAL"]
     return WorkhorseSettings(
         database=raw["DATABASE"],
         concurrency=raw["CONCURRENCY"],
@@ -543,7 +561,10 @@ def get_settings(
         lock_duration=lock,
         lock_renew_interval=lock / 2 if renew is None else duration_seconds(renew),
         stalled_interval=duration_seconds(raw["STALLED_INTERVAL"]),
-        poll_interval=duration_seconds(raw["POLL_INTERVAL"]),
+        poll_interval=POLLING_POLL_INTERVAL if poll is None else duration_seconds(poll),
+        listening_poll_interval=(
+            LISTENING_POLL_INTERVAL if poll is None else duration_seconds(poll)
+        ),
         schedule_sweep_interval=duration_seconds(raw["SCHEDULE_SWEEP_INTERVAL"]),
         queue_metrics_interval=None if metrics is None else duration_seconds(metrics),
         handler_span_name=raw["HANDLER_SPAN_NAME"],

@@ -337,11 +337,14 @@ def heartbeat_many(
     return [(r[0], r[1], r[2]) for r in cursor.fetchall()]
 
 
-def pulse(cursor: Cursor, worker_id: str, seconds: float) -> None:
+def pulse(cursor: Cursor, worker_id: str, seconds: float) -> bool:
     """Prove ``worker_id`` alive for ``seconds`` from now on the database
     clock (``workhorse_pulse_v1``): on the worker's direct connection only,
-    whose application name it sets. It reads and locks no table."""
-    cursor.execute("SELECT workhorse_pulse_v1(%s, %s)", [worker_id, seconds])
+    whose application name it sets. It reads and locks no table. Returns
+    whether the worker leads the fleet's sweeps."""
+    cursor.execute("SELECT leads FROM workhorse_pulse_v1(%s, %s)", [worker_id, seconds])
+    row = cursor.fetchone()
+    return bool(row and row[0])
 
 
 def live_workers(cursor: Cursor) -> set[str]:

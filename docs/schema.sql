@@ -335,7 +335,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_prune_v1(p_history_before timestamp with time zone, p_jobs_before timestamp with time zone, p_limit integer, p_dry_run boolean)
 --   RETURNS TABLE(action text, target text, rows bigint) LANGUAGE plpgsql SET search_path=public, pg_temp -- body sha256 f9bcf5358b4173c5
 -- FUNCTION workhorse_pulse_v1(p_worker text, p_seconds double precision)
---   RETURNS timestamp with time zone LANGUAGE plpgsql -- body sha256 1518a5a874b7bca5
+--   RETURNS TABLE(alive_until timestamp with time zone, leads boolean) LANGUAGE plpgsql -- body sha256 cf09ee32b35912d8
 -- FUNCTION workhorse_queue_depth_v1()
 --   RETURNS TABLE(queue text, state text, jobs bigint) LANGUAGE sql -- body sha256 cc8cc935d5011d96
 -- FUNCTION workhorse_queue_names_v1()

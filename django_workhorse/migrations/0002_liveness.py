@@ -17,8 +17,8 @@ class Migration(migrations.Migration):
 
     operations = [
         function_file("workhorse_worker_key_v1.sql"),
-        function_file("workhorse_pulse_v1.sql"),
         function_file("workhorse_live_workers_v1.sql"),
+        function_file("workhorse_pulse_v1.sql"),
         replaces("workhorse_claim_many_v1"),
         replaces("workhorse_heartbeat_many_v1"),
         replaces("workhorse_recover_stalled_v1"),

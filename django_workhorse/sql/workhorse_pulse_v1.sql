@@ -1,4 +1,4 @@
--- A worker's proof that it is alive, sent every third of its lease on its
+-- A worker's proof that it is alive, sent every half of its lease on its
 -- direct connection to PostgreSQL (the one it LISTENs on, never a pooled
 -- one): the connection's application_name becomes
 --     workhorse-listener <alive until, epoch milliseconds> <worker key>
@@ -17,11 +17,19 @@
 -- a process that is frozen (SIGSTOP, a paused VM) or has lost its
 -- connection stops pulsing, and its jobs are taken once both its lease and
 -- its proof have run out (docs/worker.md#liveness).
+--
+-- It also says whether this worker leads the fleet's sweeps (leads): the
+-- live worker with the smallest key does the work one worker does for all
+-- (stall recovery, the schedule sweep, the vacuum turn), so that an idle
+-- fleet of a thousand workers costs the database one sweep, not a thousand.
+-- A leader that dies hands over at once (its session and proof go); one
+-- that freezes, once its proof runs out.
 CREATE OR REPLACE FUNCTION workhorse_pulse_v1(p_worker text, p_seconds double precision)
-RETURNS timestamptz
+RETURNS TABLE (alive_until timestamptz, leads boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_until timestamptz;
+    v_key   text := workhorse_worker_key_v1(p_worker);
 BEGIN
     IF p_worker IS NULL OR p_worker = '' THEN
         RAISE EXCEPTION 'workhorse_pulse_v1 needs a worker id' USING ERRCODE = 'invalid_parameter_value';
@@ -34,8 +42,8 @@ BEGIN
     PERFORM set_config(
         'application_name',
         format('workhorse-listener %s %s', floor(extract(epoch FROM v_until) * 1000)::bigint,
-               workhorse_worker_key_v1(p_worker)),
+               v_key),
         false);
-    RETURN v_until;
+    RETURN QUERY SELECT v_until, v_key <= ALL (workhorse_live_workers_v1());
 END;
 $$;

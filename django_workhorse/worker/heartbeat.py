@@ -54,6 +54,7 @@ class Heartbeat(threading.Thread):
         connection: SharedConnection | None = None,
         on_renewed: Callable[[int, int, str, float], None] | None = None,
         take_unowned: Callable[[], list[tuple[str, int, int]]] | None = None,
+        sweeps: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(name="workhorse-heartbeat", daemon=True)
         self.alias = alias
@@ -68,6 +69,10 @@ class Heartbeat(threading.Thread):
         self.on_renewed = on_renewed
         """(job id, fence, owner, sent): a lease renewed by a call that set
         out at ``sent`` (monotonic); the worker's liveness reckons from it."""
+        self.sweeps = sweeps
+        """Whether this worker does the fleet's stall sweep now
+        (``Liveness.sweeps``); None: always. The first sweep, at start, is
+        every worker's own."""
         self.take_unowned = take_unowned
         """(owner, job id, fence) of the runs the worker stopped because it
         could not prove it owned them: released at the next renewal turn."""
@@ -76,6 +81,8 @@ class Heartbeat(threading.Thread):
         sent with each renewal turn's call, so the workers view (the
         workhorse_worker row) costs no call of its own."""
         self._unreleased: list[tuple[str, int, int]] = []
+        self._described: str | None = None
+        self._described_at = 0.0
         self.stop_event = threading.Event()
         self.kick = threading.Event()
         self.swept = threading.Event()
@@ -162,15 +169,27 @@ class Heartbeat(threading.Thread):
             by_owner.setdefault(owner, []).append((job_id, fence))
         # The worker's description rides on the turn's first call; an idle
         # worker makes that call with no leases, once a turn.
-        info = json.dumps(self.describe()) if self.describe is not None else None
-        if not by_owner and info is not None:
+        described = self.describe() if self.describe is not None else None
+        info = json.dumps(described) if described is not None else None
+        if not by_owner and described is not None and info is not None:
+            # With nothing to renew, the call is for the workers view alone:
+            # made when what the worker says changed, else as often as it
+            # says it will (``renew_interval``: a minute while idle).
+            now = time.monotonic()
+            every = float(described.get("renew_interval") or self.renew_interval)
+            if info == self._described and now < self._described_at + every - 0.5:
+                return
             with self.cursor() as cursor:
                 store.heartbeat_many(cursor, "", [], [], self.lease_seconds, info)
+            self._described, self._described_at = info, now
+            return
         for owner, leases in by_owner.items():
             ids, fences = zip(*leases, strict=True)
             with self.cursor() as cursor:
                 sent = time.monotonic()
                 rows = store.heartbeat_many(cursor, owner, ids, fences, self.lease_seconds, info)
+            if info is not None:
+                self._described, self._described_at = info, sent
             info = None
             # Rows come back in input order: each answers the fence that was sent.
             for (job_id, renewed, cancel_requested), fence in zip(rows, fences, strict=True):
@@ -210,6 +229,8 @@ class Heartbeat(threading.Thread):
             )
 
     def recover(self) -> None:
+        if self.swept.is_set() and self.sweeps is not None and not self.sweeps():
+            return
         with self.cursor() as cursor:
             recovered = store.recover_stalled(cursor)
         if recovered:

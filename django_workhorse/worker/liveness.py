@@ -6,7 +6,7 @@ worker's own writer on the shared lease connection, behind a lock an
 application, an operator or a migration holds, in a full PgBouncer pool)
 for longer than the lease, and then the job of a worker that is alive and
 well looks exactly like the job of a dead one. So each worker also proves
-itself alive on its direct LISTEN connection, every third of
+itself alive on its direct LISTEN connection, every half of
 ``LOCK_DURATION``: ``workhorse_pulse_v1`` sets that connection's application
 name to the time until which the worker counts as alive. Setting it reads
 and locks nothing and passes no pooler, and PostgreSQL drops it with the
@@ -53,12 +53,25 @@ class Liveness(threading.Thread):
         self.pulsed = 0.0
         """When the last pulse that landed set out (monotonic); 0: none yet.
         Written by the listener's thread, read here: a float, one store."""
+        self.leads = True
+        """Whether the last pulse said this worker leads the fleet's sweeps."""
         self.stop_event = threading.Event()
 
-    def proved(self, sent: float) -> None:
-        """A pulse that set out at ``sent`` landed (the listener's thread)."""
+    def proved(self, sent: float, leads: bool = True) -> None:
+        """A pulse that set out at ``sent`` landed (the listener's thread),
+        saying whether this worker leads the fleet's sweeps."""
+        self.leads = leads
         if sent > self.pulsed:
             self.pulsed = sent
+
+    def sweeps(self) -> bool:
+        """Whether this worker does the fleet's sweeps now (stall recovery,
+        schedules, vacuum): when its last pulse said it leads, and when it
+        has no current pulse at all (a worker without a direct connection,
+        or cut off from it, sweeps for itself as every worker once did)."""
+        if self.pulsed < time.monotonic() - self.lease_seconds:
+            return True
+        return self.leads
 
     def cut_off(self, now: float) -> float:
         """Runs whose own proof (claim, renewal) set out before this moment

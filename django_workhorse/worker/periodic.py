@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -39,10 +40,16 @@ class PeriodicThread(threading.Thread):
         *,
         name: str,
         connection: SharedConnection | None = None,
+        duty: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
         self.alias = alias
         self.interval = interval
+        self.duty = duty
+        """For work one worker does for the whole fleet (the schedule sweep,
+        the vacuum turn): whether this worker does it now
+        (``Liveness.sweeps``); a turn it says no to is skipped, with no
+        statement. None: always."""
         self._stopping = threading.Event()
         self._owns_connection = connection is None
         self._shared = connection or SharedConnection(lambda: connect(alias, application_name=name))
@@ -60,6 +67,9 @@ class PeriodicThread(threading.Thread):
         wait = self.first_wait()
         while not self._stopping.wait(wait):
             wait = self.interval
+            duty = self.duty
+            if duty is not None and not duty():
+                continue
             try:
                 sooner = self.tick_now()
                 if sooner is not None:

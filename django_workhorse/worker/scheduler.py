@@ -9,7 +9,7 @@ number of workers may sweep at once: the losers simply get no rows.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -129,9 +129,15 @@ class ScheduleSweeper(PeriodicThread):
     what = "schedule sweep"
 
     def __init__(
-        self, alias: str, interval: float, connection: SharedConnection | None = None
+        self,
+        alias: str,
+        interval: float,
+        connection: SharedConnection | None = None,
+        duty: Callable[[], bool] | None = None,
     ) -> None:
-        super().__init__(alias, interval, name="workhorse-schedules", connection=connection)
+        super().__init__(
+            alias, interval, name="workhorse-schedules", connection=connection, duty=duty
+        )
         self.reported: dict[str, str] = {}
         """The schedules skipped as unreadable or not enqueued, reported once each."""
 

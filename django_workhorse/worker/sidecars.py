@@ -9,6 +9,7 @@ queue-depth sampler, on the worker's claim connection. ``Sidecars.stop`` ends bo
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from .. import metrics, store
 from ..store import Cursor
@@ -54,7 +55,11 @@ class Sidecars:
                 thread.stop()
 
 
-def start(options: WorkerOptions, connection: SharedConnection) -> Sidecars:
+def start(
+    options: WorkerOptions,
+    connection: SharedConnection,
+    duty: Callable[[], bool] | None = None,
+) -> Sidecars:
     """Switch the hooks on or off, sync schedules, start the sweeper and
     sampler, both on ``connection`` (the worker's claim connection).
 
@@ -65,7 +70,9 @@ def start(options: WorkerOptions, connection: SharedConnection) -> Sidecars:
     sync_at_start(options.alias, settings.schedules, connection)
     sweeper = None
     if not options.burst:
-        sweeper = ScheduleSweeper(options.alias, settings.schedule_sweep_interval, connection)
+        sweeper = ScheduleSweeper(
+            options.alias, settings.schedule_sweep_interval, connection, duty=duty
+        )
         sweeper.start()
     sampler = None
     if settings.queue_metrics_interval is not None and metrics.enabled():

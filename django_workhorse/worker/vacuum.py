@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 
 import psycopg
 
@@ -50,9 +51,13 @@ class VacuumSweeper(PeriodicThread):
     what = "vacuum"
 
     def __init__(
-        self, alias: str, interval: float, connection: SharedConnection | None = None
+        self,
+        alias: str,
+        interval: float,
+        connection: SharedConnection | None = None,
+        duty: Callable[[], bool] | None = None,
     ) -> None:
-        super().__init__(alias, interval, name="workhorse-vacuum", connection=connection)
+        super().__init__(alias, interval, name="workhorse-vacuum", connection=connection, duty=duty)
         self._told: set[str] = set()
         """Tables this role may not vacuum that have been logged already."""
 
@@ -108,7 +113,10 @@ class VacuumSweeper(PeriodicThread):
 
 
 def start_vacuum(
-    alias: str, interval: float | None, connection: SharedConnection | None = None
+    alias: str,
+    interval: float | None,
+    connection: SharedConnection | None = None,
+    duty: Callable[[], bool] | None = None,
 ) -> VacuumSweeper | None:
     """Start the vacuum turns, or None when ``VACUUM_INTERVAL`` is None."""
     if interval is None:
@@ -117,6 +125,6 @@ def start_vacuum(
             "the tables with churn"
         )
         return None
-    sweeper = VacuumSweeper(alias, interval, connection)
+    sweeper = VacuumSweeper(alias, interval, connection, duty=duty)
     sweeper.start()
     return sweeper

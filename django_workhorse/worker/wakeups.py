@@ -81,7 +81,7 @@ class Listener(threading.Thread):
         on_cancel: Callable[[int, int, str], None] | None = None,
         send_probe: Callable[[str], None] | None = None,
         application_name: str = "workhorse-listener",
-        pulse: tuple[str, float, Callable[[float], None]] | None = None,
+        pulse: tuple[str, float, Callable[[float, bool], None]] | None = None,
     ) -> None:
         super().__init__(name="workhorse-listener", daemon=True)
         self.alias = alias
@@ -102,9 +102,10 @@ class Listener(threading.Thread):
         self.self_test_done = threading.Event()
         self.pulse = pulse
         """(worker id, seconds, on_pulse): prove the worker alive for that
-        long every third of it on this connection (``workhorse_pulse_v1``);
-        ``on_pulse(sent)`` hears each proof that landed, with the monotonic
-        time it set out. None: no proof (a pooled listener gives none)."""
+        long every half of it on this connection (``workhorse_pulse_v1``);
+        ``on_pulse(sent, leads)`` hears each proof that landed, with the
+        monotonic time it set out and whether the worker leads the fleet's
+        sweeps. None: no proof (a pooled listener gives none)."""
         self._next_pulse = 0.0
         self._conn: psycopg.Connection | None = None
 
@@ -132,9 +133,9 @@ class Listener(threading.Thread):
         worker_id, seconds, on_pulse = self.pulse
         sent = time.monotonic()
         with conn.cursor() as cursor:
-            store.pulse(cursor, worker_id, seconds)
-        self._next_pulse = sent + seconds / 3
-        on_pulse(sent)
+            leads = store.pulse(cursor, worker_id, seconds)
+        self._next_pulse = sent + seconds / 2
+        on_pulse(sent, leads)
 
     def run(self) -> None:
         probe = f"workhorse-selftest:{id(self)}:{time.monotonic_ns()}"[:63]

@@ -60,7 +60,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
     make_worker_id,
     resolve_options,
 )
-from .presence import describe_worker
+from .presence import describe_every, describe_worker
 from .recycle import Recycle
 from .retention import RetentionSweeper, start_retention
 from .routes import SuccessRoute
@@ -144,7 +144,7 @@ class Worker:
         self._async: AsyncSlots | None = None
         self._listener: Listener | None = None
         self._heartbeat: Heartbeat | None = None
-        self._liveness: Liveness | None = None
+        self._liveness = Liveness(self.settings.lock_duration, self._check_liveness)
         self._sidecars: sidecars.Sidecars | None = None
         self._retention: RetentionSweeper | None = None
         self._vacuum: VacuumSweeper | None = None
@@ -216,7 +216,9 @@ class Worker:
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
             limits.sync(cursor, self.settings, self.options.queues)
             say_what_waits(cursor, self.options)
-        self._sidecars = sidecars.start(self.options, self._session.shared)
+        self._sidecars = sidecars.start(
+            self.options, self._session.shared, duty=self._liveness.sweeps
+        )
         # Whatever tracing and metrics are (configured just above): they read
         # what they need from the claim's own rows (instruments.observe_claimed).
         self.ledger.hold_successes(True)
@@ -251,7 +253,6 @@ class Worker:
         self._writer.start()
         listen_alias = self.settings.listen_alias(self.options.alias)
         lease = self.settings.lock_duration
-        self._liveness = Liveness(lease, self._check_liveness)
         self._listener = Listener(
             alias=listen_alias,
             queues=self.options.queues,
@@ -278,12 +279,16 @@ class Worker:
             connection=self._lease,
             on_renewed=self.ledger.renewed,
             take_unowned=self._take_unowned,
+            sweeps=self._liveness.sweeps,
         )
         self._heartbeat.on_swept = self._wake.set
         self._heartbeat.start()
         self._retention = start_retention(self.options.alias, self._session.shared)
         self._vacuum = start_vacuum(
-            self.options.alias, self.settings.vacuum_interval, self._session.shared
+            self.options.alias,
+            self.settings.vacuum_interval,
+            self._session.shared,
+            duty=self._liveness.sweeps,
         )
         self._listener.self_test_done.wait(SELF_TEST_TIMEOUT + 1.0)
         self._say_if_polling(listen_alias)
@@ -328,11 +333,12 @@ class Worker:
 
     def _describe(self) -> dict[str, Any]:
         """What the workers view shows of this worker (workhorse_worker.info)."""
+        busy = self.ledger.counts()["busy"]
         return describe_worker(
             self.worker_id,
             self.options.concurrency,
-            self.ledger.counts()["busy"],
-            self.settings.lock_renew_interval,
+            busy,
+            describe_every(busy, self.settings.lock_renew_interval),
             self.route.label,
         )
 
@@ -441,7 +447,11 @@ class Worker:
         return self.ledger.free_slots()
 
     def _idle_timeout(self) -> float:
-        timeout = self.settings.poll_interval
+        listener = self._listener
+        if listener is not None and listener.delivering.is_set() and listener.is_alive():
+            timeout = self.settings.listening_poll_interval
+        else:
+            timeout = self.settings.poll_interval
         if self.ledger.has_free_slot():
             # Looked up once per empty claim, not on every wait: with one
             # slot the loop waits once per job.
@@ -947,8 +957,7 @@ class Worker:
                 )
 
     def _close(self) -> None:
-        if self._liveness:
-            self._liveness.stop()
+        self._liveness.stop()
         if self._sidecars:
             self._sidecars.stop()
         if self._retention:

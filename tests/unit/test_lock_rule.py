@@ -50,9 +50,14 @@ CONFINED = {
         "_vacuum": "run() (through _start_threads), before the vacuum thread exists",
         "_liveness": "run() (through _start_threads), before the liveness thread exists",
     },
-    "Heartbeat": {"_unreleased": "the heartbeat thread (release_unowned)"},
+    "Heartbeat": {
+        "_unreleased": "the heartbeat thread (release_unowned)",
+        "_described": "the heartbeat thread (renew)",
+        "_described_at": "the heartbeat thread (renew)",
+    },
     "Liveness": {
         "pulsed": "the listener thread (proved); the liveness thread only reads the float",
+        "leads": "the listener thread (proved); the sweeping threads only read the bool",
     },
     "ClaimSession": {
         "_cursor": "whoever holds its shared connection's lock (shared.lock)",
