@@ -2,6 +2,7 @@
 
     python -m bench [calibrate] [lifecycle] [core] [worker] [drain] [pickup] [ratio] [observed]
                     [control] [deps] [durable] [peers] [claimcommit] [admin]
+    python -m bench enqueue-single [--single-turns 30]
                     [--history N] [--admin-jobs N]
     python -m bench drain pickup oneslot --against COMMIT
     python -m bench sustained [--sustained-minutes 6] | growth | storage [--storage-jobs N]
@@ -56,7 +57,12 @@ the database's transactions per second, broken down by the ``workhorse_*``
 function that sends them, and the server CPU per second, per worker and
 for 1,000 idle workers against issue 33's targets.
 ``peers-enqueue`` runs the enqueue half of ``peers`` alone (single and bulk,
-ours and pgqueuer's, in turns). ``enqueue`` runs the enqueue figures of ``core`` alone: one job per
+ours and pgqueuer's, in turns). ``enqueue-single`` runs its first part alone
+(bench/peers.py ``single_in_turns``): ``--single-turns`` turns (default 30) of
+200 single enqueues of ours, of pgqueuer's and of a bare one-row INSERT commit
+(through Django's cursor and through its psycopg connection), with each one's
+client CPU per call, the per-turn ratio of our rate to pgqueuer's and our CPU
+over the bare INSERT's. ``enqueue`` runs the enqueue figures of ``core`` alone: one job per
 transaction against a bare one-row INSERT commit, in turns, and batches of
 1,000. ``pickup-pgbouncer`` (bench/pgbouncer.py, only when named) compares the
 pickup of a worker behind PgBouncer in transaction mode, woken through its
@@ -127,6 +133,7 @@ def main() -> None:
             "control",
             "peers",
             "peers-enqueue",
+            "enqueue-single",
             "claimcommit",
             "admin",
             "deps",
@@ -243,6 +250,12 @@ def main() -> None:
         "--against",
         metavar="COMMIT",
         help="run drain, pickup and/or oneslot in turns with COMMIT's code (bench/against.py)",
+    )
+    parser.add_argument(
+        "--single-turns",
+        type=int,
+        default=30,
+        help="enqueue-single (and peers, peers-enqueue): turns of 200 single enqueues a side",
     )
     parser.add_argument(
         "--rounds",
@@ -397,7 +410,7 @@ def main() -> None:
             args.idle_queues,
             args.idle_baseline,
         )
-    if "peers" in args.sections or "peers-enqueue" in args.sections:
+    if {"peers", "peers-enqueue", "enqueue-single"} & set(args.sections):
         from . import peers
 
         try:
@@ -405,7 +418,13 @@ def main() -> None:
         except (OSError, RuntimeError) as exc:
             print(f"\n== peer section skipped: cannot set up pgqueuer's virtualenv ({exc})")
         else:
-            peers.run(conn, url, enqueue_only="peers" not in args.sections)
+            peers.run(
+                conn,
+                url,
+                enqueue_only="peers" not in args.sections,
+                single_only=not {"peers", "peers-enqueue"} & set(args.sections),
+                single_turns=args.single_turns,
+            )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ the one named by PGQUEUER_DSN. Every subcommand prints one JSON line on stdout:
     install                      pgqueuer's schema, with its own API; version, defaults
     enqueue N                    empty queue and log, enqueue N no-op jobs in bulk
     single N                     N no-op jobs enqueued one per call (one transaction each)
+    singles                      the same in turns: reads a count per line on stdin, prints
+                                 {"rate", "cpu_us"} per line (client CPU per enqueue)
     worker --batch B [--drain]   a pgqueuer worker (QueueManager via pgqueuer.run)
            [--starts FILE]       ... appending "job_id start_epoch" per handler start
     span                         jobs finished, seconds first pick -> last finish
@@ -21,6 +23,7 @@ import asyncio
 import inspect
 import json
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -99,6 +102,26 @@ async def single(count: int) -> None:
         seconds = time.perf_counter() - start
         await q.clear_queue()
     emit({"enqueued": count, "seconds": seconds})
+
+
+async def singles() -> None:
+    """``single`` on one connection, as often as asked: each line on stdin is a
+    count, answered with the rate and this process's CPU per enqueue, so that
+    bench/peers.py can take its turns against ours within a second."""
+    loop = asyncio.get_running_loop()
+    async with queries() as q:
+        await q.clear_queue()
+        for _ in range(50):  # warm up, as ours is
+            await q.enqueue(ENTRYPOINT, None)
+        emit({"ready": True})
+        while line := await loop.run_in_executor(None, sys.stdin.readline):
+            count = int(line)
+            cpu, start = time.process_time(), time.perf_counter()
+            for _ in range(count):
+                await q.enqueue(ENTRYPOINT, None)
+            seconds = time.perf_counter() - start
+            emit({"rate": count / seconds, "cpu_us": (time.process_time() - cpu) / count * 1e6})
+        await q.clear_queue()
 
 
 async def worker(batch: int, drain: bool, starts: str | None) -> None:
@@ -224,6 +247,7 @@ def main() -> None:
     sub.add_parser("install")
     sub.add_parser("enqueue").add_argument("count", type=int)
     sub.add_parser("single").add_argument("count", type=int)
+    sub.add_parser("singles")
     w = sub.add_parser("worker")
     w.add_argument("--batch", type=int, required=True)
     w.add_argument("--drain", action="store_true")
@@ -237,6 +261,7 @@ def main() -> None:
         "install": install,
         "enqueue": lambda: enqueue(args.count),
         "single": lambda: single(args.count),
+        "singles": singles,
         "worker": lambda: worker(args.batch, args.drain, args.starts),
         "span": span,
         "pickup": lambda: pickup(args.samples, args.starts),

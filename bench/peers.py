@@ -20,15 +20,18 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .common import BENCH_DB, ROOT, median, percentile, report, section
+from .common import reset as common_reset
 
 if TYPE_CHECKING:
     import psycopg
@@ -47,6 +50,9 @@ JOBS = 20_000
 DRAIN_RUNS = 3
 PICKUP_SAMPLES = 300
 SINGLE = 1_000
+SINGLE_TURNS = 30
+SINGLE_PER_TURN = 200
+BARE_INSERT = "INSERT INTO bench_bare (payload) VALUES ('{}')"
 
 
 def _wanted_stamp() -> str:
@@ -267,6 +273,112 @@ def side_by_side(conn: psycopg.Connection, url: str, env: dict[str, str]) -> Non
         )
 
 
+def _calls(call: Callable[[], object], count: int) -> dict[str, float]:
+    """``count`` calls: their rate and this process's CPU per call (us)."""
+    cpu, start = time.process_time(), time.perf_counter()
+    for _ in range(count):
+        call()
+    seconds = time.perf_counter() - start
+    return {"rate": count / seconds, "cpu_us": (time.process_time() - cpu) / count * 1e6}
+
+
+def _spread(values: list[float], digits: int = 2) -> str:
+    low, mid, high = statistics.quantiles(values, n=4)
+    return f"median {mid:,.{digits}f}, quartiles {low:,.{digits}f} to {high:,.{digits}f}"
+
+
+def single_in_turns(
+    conn: psycopg.Connection,
+    env: dict[str, str],
+    turns: int = SINGLE_TURNS,
+    count: int = SINGLE_PER_TURN,
+) -> None:
+    """Our single enqueue, pgqueuer's, and a bare one-row INSERT commit, in fine turns.
+
+    Each turn makes ``count`` calls of each, one transaction each, the order
+    swapped every turn: our ``noop.enqueue()`` (autocommit, ``DEBUG`` off),
+    pgqueuer's ``Queries.enqueue`` from a process that stays up between
+    turns, and the bare INSERT through Django's cursor and through the
+    psycopg connection under it. A turn takes about a second, so the sides
+    meet the same load; the comparisons are the medians of the per-turn
+    ratios and differences. Client CPU is each process's ``process_time``
+    per call.
+    """
+    from demo.jobs import noop
+    from django.db import connection
+
+    from .core import as_in_production
+
+    flush = conn.execute("SHOW synchronous_commit").fetchone()[0]
+    section(
+        f"single enqueue in turns: {turns} turns of {count} calls a side,"
+        f" one transaction each, synchronous_commit {flush}"
+    )
+    peer_proc = subprocess.Popen(
+        [PYTHON, str(SCRIPT), "singles"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert peer_proc.stdin is not None and peer_proc.stdout is not None
+    stdin, stdout = peer_proc.stdin, peer_proc.stdout
+
+    def pgqueuer(count: int) -> dict[str, float]:
+        stdin.write(f"{count}\n")
+        stdin.flush()
+        return _last_json(stdout.readline())
+
+    def bare_django() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(BARE_INSERT)
+
+    try:
+        if not _last_json(stdout.readline()).get("ready"):
+            raise RuntimeError("pgqueuer's single enqueue process did not start")
+        with as_in_production():
+            connection.ensure_connection()
+            raw = connection.connection
+            raw.execute(
+                "CREATE TABLE IF NOT EXISTS bench_bare (id bigserial PRIMARY KEY, payload jsonb)"
+            )
+            sides: dict[str, Callable[[int], dict[str, float]]] = {
+                "workhorse noop.enqueue()": lambda n: _calls(noop.enqueue, n),
+                "pgqueuer Queries.enqueue": pgqueuer,
+                "bare one-row INSERT, Django cursor": lambda n: _calls(bare_django, n),
+                "bare one-row INSERT, psycopg connection": lambda n: _calls(
+                    lambda: raw.execute(BARE_INSERT), n
+                ),
+            }
+            _calls(noop.enqueue, 50)  # warm up: plans made, pages in memory
+            results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+            for turn in range(turns):
+                for name in list(sides) if turn % 2 == 0 else reversed(sides):
+                    results[name].append(sides[name](count))
+            raw.execute("DROP TABLE bench_bare")
+    finally:
+        stdin.close()
+        peer_proc.wait(60)
+    common_reset(conn)
+    for name, runs in results.items():
+        report(
+            name,
+            median([r["rate"] for r in runs]),
+            "jobs/s",
+            f"client CPU {median([r['cpu_us'] for r in runs]):.1f} us/call",
+        )
+    ours, theirs = results["workhorse noop.enqueue()"], results["pgqueuer Queries.enqueue"]
+    ratios = [a["rate"] / b["rate"] for a, b in zip(ours, theirs, strict=True)]
+    print(f"  workhorse / pgqueuer, jobs/s per turn: {_spread(ratios)} (target >= 1.0)")
+    for bare in ("bare one-row INSERT, Django cursor", "bare one-row INSERT, psycopg connection"):
+        extra = [a["cpu_us"] - b["cpu_us"] for a, b in zip(ours, results[bare], strict=True)]
+        print(
+            f"  workhorse client CPU over the {bare[len('bare one-row INSERT, ') :]} INSERT,"
+            f" us/call per turn: {_spread(extra, 1)} (target <= 60)",
+            flush=True,
+        )
+
+
 def enqueues(conn: psycopg.Connection, env: dict[str, str], turns: int = 5) -> None:
     """Single and bulk enqueue, ours (public API) and pgqueuer's, in turns.
 
@@ -316,11 +428,19 @@ def enqueues(conn: psycopg.Connection, env: dict[str, str], turns: int = 5) -> N
         )
 
 
-def run(conn: psycopg.Connection, url: str, enqueue_only: bool = False) -> None:
+def run(
+    conn: psycopg.Connection,
+    url: str,
+    enqueue_only: bool = False,
+    single_only: bool = False,
+    single_turns: int = SINGLE_TURNS,
+) -> None:
     """Print pgqueuer's drain rates and pickup latency, in the format of our own lines.
 
     ``conn`` (autocommit, on our benchmark database) only creates pgqueuer's
     database; ``url`` is our benchmark database's URL, whose server it shares.
+    ``enqueue_only`` stops after the enqueue comparisons, ``single_only``
+    after the single enqueue in turns (``single_turns`` of them).
     """
     started = time.monotonic()
     ensure_venv()
@@ -332,6 +452,9 @@ def run(conn: psycopg.Connection, url: str, enqueue_only: bool = False) -> None:
         f"peer: pgqueuer {info['version']} ({VENV.name}, not a dependency;"
         f" database {PEER_DB}, durability {info['durability']})"
     )
+    single_in_turns(conn, env, turns=single_turns)
+    if single_only:
+        return
     enqueues(conn, env)
     if enqueue_only:
         return

@@ -62,7 +62,12 @@ from .limits import (
     shown,
     whole_problem,
 )
-from .payloads import checked_payload, encode_payload_array, encode_payloads
+from .payloads import (
+    checked_payload,
+    encode_one_payload_array,
+    encode_payload_array,
+    encode_payloads,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -258,7 +263,19 @@ class _Enqueuer(Generic[P, R]):
         stored as the keyword arguments of the handler: positional ones are
         named after the parameters they fill.
         """
-        return self.enqueue_many([self.definition.payload_of(args, kwargs)])[0]
+        definition = self.definition
+        payload = definition.payload_of(args, kwargs) if args else kwargs
+        options, row, using = self._call_options()
+        if row is None:
+            return self._enqueue_dependents([payload], options)[0]
+        # enqueue_many of one payload, without the list: this is every
+        # enqueue() (docs/decisions.md, "The single enqueue's own cost").
+        definition.check_payload(payload)
+        payload_json = encode_one_payload_array(row.name, checked_payload(row.name, payload))
+        trace_json = tracing.current_context_json()
+        if trace_json is not None:
+            row = replace(row, trace_json=trace_json)
+        return self._write(row, payload_json, using)[0]
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """``enqueue`` for async code, in the transaction of Django's sync thread."""
@@ -277,9 +294,16 @@ class _Enqueuer(Generic[P, R]):
         if not checked:
             return []
         payloads_json = encode_payload_array(row.name, checked)
-        trace_context = tracing.current_context()
-        if trace_context is not None:
-            row = replace(row, trace_json=json.dumps(trace_context))
+        trace_json = tracing.current_context_json()
+        if trace_json is not None:
+            row = replace(row, trace_json=trace_json)
+        return self._write(row, payloads_json, using)
+
+    def _write(
+        self, row: store.JobOptionsRow, payloads_json: str, using: str
+    ) -> list[JobHandle[R]]:
+        """Write the jobs of ``payloads_json`` (no prerequisites) in the
+        caller's transaction on ``using``; a handle each, in order."""
         try:
             with connections[using].cursor() as cursor:
                 results = store.enqueue_batch(cursor, row, payloads_json)

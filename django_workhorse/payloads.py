@@ -221,6 +221,18 @@ def encode_payload_array(job_name: str, payloads: list[dict[str, Any]]) -> str:
     return text
 
 
+def encode_one_payload_array(job_name: str, payload: dict[str, Any]) -> str:
+    """``encode_payload_array`` of one payload ``checked_payload`` passed: what
+    every ``enqueue()`` sends. An empty payload (a job without arguments) is
+    not encoded at all."""
+    if not payload:
+        return "[{}]"
+    text = _ENCODER.encode(payload)
+    if len(text) > PAYLOAD_MAX_BYTES:
+        _refuse_size(job_name, len(text), 0, 1)
+    return "[" + text + "]"
+
+
 def result_problem(value: Any) -> str | None:
     """Why a handler's return value cannot be stored, or None: what
     ``encode_result`` refuses, found without encoding (the Django Tasks

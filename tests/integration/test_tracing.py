@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from django.db import connection
-from opentelemetry import trace
+from opentelemetry import baggage, context, trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -140,6 +140,16 @@ def test_enqueue_outside_a_span_stores_none():
     handle = ok.enqueue()
 
     assert Job.objects.get(id=handle.id).trace_context is None
+
+
+def test_enqueue_outside_a_span_stores_the_current_baggage():
+    token = context.attach(baggage.set_baggage("tenant", "acme"))
+    try:
+        handle = ok.enqueue()
+    finally:
+        context.detach(token)
+
+    assert Job.objects.get(id=handle.id).trace_context == {"baggage": "tenant=acme"}
 
 
 def test_parent_makes_the_run_a_child_of_the_producer_with_the_job_attributes(exporter):

@@ -12,7 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from django_workhorse import InvalidPayloadError
-from django_workhorse.payloads import encode_payload, encode_result
+from django_workhorse.limits import PAYLOAD_MAX_BYTES
+from django_workhorse.payloads import (
+    encode_one_payload_array,
+    encode_payload,
+    encode_payload_array,
+    encode_result,
+)
 
 # jsonb stores any text but NUL and lone surrogates (refused, see the tests below).
 JSONB_TEXT = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
@@ -128,3 +134,28 @@ def test_a_string_postgresql_jsonb_cannot_store_is_refused(value):
         encode_payload("demo.jobs.add", {"value": value})
     with pytest.raises(InvalidPayloadError):
         encode_result({"value": value})
+
+
+@settings(
+    max_examples=50, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(st.dictionaries(st.text(JSONB_TEXT, max_size=8), json_values, max_size=5))
+def test_one_payload_is_sent_as_a_list_of_it_would_be(payload):
+    one = encode_one_payload_array("demo.jobs.add", payload)
+
+    assert one == encode_payload_array("demo.jobs.add", [payload])
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at-the-limit", "one-byte-over"])
+def test_one_payload_meets_the_size_limit_of_a_list_of_it(extra):
+    payload = {"a": "x" * (PAYLOAD_MAX_BYTES - len('{"a":""}') + extra)}
+
+    def outcome(encode):
+        try:
+            return encode()
+        except InvalidPayloadError as exc:
+            return str(exc)
+
+    one = outcome(lambda: encode_one_payload_array("demo.jobs.add", payload))
+    assert one == outcome(lambda: encode_payload_array("demo.jobs.add", [payload]))
+    assert ("limit of" in one) == bool(extra)
