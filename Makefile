@@ -19,6 +19,8 @@ STAMP := $(VENV)/.installed
 WITH_DB := $(PY) scripts/with_database.py --
 
 PYTEST_ARGS ?=
+# Every run ends with its slowest tests, so that the suite's time stays in view.
+DURATIONS := --durations=15 --durations-min=1
 # Test processes (pytest-xdist), each on its own test database. Most tests
 # wait on real worker processes, so two share this 2-core machine well
 # (7:44 -> 4:32 for the main line). PYTEST_WORKERS=0 runs in one process.
@@ -102,12 +104,12 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 test: $(VENV) browser-for-tests pgbouncer-for-tests
-	status=0; $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || status=$$?; \
+	status=0; $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(DURATIONS) $(PYTEST_ARGS) || status=$$?; \
 	if [ -z "$(strip $(PYTEST_ARGS))" ]; then $(MAKE) --no-print-directory test-pgbouncer || status=1; fi; \
 	exit $$status
 
 test-pgbouncer: $(VENV) pgbouncer-for-tests
-	WORKHORSE_TEST_PGBOUNCER=1 $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(PGBOUNCER_TESTS)
+	WORKHORSE_TEST_PGBOUNCER=1 $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(DURATIONS) $(PGBOUNCER_TESTS)
 
 $(VENV_LTS): $(STAMP_LTS)
 
@@ -123,7 +125,7 @@ $(STAMP_LTS): pyproject.toml constraints-django52.txt
 	@touch $@
 
 test-lts: $(VENV) $(VENV_LTS)
-	$(WITH_DB) $(PY_LTS) -m pytest -n $(PYTEST_WORKERS) $(LTS_TESTS) $(PYTEST_ARGS)
+	$(WITH_DB) $(PY_LTS) -m pytest -n $(PYTEST_WORKERS) $(DURATIONS) $(LTS_TESTS) $(PYTEST_ARGS)
 
 # make test runs the chaos test with 6 actions; this runs it with many more.
 SOAK_ROUNDS ?= 200
