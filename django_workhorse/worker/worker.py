@@ -767,9 +767,9 @@ class Worker:
         stopped = self.ledger.unproven(before)
         if not stopped:
             return
-        seconds = time.monotonic() - before + self.settings.lock_duration
+        seconds = time.monotonic() - before
         logger.error(
-            "workhorse: this worker could not prove it is alive for %.1f s (LOCK_DURATION "
+            "workhorse: this worker could not prove it is alive for over %.1f s (LOCK_DURATION "
             "is %g s): neither its liveness pulse nor a renewal reached the database. It "
             "stopped %s run(s) so that no job has two live owners; their jobs return to "
             "ready once it reaches the database again, or by stall recovery",
