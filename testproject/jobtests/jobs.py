@@ -315,6 +315,29 @@ def broken_retry_delay() -> None:
     raise PlannedFailure("fails every attempt")
 
 
+@workhorse.job(queue="jobtests.liveness", max_attempts=3)
+def watches_its_lease(marks: str, seconds: float = 6) -> None:
+    """Works in small steps for ``seconds``, asking between steps whether its
+    run still holds the job; writes ``<marks>/<pid>.started``, and
+    ``<pid>.stopped`` or ``<pid>.done``, each holding the time, to files (a
+    worker cut off from the database can still write those)."""
+    ctx = workhorse.current_job()
+    mark = os.path.join(marks, str(os.getpid()))
+    with open(mark + ".started", "w") as f:
+        f.write(repr(time.time()))
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end:
+            ctx.raise_if_cancelled()
+            time.sleep(0.01)
+    except BaseException:
+        with open(mark + ".stopped", "w") as f:
+            f.write(repr(time.time()))
+        raise
+    with open(mark + ".done", "w") as f:
+        f.write(repr(time.time()))
+
+
 # Jobs with checkpoints and sleeps, and handlers that misbehave.
 from . import durable_jobs, fates, poison_jobs  # noqa: E402, F401
 
