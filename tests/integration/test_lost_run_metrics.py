@@ -4,6 +4,8 @@ the database therefore refused, is counted as lost, not as succeeded."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db import connection
 from prometheus_client import REGISTRY
@@ -23,7 +25,8 @@ STOLEN: list[int] = []
 @workhorse.job(name=NAME, queue=QUEUE)
 def stolen() -> str:
     """Its first run loses its lease (as to a worker that froze past it):
-    the lease is expired and recovered from under it."""
+    the lease is expired, the worker's liveness proof ended with its LISTEN
+    session (docs/worker.md#liveness), and the job recovered from under it."""
     ctx = workhorse.current_job()
     if ctx.job_id not in STOLEN:
         STOLEN.append(ctx.job_id)
@@ -33,6 +36,16 @@ def stolen() -> str:
                 " WHERE job_id = %s",
                 [ctx.job_id],
             )
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database()"
+                " AND application_name LIKE 'workhorse-listener %%'"
+            )
+            for _ in range(500):  # the ended session leaves pg_stat_activity soon after
+                cursor.execute("SELECT cardinality(workhorse_live_workers_v1())")
+                if cursor.fetchone()[0] == 0:
+                    break
+                time.sleep(0.01)
             cursor.execute("SELECT count(*) FROM workhorse_recover_stalled_v1(10)")
     return "done"
 

@@ -30,11 +30,12 @@ def test_a_claim_that_waited_longer_than_the_period_still_counts_against_the_nex
         add.options(queue=QUEUE).enqueue(a=i, b=1)
     Admin().set_queue_limits(QUEUE, rate=3, period=1)
     with connect() as holder, connect() as waiter, connect() as later:
-        # Another transaction holds the queue's row, as a claim in progress
-        # does: the waiter's claim starts now and gets the lock only after
-        # more than the period.
+        # A migration-strength lock on the queue table: the waiter's claim
+        # starts now and gets the queue's row only after more than the
+        # period. (A row lock alone no longer makes a claim wait: it skips
+        # the queue, test_a_claim_skips_a_limited_queue_whose_row_is_held.)
         holder.execute("BEGIN")
-        holder.execute("SELECT 1 FROM workhorse_queue WHERE name = %s FOR UPDATE", [QUEUE])
+        holder.execute("LOCK TABLE workhorse_queue IN EXCLUSIVE MODE")
         claimed: list[int] = []
         claiming = threading.Thread(
             target=lambda: claimed.append(
@@ -58,3 +59,18 @@ def _waits_for_a_lock(observer: psycopg.Connection, waiting: psycopg.Connection)
         "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [waiting.info.backend_pid]
     ).fetchone()
     return row is not None and row[0] == "Lock"
+
+
+def test_a_claim_skips_a_limited_queue_whose_row_is_held_and_takes_the_others():
+    for i in range(3):
+        add.options(queue=QUEUE).enqueue(a=i, b=1)
+        add.options(queue=QUEUE + "-free").enqueue(a=i, b=1)
+    Admin().set_queue_limits(QUEUE, rate=100, period=1)
+    with connect() as holder, connect() as claimer:
+        holder.execute("BEGIN")
+        holder.execute("SELECT 1 FROM workhorse_queue WHERE name = %s FOR UPDATE", [QUEUE])
+        claimed = store.claim_many(claimer.cursor(), "c", [QUEUE, QUEUE + "-free"], [5, 5], 30)
+        assert sorted(c.queue for c in claimed) == [QUEUE + "-free"] * 3
+        holder.execute("COMMIT")
+        claimed = store.claim_many(claimer.cursor(), "c", [QUEUE], [5], 30)
+        assert [c.queue for c in claimed] == [QUEUE] * 3

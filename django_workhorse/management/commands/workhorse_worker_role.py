@@ -32,6 +32,7 @@ SEQUENCES = (
     "workhorse_attempt_history_id_seq",
     # A retried job's new life draws its fence floor here (workhorse_retry_v1).
     "workhorse_job_life_seq",
+    "workhorse_bulk_action_id_seq",
 )
 
 
