@@ -154,6 +154,13 @@ def test_a_run_is_stored_the_same_under_run_jobs_as_under_runworker(
         "--queues", f"{QUEUE},{TASK_QUEUE}", settings=HOOKS, env={spans.ENV: spans_file}
     )
     wait_until(lambda: ended(in_worker), timeout=60, what=f"job {in_worker} ended")
+    # An abandoned handler (past its timeout) ends its span when it returns.
+    opened = len(under_run_jobs["spans"])
+    wait_until(
+        lambda: len(spans.read(spans_file, in_worker)) >= opened,
+        timeout=30,
+        what=f"the spans of job {in_worker} ended",
+    )
     assert worker.stop() == 0, worker.stderr  # its hook calls are made by then
     under_runworker = stored(in_worker, spans_file)
 
