@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
@@ -54,6 +55,7 @@ from .payloads import encode_result
 
 if TYPE_CHECKING:
     from .admin_api import JobSnapshot
+    from .outcomes import Recorded
 
 T = TypeVar("T")
 
@@ -95,6 +97,11 @@ class JobContext:
     # recorded (the Tasks backend's task_finished), in the instance's dict
     # under "_after_recorded": set before the handler returns, taken once by
     # whoever records the end. Not a field, as above.
+    _recorded: ClassVar[Recorded | None] = None
+    # What the database recorded for this run, kept for that call when the
+    # end was written while the handler still ran (a timeout, an acked
+    # cancel) or a call waits for it; set by the run's writer
+    # (worker/report.py) before it tells the worker the write landed.
 
     @property
     def cancel_requested(self) -> bool:
@@ -118,16 +125,27 @@ class JobContext:
         canceled) without waiting for the handler; a plain attribute write."""
         object.__setattr__(self, "_ended_with", error)
 
-    def _call_when_recorded(self, call: Callable[[], object]) -> None:
+    def _call_when_recorded(self, call: Callable[[Recorded | None], object]) -> None:
         """Have ``call`` made after the run's end is written to the database
         (by a worker on its hook thread, by ``run_jobs`` in its own thread),
-        never before: what it reads back is what was recorded."""
+        never before, with what was recorded (None: this run recorded
+        nothing, its job is another run's now)."""
         object.__setattr__(self, "_after_recorded", call)
 
-    def _take_after_recorded(self) -> Callable[[], object] | None:
-        """The call set by ``_call_when_recorded``, once: a dict pop, atomic,
-        so of two threads that record the run's end only one gets it."""
-        return cast("Callable[[], object] | None", self.__dict__.pop("_after_recorded", None))
+    def _note_recorded(self, recorded: Recorded | None) -> None:
+        """Keep what the database recorded for this run, for the call above."""
+        object.__setattr__(self, "_recorded", recorded)
+
+    def _take_after_recorded(self, unnoted: Recorded | None) -> Callable[[], object] | None:
+        """The call set by ``_call_when_recorded``, bound to what was
+        recorded (``unnoted`` when ``_note_recorded`` was not called), once:
+        a dict pop, atomic, so of two threads that record the run's end only
+        one gets it."""
+        call = self.__dict__.pop("_after_recorded", None)
+        if call is None:
+            return None
+        recorded = self.__dict__.get("_recorded", unnoted)
+        return functools.partial(call, recorded)
 
     def _awaits_recorded(self) -> bool:
         """Whether a call is waiting for the run's end to be recorded."""

@@ -6,7 +6,9 @@ runs and ends: it returns, raises, times out, is canceled or goes to sleep.
 This module holds what both ``runworker`` and ``run_jobs``
 (``django_workhorse.testing``) decide about those ends: the admission checks
 and their messages, the error envelope stored for a failed attempt, how an
-attempt closes and whether (and when) it is retried. Each runner calls it
+attempt closes and whether (and when) it is retried, and the shape of what the
+database recorded (``Recorded``). The steps that use them are the worker's
+executor (``worker/executor.py``), run by both runners. Each runner calls it
 and writes the result through the same SQL functions, so a job ends the same
 way under both. Nothing here talks to the database or imports a runner.
 """
@@ -17,7 +19,8 @@ import json
 import logging
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .discovery import unknown_job_message
 from .exceptions import (
@@ -135,14 +138,32 @@ def timeout_error(timeout: float | None, *, abandoned: bool) -> JobTimeout:
     return JobTimeout(message)
 
 
-def closing_kind(exc: BaseException, *, timed_out: bool = False) -> str:
-    """How a failed attempt closes: canceled for a ``JobCancelled``, timed
-    out past its timeout, failed otherwise (``AttemptOutcome``)."""
-    if isinstance(exc, JobCancelled):
-        return AttemptOutcome.CANCELED.value
-    if timed_out:
-        return AttemptOutcome.TIMED_OUT.value
-    return AttemptOutcome.FAILED.value
+class Recorded(NamedTuple):
+    """What the database recorded for a run's end, as its writer read it
+    back from the SQL function that wrote it: what a run's after-recorded
+    call (the Tasks backend's ``task_finished``) and the hooks report,
+    never a guess made before the write."""
+
+    outcome: str
+    """The attempt's outcome as written (``AttemptOutcome``): succeeded,
+    failed, timed_out, canceled or slept."""
+    will_retry: bool = False
+    """A failure whose job goes back to the queue for another attempt."""
+    run_at: datetime | None = None
+    """When the job runs again (a retry, a wake-up), if it does."""
+    retry_in: float | None = None
+    """Seconds from the write to ``run_at`` (a retry)."""
+    reason: str | None = None
+    """The operator's reason of a cancel."""
+    error: BaseException | None = None
+    """The exception the failed attempt was recorded with."""
+
+    @property
+    def ended(self) -> bool:
+        """The job is finished: succeeded, or failed or canceled for good."""
+        return self.outcome == AttemptOutcome.SUCCEEDED or (
+            self.outcome != AttemptOutcome.SLEPT and not self.will_retry
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ functions directly. docs/testing.md has examples.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
+import functools
 import json
 import logging
 import os
@@ -24,27 +24,24 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import async_to_sync
 from django.db import connections, transaction
 
-from . import outcomes, registry, store
-from .conf import get_settings
-from .context import (
-    JobContext,
-    LeaseLost,
-    SleepRequested,
-    claimed_context,
-    reset_current,
-    set_current,
-)
+from . import registry, store
+from .conf import get_settings, import_callable
+from .context import JobContext, LeaseLost, SleepRequested, claimed_context, set_current
 from .definitions import JobDefinition
-from .exceptions import InvalidPayloadError, JobCancelled, UnknownJobError
+from .exceptions import JobCancelled, UnknownJobError
 from .handles import JobHandle
 from .limits import queue_name_problem
-from .payloads import encode_result
+from .outcomes import Recorded
 from .servable import unknown_queues_note
+from .worker import executor, instruments
+from .worker.cancels import stored_reason
+from .worker.executor import Finished, Running
+from .worker.report import WRITTEN_SUCCESS, InlineCalls, Reporter, recorded_failure
 
 logger = logging.getLogger("django_workhorse.testing")
 
@@ -178,6 +175,7 @@ def run_jobs(
     _check_names(wanted)
     report = RunReport()
     worker_id = f"testing:{os.getpid()}"
+    runner = _Runner(worker_id, alias)
     connection = connections[alias]
     while True:
         # Asked again each round: the jobs just run may have enqueued jobs
@@ -198,7 +196,7 @@ def run_jobs(
                     f"run_jobs ran {limit} jobs and more are due (next: {job.name} #{job.job_id});"
                     " a job that enqueues itself? raise run_jobs(limit=...) if this is expected"
                 )
-            run = _run_one(job, worker_id, alias)
+            run = runner.run(job)
             report.runs.append(run)
             if raise_errors and run.error is not None:
                 _release(runnable[index + 1 :], worker_id, alias)
@@ -236,45 +234,10 @@ def _release(jobs: list[store.ClaimedJob], worker_id: str, alias: str) -> None:
             store.release_many(cursor, worker_id, [j.job_id for j in jobs], [j.fence for j in jobs])
 
 
-def _call(definition: JobDefinition[..., Any], job: store.ClaimedJob, alias: str) -> Any:
-    """The handler's return value; inside a test's transaction, under a
-    savepoint, so that a failing handler leaves the test's transaction usable.
-
-    A run that ends in a durable sleep is not a failure: its savepoint is
-    kept, and with it what the handler wrote before the sleep, as a worker
-    keeps the writes a handler commits before it sleeps.
-
-    The handler runs in a copy of the test's ``contextvars``, as a worker's
-    run does: what it sets there stays out of the next run and the test. An
-    async handler runs under its job's timeout, cancelled at the deadline as
-    a worker cancels it."""
-    payload = job.payload
-
-    def call() -> Any:
-        if definition.is_async:
-            return contextvars.copy_context().run(async_to_sync(_under_timeout), definition, job)
-        return contextvars.copy_context().run(definition.func, **payload)
-
-    if not connections[alias].in_atomic_block:
-        return call()
-    sleep: SleepRequested | None = None
-    with transaction.atomic(using=alias):
-        try:
-            return call()
-        except SleepRequested as request:
-            sleep = request
-    raise sleep
-
-
-async def _under_timeout(definition: JobDefinition[..., Any], job: store.ClaimedJob) -> Any:
-    async with asyncio.timeout(job.timeout):
-        return await definition.func(**job.payload)
-
-
 def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
     """Write again the stages a failed run recorded: the savepoint its
-    handler ran under (see ``_call``) was rolled back with them, where a
-    worker's checkpoints, written on a connection of their own, stay."""
+    handler ran under (see ``_Runner._execute``) was rolled back with them,
+    where a worker's checkpoints, written on a connection of their own, stay."""
     journal, run = context._journal, context._run
     if journal is None or run is None:
         return
@@ -282,148 +245,166 @@ def _rewrite_checkpoints(cursor: Any, context: JobContext) -> None:
         store.write_checkpoint(cursor, context.job_id, run.owner, run.fence, name, encoded)
 
 
-def _run_one(job: store.ClaimedJob, worker_id: str, alias: str) -> JobRun:
-    """Run one claimed job and record how it ended, as a worker records it:
-    the admission checks, the stored error and the retry decision are the
-    worker's own (``outcomes.py``); only the running differs (in this
-    thread, under a savepoint in a ``db`` test). What the run asked to be
-    called once its end is recorded (the Tasks backend's ``task_finished``)
-    is called then, here."""
-    context = claimed_context(
-        job, worker_id=worker_id, using=alias, owner=worker_id, cursor=connections[alias].cursor
-    )
-    try:
-        run = _run_and_record(job, context, worker_id, alias)
-    except LeaseLost:
-        _after_recorded(context)  # as a worker does: the run recorded nothing
-        raise
-    _after_recorded(context)
-    return run
+class _Runner:
+    """What ``run_jobs`` runs its jobs with: the worker's executor and
+    reporter (``django_workhorse.worker.executor`` and ``.report``), with the
+    hooks called in the test's thread (``InlineCalls``) and a span per run
+    when a tracer provider is set, as a worker does."""
 
+    def __init__(self, worker_id: str, alias: str) -> None:
+        settings = get_settings()
+        self.worker_id = worker_id
+        self.alias = alias
+        self.reporter = Reporter(
+            InlineCalls(),
+            import_callable(settings.on_job_failure) if settings.on_job_failure else None,
+            import_callable(settings.on_job_canceled) if settings.on_job_canceled else None,
+        )
+        self.instruments = instruments.ACTIVE or instruments.tracing_only(settings, worker_id)
 
-def _after_recorded(context: JobContext) -> None:
-    after = context._take_after_recorded()
-    if after is not None:
-        after()
+    def run(self, job: store.ClaimedJob) -> JobRun:
+        """Run one claimed job and record how it ended, as a worker does:
+        the same executor (admission, handler call, timeout, closing) and
+        report (log lines, hooks, the after-recorded call); only the
+        running differs (in this thread, under a savepoint in a ``db``
+        test) and the writing (one run at a time)."""
+        alias = self.alias
+        context = claimed_context(
+            job,
+            worker_id=self.worker_id,
+            using=alias,
+            owner=self.worker_id,
+            cursor=connections[alias].cursor,
+        )
+        now = time.monotonic()
+        deadline = now + job.timeout if job.timeout else None
+        definition = registry.all_jobs().get(job.name)
+        running = Running(job, definition, context, now, self.worker_id, deadline)
+        finished = executor.admit(running, "run_jobs") or self._execute(running)
+        if type(finished.error) is LeaseLost:
+            # The run no longer holds its job: nothing of it can be written.
+            self.reporter.after_recorded(running, written=False)
+            raise finished.error
+        closing = executor.close(finished)
+        with connections[alias].cursor() as cursor:
+            if closing.failed and connections[alias].in_atomic_block:
+                _rewrite_checkpoints(cursor, context)
+            recorded = self._write(cursor, closing)
+        if recorded is not WRITTEN_SUCCESS:
+            self.reporter.report(closing, recorded)
+        self.reporter.after_recorded(running, written=True)
+        return _job_run(closing, recorded)
 
+    def _execute(self, running: Running) -> Finished:
+        """The run's end, its handler called under a savepoint inside a
+        test's transaction, so that a failing handler leaves that
+        transaction usable. A run that ends in a durable sleep keeps its
+        savepoint, and what the handler wrote before the sleep, as a worker
+        keeps the writes a handler commits before it sleeps.
 
-def _run_and_record(
-    job: store.ClaimedJob, context: JobContext, worker_id: str, alias: str
-) -> JobRun:
-    definition = registry.all_jobs().get(job.name)
-    sleep: SleepRequested | None = None
-    error: BaseException | None = None
-    value: Any = None
-    encoded = ""
-    retryable = True
-    timed_out = False
-    refusal = outcomes.admit(job, definition, "run_jobs")
-    if refusal is not None:
-        error, retryable = refusal.error, refusal.retryable
-    else:
-        assert definition is not None, "admit refuses a job without a handler"
+        A sync handler cannot be stopped at its deadline (a worker abandons
+        its thread; this one is the test's): its context is marked timed out
+        at the deadline, as a worker marks it, and once the handler returns
+        its attempt closes timed out. An async one is cancelled at the
+        deadline, as under a worker."""
+        assert running.definition is not None, "admit refuses a job without a handler"
+        timer = None
+        if running.job.timeout and not running.definition.is_async:
+            timer = threading.Timer(running.job.timeout, executor.mark_timeout, (running,))
+            timer.daemon = True
+            timer.start()
         try:
-            value = _run_handler(definition, job, context, alias)
-        except SleepRequested as request:
-            sleep = request
-        except LeaseLost:
-            raise  # the run no longer holds its job: nothing of it can be written
-        except _TimedOut as timeout:
-            error, timed_out = timeout.error, True
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt too, as a worker
-            error = exc
-        if error is None and sleep is None:
-            try:
-                encoded = encode_result(value)
-            except InvalidPayloadError as exc:
-                error, retryable = exc, False  # the same value would be refused again
-    with connections[alias].cursor() as cursor:
-        if error is not None and connections[alias].in_atomic_block:
-            _rewrite_checkpoints(cursor, context)
-        if sleep is not None:
-            ((_, _, _, canceled),) = store.sleep_many(
+            if not connections[self.alias].in_atomic_block:
+                finished = self._call(running)
+            else:
+                with transaction.atomic(using=self.alias):
+                    finished = self._call(running)
+                    if not finished.ok and type(finished.error) is not SleepRequested:
+                        transaction.set_rollback(True, using=self.alias)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if type(finished.error) is not LeaseLost and executor.past_deadline(running):
+            finished = executor.timed_out(running, abandoned=False)
+        return finished
+
+    def _call(self, running: Running) -> Finished:
+        """``executor.execute`` or ``aexecute``, in a copy of the test's
+        ``contextvars``, as a worker's run gets its own."""
+        assert running.definition is not None, "admit refuses a job without a handler"
+        if running.definition.is_async:
+            return contextvars.copy_context().run(async_to_sync(self._aexecute), running)
+        return contextvars.copy_context().run(
+            functools.partial(
+                executor.execute,
+                running,
+                idle=False,
+                own_connections=False,
+                active=self.instruments,
+            )
+        )
+
+    async def _aexecute(self, running: Running) -> Finished:
+        set_current(running.context)
+        return await executor.aexecute(running, own_connections=False, active=self.instruments)
+
+    def _write(self, cursor: Any, closing: executor.Closing) -> Recorded | None:
+        """Write one closing, as the worker's writer writes a batch of one:
+        what the database recorded, or None when the fence refused it."""
+        owner, job = self.worker_id, closing.running.job
+        if closing.outcome == executor.SUCCEEDED:
+            ((_, ok),) = store.succeed_many(
+                cursor, owner, [job.job_id], [job.fence], [closing.encoded]
+            )
+            return WRITTEN_SUCCESS if ok else None
+        if closing.outcome == executor.SLEPT:
+            request = cast(SleepRequested, closing.item.error)
+            ((_, ok, run_at, canceled),) = store.sleep_many(
                 cursor,
-                worker_id,
+                owner,
                 [job.job_id],
                 [job.fence],
-                [sleep.name],
-                [sleep.wake_at],
-                [sleep.delay],
+                [request.name],
+                [request.wake_at],
+                [request.delay],
             )
+            if not ok:
+                return None
             if canceled:  # its cancel was requested: it ended canceled instead
-                error = JobCancelled(f"job {job.job_id} was canceled as it went to sleep")
-                return JobRun(job.job_id, job.name, job.queue, job.attempt, False, error=error)
-            return JobRun(job.job_id, job.name, job.queue, job.attempt, False, slept=True)
-        if error is None:
-            store.succeed_many(cursor, worker_id, [job.job_id], [job.fence], [encoded])
-            return JobRun(job.job_id, job.name, job.queue, job.attempt, True, value=value)
-        kind = outcomes.closing_kind(error, timed_out=timed_out)
-        retry = outcomes.retry_decision(
-            definition, error, job.attempt, kind=kind, retryable=retryable
-        )
+                return Recorded(executor.CANCELED, reason=stored_reason(cursor, job.job_id))
+            return Recorded(executor.SLEPT, run_at=run_at)
         (result,) = store.fail_many(
             cursor,
-            worker_id,
+            owner,
             [job.job_id],
             [job.fence],
-            [outcomes.error_json(error)],
-            [kind],
-            [retry.retryable],
-            [retry.delay],
+            [closing.error_json()],
+            [closing.outcome],
+            [closing.retryable],
+            [closing.delay],
         )
+        return recorded_failure(closing, result) if result.ok else None
+
+
+def _job_run(closing: executor.Closing, recorded: Recorded | None) -> JobRun:
+    """The ``JobRun`` of a run that closed as ``closing`` and recorded ``recorded``."""
+    job = closing.running.job
+    if closing.outcome == executor.SUCCEEDED and recorded is not None:
+        return JobRun(job.job_id, job.name, job.queue, job.attempt, True, closing.item.value)
+    if closing.outcome == executor.SLEPT:
+        if recorded is not None and recorded.outcome == executor.CANCELED:
+            error = JobCancelled(f"job {job.job_id} was canceled as it went to sleep")
+            return JobRun(job.job_id, job.name, job.queue, job.attempt, False, error=error)
+        return JobRun(job.job_id, job.name, job.queue, job.attempt, False, slept=True)
     return JobRun(
         job.job_id,
         job.name,
         job.queue,
         job.attempt,
         False,
-        error=error,
-        will_retry=result.will_retry,
+        error=closing.item.error,
+        will_retry=recorded is not None and recorded.will_retry,
     )
-
-
-class _TimedOut(Exception):
-    """A run that went past its job's timeout: its attempt closes timed out,
-    whatever the handler did afterwards, as under a worker."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def _run_handler(
-    definition: JobDefinition[..., Any], job: store.ClaimedJob, context: JobContext, alias: str
-) -> Any:
-    """The handler's return value, with ``context`` as the current job.
-
-    A sync handler cannot be stopped at its deadline (a worker abandons its
-    thread; this one is the test's): the run's context is marked ended at the
-    deadline, as a worker marks it, and once the handler returns its attempt
-    closes timed out. An async one is cancelled at the deadline."""
-    timeout = job.timeout
-    error = outcomes.timeout_error(timeout, abandoned=False)
-    timer = None
-    if timeout and not definition.is_async:
-        timer = threading.Timer(timeout, context._record_end, (error,))
-        timer.daemon = True
-        timer.start()
-    token = set_current(context)
-    started = time.monotonic()
-    try:
-        value = _call(definition, job, alias)
-    except BaseException as exc:
-        # Past the deadline the attempt timed out, however the handler ended
-        # (a cancelled async one raises TimeoutError here).
-        if timeout and time.monotonic() - started >= timeout and type(exc) is not LeaseLost:
-            raise _TimedOut(error) from exc
-        raise
-    finally:
-        reset_current(token)
-        if timer is not None:
-            timer.cancel()
-    if timeout and time.monotonic() - started > timeout:
-        raise _TimedOut(error)
-    return value
 
 
 _ABSENT = object()

@@ -1,4 +1,5 @@
-"""Canceled runs: the log line about each and the ``ON_JOB_CANCELED`` call.
+"""Canceled jobs: the ``ON_JOB_CANCELED`` call, and the jobs the stall
+recovery ended canceled. A run's own cancel is reported by ``report.py``.
 
 A run ends canceled when an operator's cancel reaches its worker (the
 ledger acks it at once), when its handler raises ``JobCancelled``, or when
@@ -14,24 +15,9 @@ from collections.abc import Callable
 from .. import store
 from ..hooks import JobCancel
 from ..store import Recovered
-from .execution import Running
 from .logs import job_extra
 
 logger = logging.getLogger("django_workhorse.worker")
-
-
-def log_canceled(running: Running, reason: str | None) -> None:
-    job = running.job
-    logger.info(
-        "job %s %s #%s canceled at attempt %s/%s%s",
-        job.name,
-        job.queue,
-        job.job_id,
-        job.attempt,
-        job.max_attempts,
-        f": {reason}" if reason else "",
-        extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
-    )
 
 
 def log_recovered_cancel(item: Recovered) -> None:
@@ -58,11 +44,6 @@ def call_cancel_hook(hook: Callable[[JobCancel], object] | None, canceled: JobCa
             canceled.job_id,
             extra=job_extra(canceled.job_id, canceled.queue, canceled.attempt, canceled.name),
         )
-
-
-def of_run(running: Running, reason: str | None) -> JobCancel:
-    job = running.job
-    return JobCancel(job.job_id, job.name, job.queue, job.attempt, job.max_attempts, reason)
 
 
 def of_recovered(item: Recovered, reason: str | None) -> JobCancel:

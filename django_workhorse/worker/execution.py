@@ -1,91 +1,31 @@
-"""Running handlers: a thread per sync slot, one event loop for async handlers.
+"""Where handlers run for a worker: a thread per sync slot, one event loop
+for async handlers.
 
-Each run reports back by calling ``done`` with a ``Finished`` item, on the
-thread (or loop) that ran it; the worker hands those to its writer thread.
-Nothing here touches the database (a handler's own ORM use aside, and the
-check of the async handlers' connections after one raised).
+The slots decide only where and when a run goes; calling its handler is
+``executor.execute`` / ``executor.aexecute``. Each run reports back by
+calling ``done`` with its ``Finished`` end, on the thread (or loop) that ran
+it; the worker hands those to its writer thread. Nothing here touches the
+database.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connections
-from django.db.transaction import TransactionManagementError
-from psycopg.pq import TransactionStatus
-
-from ..context import JobContext, reset_current, set_current
-from ..definitions import JobDefinition
+from ..context import set_current
 from ..exceptions import JobTimeout
-from ..outcomes import timeout_error
-from ..states import AttemptOutcome
-from ..store import ClaimedJob
-from . import instruments
+from .executor import Finished, Running, aexecute, execute
+
+__all__ = ["AsyncSlots", "Finished", "Running", "SyncSlots", "run_sync"]
 
 logger = logging.getLogger("django_workhorse.worker")
-
-
-@dataclass(eq=False)
-class Running:
-    """One claimed job while the worker owns it.
-
-    ``job``, ``definition``, ``context``, ``owner`` and ``deadline`` are set
-    before the run is published and never change. ``lease_lost``,
-    ``timed_out`` and ``canceled`` are changed only by the worker's
-    ``Ledger``, under its lock (see ``ledger.py``).
-    """
-
-    job: ClaimedJob
-    definition: JobDefinition[..., Any] | None
-    context: JobContext
-    started: float = field(default_factory=time.monotonic)
-    owner: str = ""
-    """The owner name the job was claimed under: every write of this run
-    presents it with the fence (see ``claims.py``)."""
-    deadline: float | None = None
-    renewed: float = 0.0
-    """When (monotonic, as sent) the last renewal that renewed this run's
-    lease set out; its lease runs at least ``LOCK_DURATION`` from then, or
-    from ``started`` (docs/worker.md#liveness)."""
-    lease_lost: bool = False
-    timed_out: bool = False
-    """The timeout fired and the attempt was recorded; the thread may still run."""
-    canceled: bool = False
-    """An operator's cancel was acked for this run; its handler may still run."""
-
-
-@dataclass(slots=True)
-class Finished:
-    """A handler's end: its return value, or the exception it raised.
-
-    Built once by whoever ends the run and never changed afterwards; the
-    writer builds a new one when it has to record something else.
-    """
-
-    running: Running
-    ok: bool
-    value: Any = None
-    error: BaseException | None = None
-    kind: str = AttemptOutcome.FAILED.value
-    """How the attempt closes if it failed: ``AttemptOutcome.FAILED``,
-    ``TIMED_OUT`` or ``CANCELED``."""
-    retryable: bool = True
-    """False when the failure must not be retried whatever the job's budget
-    (a payload or result that cannot be stored, a cancel)."""
-    abandoned: bool = False
-    """A timed-out or canceled run whose handler is still going: its slot
-    stays busy until it returns."""
 
 
 class SyncSlots:
@@ -183,97 +123,11 @@ class SyncSlots:
 
 
 def run_sync(running: Running, *, idle: bool = True) -> Finished:
-    """Run one sync handler with its job context set; never raises.
-
-    The run gets a copy of the thread's ``contextvars``, as an async run gets
-    its task's: what a handler binds there (a logging library's per-job
-    values, say) ends with its run instead of carrying into the next job of
-    the thread.
-
-    Django's connections of this thread are checked as around a request:
-    after every run, and before one when the thread was ``idle`` (a
-    connection may have outlived CONN_MAX_AGE or broken while it waited).
-    """
-    return contextvars.copy_context().run(_run_sync, running, idle)
-
-
-def _run_sync(running: Running, idle: bool) -> Finished:
-    token = set_current(running.context)
-    try:
-        if idle:
-            close_old_connections()
-        finished = Finished(running, True, instruments.call_handler(running))
-    except BaseException as exc:
-        finished = Finished(running, False, error=exc)
-    try:
-        left_open = end_run_on_connections()
-        if left_open and finished.ok:
-            error = TransactionManagementError(
-                f"the handler returned with a transaction open on database {left_open[0]!r} "
-                "(autocommit turned off without a commit, or an atomic block never exited); "
-                "what it wrote there was rolled back"
-            )
-            finished = Finished(running, False, error=error)
-        return finished
-    finally:
-        reset_current(token)
-
-
-def end_run_on_connections() -> list[str]:
-    """After a run, on this thread's Django connections: roll back what the
-    handler left open, then close those that are unusable or past
-    ``CONN_MAX_AGE`` (Django's ``close_old_connections``, in the same pass);
-    the aliases where the rollback undid writes.
-
-    A thread runs one job after another on the same Django connections. An
-    atomic block left open (entered by hand, never exited) would put every
-    later job of the thread inside it, and once Django closed the connection
-    they all failed with "connection already closed"; autocommit left off
-    would have its writes rolled back without a word. The blocks are exited
-    as an exception would exit them, and autocommit comes back on.
-    """
-    undone: list[str] = []
-    for conn in connections.all(initialized_only=True):
-        if conn.in_atomic_block or (conn.connection is not None and not conn.autocommit):
-            _end_open_transaction(conn, undone)
-        conn.close_if_unusable_or_obsolete()
-    return undone
-
-
-def _end_open_transaction(conn: Any, undone: list[str]) -> None:
-    """Exit the atomic blocks left open on ``conn`` and turn autocommit back
-    on; its alias goes in ``undone`` when that rolled back a transaction."""
-    try:
-        info = getattr(conn.connection, "info", None)
-        status = getattr(info, "transaction_status", TransactionStatus.IDLE)
-        if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
-            undone.append(conn.alias)
-        for block in reversed(list(conn.atomic_blocks)):
-            block.__exit__(TransactionManagementError, None, None)
-        if not conn.in_atomic_block and conn.connection is not None and not conn.autocommit:
-            conn.rollback()
-            conn.set_autocommit(True)
-    except Exception:
-        conn.close()  # the server rolls back what the connection held
-
-
-def close_broken_connections() -> None:
-    """Close this thread's Django connections that an error left unusable
-    (the server ended the session: a restart, a terminated backend), so that
-    the next query opens a new one; Django does it around a request.
-
-    Async handlers reach the ORM through ``sync_to_async``, all on one thread
-    and one connection per alias. Nothing else checks those connections: a
-    broken one stayed broken, and every later async job failed with "the
-    connection is closed". A connection inside a transaction is left alone,
-    since another async handler may have it open.
-    """
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is None or not conn.errors_occurred:
-            continue
-        in_transaction = conn.in_atomic_block or not conn.autocommit
-        if not in_transaction and not conn.is_usable():
-            conn.close()
+    """Run one sync handler (``executor.execute``) in a copy of the thread's
+    ``contextvars``, as an async run gets its task's: what a handler binds
+    there (a logging library's per-job values, say) ends with its run
+    instead of carrying into the next job of the thread."""
+    return contextvars.copy_context().run(execute, running, idle=idle)
 
 
 class AsyncSlots:
@@ -328,44 +182,7 @@ class AsyncSlots:
         self.loop.call_soon_threadsafe(start)
 
     async def _run(self, running: Running) -> None:
-        timeout = running.job.timeout
-        error = timeout_error(timeout, abandoned=False)
-        mark: asyncio.TimerHandle | None = None
-        when: float | None = None
-        value: Any = None
-        raised: BaseException | None = None
-        scope = asyncio.timeout(timeout)
-        try:
-            async with scope:
-                when = scope.when()
-                if when is not None:
-                    # Mark the run's context at the deadline, as the ledger does
-                    # for a sync run: this fires in the same loop turn as the
-                    # scope's own cancel, before the CancelledError reaches the
-                    # handler, so its span records the timeout, not a cancel.
-                    mark = self.loop.call_at(when, running.context._record_end, error)
-                value = await instruments.await_handler(running)
-        except BaseException as exc:
-            raised = exc
-        finally:
-            if mark is not None:
-                mark.cancel()
-        if scope.expired() or (when is not None and self.loop.time() >= when):
-            # The deadline passed: timed out, as marked, however the handler
-            # ended after its cancel (raised, swallowed it and returned, ...),
-            # or without a cancel: one that blocked the loop past its deadline
-            # and returned before the loop could fire the timeout.
-            finished = Finished(running, False, error=error, kind=AttemptOutcome.TIMED_OUT.value)
-        elif raised is None:
-            finished = Finished(running, True, value)
-        else:
-            finished = Finished(running, False, error=raised)
-        if raised is not None:
-            # What the handler raised may have come from a connection that
-            # broke under it: check them on the thread its ORM calls ran on.
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await sync_to_async(close_broken_connections)()
-        self._done(finished)
+        self._done(await aexecute(running))
 
     def _ended(self, running: Running, task: asyncio.Task[Any]) -> None:
         self._tasks.pop(running, None)

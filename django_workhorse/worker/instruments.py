@@ -30,16 +30,22 @@ logger = logging.getLogger("django_workhorse.worker")
 
 if TYPE_CHECKING:
     from ..definitions import JobDefinition
-    from .execution import Finished, Running
-    from .failures import Failure
+    from .executor import Closing, Running
 
 
 class Instruments:
     """The switched-on parts, and what the claim told about each job."""
 
-    def __init__(self, settings: WorkhorseSettings, worker_id: str, tracing_on: bool) -> None:
+    def __init__(
+        self,
+        settings: WorkhorseSettings,
+        worker_id: str,
+        tracing_on: bool,
+        *,
+        metrics_on: bool | None = None,
+    ) -> None:
         self.tracing = tracing.RunSpans(settings, worker_id) if tracing_on else None
-        self.metrics_on = metrics.enabled()
+        self.metrics_on = metrics.enabled() if metrics_on is None else metrics_on
         self._timed: queue.SimpleQueue[tuple[str, str, float]] = queue.SimpleQueue()
         """Runs timed by their threads and not yet observed: the writer
         observes them after each batch it writes (``observe_runs``)."""
@@ -190,6 +196,15 @@ def configure(settings: WorkhorseSettings, worker_id: str) -> None:
         ACTIVE = active
 
 
+def tracing_only(settings: WorkhorseSettings, worker_id: str) -> Instruments | None:
+    """For ``run_jobs``, in a process where no worker configured anything:
+    a span per run when the application has set a tracer provider (as a
+    worker would open), no metrics (nothing serves them); None otherwise."""
+    if not tracing.provider_configured():
+        return None
+    return Instruments(settings, worker_id, True, metrics_on=False)
+
+
 def observe_claimed(jobs: Sequence[store.ClaimedJob]) -> None:
     """After any claim: observe what metrics need about the jobs, read from
     the claim's own rows (no query). Tracing reads each job's ``trace`` as
@@ -227,7 +242,7 @@ def observe_runs() -> None:
         ACTIVE.observe_runs()
 
 
-def count_successes(successes: Sequence[Finished], succeeded: Sequence[tuple[int, bool]]) -> None:
+def count_successes(successes: Sequence[Closing], succeeded: Sequence[tuple[int, bool]]) -> None:
     """After the writer recorded successes: count them (or their lost leases),
     one increment per queue, name and outcome of the batch."""
     if ACTIVE is None or not ACTIVE.metrics_on:
@@ -239,17 +254,17 @@ def count_successes(successes: Sequence[Finished], succeeded: Sequence[tuple[int
     _count(counts)
 
 
-def count_failures(failures: Sequence[Failure], failed: Sequence[store.FailResult]) -> None:
+def count_failures(failures: Sequence[Closing], failed: Sequence[store.FailResult]) -> None:
     """After the writer recorded failures: count them by outcome, one
     increment per queue, name and outcome of the batch."""
     if ACTIVE is None or not ACTIVE.metrics_on:
         return
     counts: Counter[tuple[str, str, str]] = Counter()
-    for result, failure in zip(failed, failures, strict=True):
-        job = failure.item.running.job
+    for result, closing in zip(failed, failures, strict=True):
+        job = closing.running.job
         if not result.ok:
             outcome = "lost"
-        elif failure.canceled or result.canceled:
+        elif closing.outcome == "canceled" or result.canceled:
             outcome = "canceled"
         else:
             outcome = "retried" if result.will_retry else "failed"

@@ -86,10 +86,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from ..context import LeaseLost
-from ..exceptions import JobCancelled
-from ..outcomes import timeout_error
-from ..states import AttemptOutcome
-from .execution import Finished, Running
+from .executor import Finished, Running, canceled, timed_out
 
 EARLY_CANCELS_KEPT = 1000
 """Cancels of runs not going here that the ledger remembers, newest last.
@@ -164,17 +161,7 @@ class Ledger:
                 running.timed_out = True
                 del self._running[running.job.job_id]
                 self._writing[running] = None
-                error = timeout_error(running.job.timeout, abandoned=True)
-                running.context._record_end(error)
-                self._hand_over(
-                    Finished(
-                        running,
-                        False,
-                        error=error,
-                        kind=AttemptOutcome.TIMED_OUT.value,
-                        abandoned=True,
-                    )
-                )
+                self._hand_over(timed_out(running, abandoned=True))
                 expired.append(running)
         return expired
 
@@ -418,18 +405,7 @@ class Ledger:
             running.canceled = True
             del self._running[job_id]
             self._writing[running] = None
-            error = JobCancelled(f"job {job_id} was canceled by an operator while it ran")
-            running.context._record_end(error)
-            self._hand_over(
-                Finished(
-                    running,
-                    False,
-                    error=error,
-                    kind=AttemptOutcome.CANCELED.value,
-                    retryable=False,
-                    abandoned=True,
-                )
-            )
+            self._hand_over(canceled(running))
             return running
 
     # -- the listener and the idle wait ------------------------------------

@@ -32,22 +32,14 @@ from .. import registry, store
 from ..conf import import_callable
 from ..context import LeaseLost, claimed_context
 from ..definitions import JobDefinition
-from ..exceptions import InvalidPayloadError, JobTimeout, SchemaVersionError
-from ..outcomes import admit
-from ..payloads import encode_result
-from . import instruments, limits, sidecars
-from .cancels import (
-    call_cancel_hook,
-    log_canceled,
-    log_recovered_cancel,
-    of_recovered,
-    of_run,
-    stored_reason,
-)
+from ..exceptions import JobTimeout, SchemaVersionError
+from . import executor, instruments, limits, sidecars
+from .cancels import call_cancel_hook, log_recovered_cancel, of_recovered, stored_reason
 from .claims import ClaimSession
 from .connection import SharedConnection, application_name, connect, retry_delays
-from .execution import AsyncSlots, Finished, Running, SyncSlots
-from .failures import call_stall_hook, log_recovered, report_lost
+from .execution import AsyncSlots, SyncSlots
+from .executor import SUCCEEDED, Closing, Finished, Running
+from .failures import call_stall_hook, log_recovered
 from .heartbeat import Heartbeat
 from .hookcalls import HookCalls
 from .ledger import Ledger
@@ -62,6 +54,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
 )
 from .presence import describe_every, describe_worker
 from .recycle import Recycle
+from .report import Reporter, lost
 from .retention import RetentionSweeper, start_retention
 from .routes import SuccessRoute
 from .vacuum import VacuumSweeper, start_vacuum
@@ -107,6 +100,7 @@ class Worker:
         # Every ON_JOB_FAILURE / ON_JOB_CANCELED call runs there, after the
         # end it reports is recorded (hookcalls.py).
         self._hooks = HookCalls()
+        self._reporter = Reporter(self._hooks, self._hook, self._cancel_hook)
         # Two connections to the database, whatever the slots and features
         # (docs/worker.md#connections): the claim connection (the session's)
         # and the lease connection, shared by the heartbeat and the writer.
@@ -126,6 +120,7 @@ class Worker:
             on_error=self._on_writer_error,
             give_up=self._forced,
             connection=self._lease,
+            reporter=self._reporter,
         )
         self.ledger = Ledger(options.concurrency, hand_over=self._writer.put)
         self._session = ClaimSession(self.worker_id, self._connect)
@@ -554,44 +549,41 @@ class Worker:
         owner = self._session.owner
         queues, limits_ = list(free), list(free.values())
         lease = self.settings.lock_duration
-        items: list[Finished] = []
-        encoded: list[str] = []
+        closings: list[Closing] = []
         for item in held:
             if item.running.owner == owner:
-                try:
-                    encoded.append(encode_result(item.value))
-                    items.append(item)
+                closing = executor.close(item)
+                if closing.outcome == SUCCEEDED:
+                    closings.append(closing)
                     continue
-                except InvalidPayloadError:
-                    pass
-            self._writer.put(item)
-        if not items:
+            self._writer.put(item)  # the writer writes what close made of it
+        if not closings:
             return self._session.claim(queues, limits_, lease)
         try:
             succeeded, jobs = self._session.succeed_and_claim(
                 owner,
-                [i.running.job.job_id for i in items],
-                [i.running.job.fence for i in items],
-                encoded,
+                [c.running.job.job_id for c in closings],
+                [c.running.job.fence for c in closings],
+                [c.encoded for c in closings],
                 queues,
                 limits_,
                 lease,
             )
         except psycopg.OperationalError:
-            self._hand_held_over(items)
+            self._hand_held_over([c.item for c in closings])
             raise
         except psycopg.Error:
-            self._hand_held_over(items)
+            self._hand_held_over([c.item for c in closings])
             return self._session.claim(queues, limits_, lease)
-        for (_job_id, ok), item in zip(succeeded, items, strict=True):
+        for (_job_id, ok), closing in zip(succeeded, closings, strict=True):
             if not ok:
-                report_lost(item.running, "success")
-        instruments.count_successes(items, succeeded)
+                self._reporter.report(closing, None)
+        instruments.count_successes(closings, succeeded)
         instruments.observe_runs()  # their run times, as the writer does after a batch
-        runs = [item.running for item in items]
+        runs = [c.running for c in closings]
         # The loop is this thread: it goes on by itself, no wake-up needed.
         self.ledger.written(runs)
-        self._after_recorded(runs)
+        self._after_recorded(runs, written=True)
         return owner, jobs
 
     def _hand_held_over(self, held: list[Finished]) -> None:
@@ -684,9 +676,9 @@ class Worker:
             # Its cancel was heard between the claim and now: apply it now,
             # not at the next heartbeat.
             self._on_cancel(job.job_id, job.fence, owner, "a notification, before it started")
-        refusal = admit(job, definition, f"worker {self.worker_id}")
-        if refusal is not None:
-            self._done(Finished(running, False, error=refusal.error, retryable=refusal.retryable))
+        refused = executor.admit(running, f"worker {self.worker_id}")
+        if refused is not None:
+            self._done(refused)
             return None
         log_start(running)
         return running
@@ -703,12 +695,12 @@ class Worker:
         if freed is not None and self._linger.arrived(freed) and not self._wake.is_set():
             self._wake.set()
         if type(item.error) is LeaseLost and freed is not None:
-            report_lost(item.running, item.error.what)
+            lost(item.running, item.error.what)
         running = item.running
         if running.context._awaits_recorded() and not self.ledger.awaits_write(running):
             # Nothing of this run is to be written (its end was recorded
             # while it ran: a timeout, a cancel; or it lost its job).
-            self._after_recorded([running])
+            self._after_recorded([running], written=False)
 
     def _running_count(self) -> int:
         return self.ledger.running_count()
@@ -716,17 +708,16 @@ class Worker:
     def _written(self, runs: list[Running]) -> None:
         if self.ledger.written(runs):
             self._wake.set()  # claims may go on, or a burst worker may be done
-        self._after_recorded(runs)
+        self._after_recorded(runs, written=True)
 
-    def _after_recorded(self, runs: list[Running]) -> None:
+    def _after_recorded(self, runs: list[Running], *, written: bool) -> None:
         """Hand the calls the runs' code asked for once their ends were
-        recorded (``JobContext._call_when_recorded``) to the hook thread."""
+        recorded (``JobContext._call_when_recorded``) to the hook thread,
+        with what was recorded (``Reporter.after_recorded``)."""
         for running in runs:
             if not running.context._awaits_recorded():
                 continue  # the common case
-            call = running.context._take_after_recorded()
-            if call is not None:
-                self._hooks.submit(running.job.job_id, "task_finished", call)
+            self._reporter.after_recorded(running, written=written)
 
     def _on_writer_error(self, exc: BaseException) -> None:
         self.ledger.fail(exc)
@@ -948,13 +939,7 @@ class Worker:
         for running in canceled:
             with self._session.shared.cursor() as cursor:
                 reason = stored_reason(cursor, running.job.job_id)
-            log_canceled(running, reason)
-            if self._cancel_hook is not None:
-                self._hooks.submit(
-                    running.job.job_id,
-                    "on_job_canceled",
-                    functools.partial(call_cancel_hook, self._cancel_hook, of_run(running, reason)),
-                )
+            self._reporter.canceled(running, reason)
 
     def _close(self) -> None:
         self._liveness.stop()

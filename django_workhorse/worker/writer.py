@@ -1,9 +1,12 @@
 """The writer thread: records finished runs in batches, from its own connection.
 
-It records and logs; it never calls the application's hooks: once a batch
-is written, its ``ON_JOB_FAILURE`` and ``ON_JOB_CANCELED`` calls go to the
-hook thread (``hookcalls.py``), so a slow or hanging hook never holds up
-the next batch.
+It is the worker's batch writer of the executor's closings: each run's
+``Finished`` is turned into what to write by ``executor.close``, a batch
+is written, and each run's recorded end goes to ``report.Reporter``, which
+logs it and hands the ``ON_JOB_FAILURE`` and ``ON_JOB_CANCELED`` calls to the
+hook thread (``hookcalls.py``): a slow or hanging hook never holds up the
+next batch. The worker is told the batch landed (``on_written``) once
+its runs are reported, so a run's after-recorded call gets what was recorded.
 
 A handler's slot is free as soon as it returns; its result waits here for the
 next batch. Each batch is one transaction of at most three SQL calls
@@ -27,7 +30,6 @@ and is handed to the worker, which stops.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import queue
 import threading
@@ -38,25 +40,25 @@ import psycopg
 
 from .. import store
 from ..context import SleepRequested
-from ..exceptions import InvalidPayloadError
 from ..hooks import JobCancel, JobFailure
-from ..outcomes import error_json
-from ..payloads import encode_result
+from ..outcomes import Recorded
 from . import instruments
-from .cancels import call_cancel_hook, log_canceled, of_run, stored_reason
+from .cancels import stored_reason
 from .connection import SharedConnection, connect, retry_delays
-from .execution import Finished, Running
-from .failures import (
-    Failure,
-    call_hook,
-    classify,
-    log_failure,
-    log_sleep,
-    report_lost,
+from .executor import (
+    CANCELED,
+    SLEPT,
+    SUCCEEDED,
+    Closing,
+    Finished,
+    Running,
+    close,
+    refused_by_database,
 )
 from .hookcalls import HookCalls
 from .linger import Linger
 from .logs import job_extra
+from .report import Reporter, recorded_failure
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -68,9 +70,9 @@ transaction rollback (serialization failure, deadlock), insufficient
 resources, operator intervention (shutdown, cancel)."""
 
 
-SUCCEEDED = frozenset({"succeeded"})
-FAILED = frozenset({"failed", "timed_out", "canceled"})
-SLEPT = frozenset({"slept"})
+SUCCEEDED_OUTCOMES = frozenset({"succeeded"})
+FAILED_OUTCOMES = frozenset({"failed", "timed_out", "canceled"})
+SLEPT_OUTCOMES = frozenset({"slept"})
 """The attempt outcomes a success, a failure and a sleep close their run with."""
 ENDED = frozenset({"succeeded", "failed", "canceled"})
 
@@ -104,12 +106,11 @@ class Writer(threading.Thread):
         on_error: Callable[[BaseException], None],
         give_up: threading.Event,
         connection: SharedConnection | None = None,
+        reporter: Reporter | None = None,
     ) -> None:
         super().__init__(name="workhorse-writer", daemon=True)
         self.alias = alias
-        self.hook = hook
-        self.cancel_hook = cancel_hook
-        self.hooks = hooks
+        self.reporter = reporter or Reporter(hooks, hook, cancel_hook)
         self.in_flight = in_flight
         self.on_written = on_written
         self.on_error = on_error
@@ -235,25 +236,30 @@ class Writer(threading.Thread):
         with self._cursor() as cursor:
             return store.get_job(cursor, running.job.job_id) or {}
 
-    def _recorded_failure(self, running: Running, own: store.AttemptRow) -> store.FailResult:
+    def _recorded_failure(
+        self, closing: Closing, own: store.AttemptRow
+    ) -> tuple[store.FailResult, Recorded]:
         """What ``workhorse_fail_many_v1`` decided for a failure whose reply
         was lost, read back from the job as it is now."""
+        running = closing.running
         job = running.job
         if own.outcome == "canceled":
             with self._cursor() as cursor:
                 reason = stored_reason(cursor, job.job_id)
-            return store.FailResult(
+            result = store.FailResult(
                 job.job_id, True, False, None, None, job.attempt, job.max_attempts, True, reason
             )
-        snapshot = self._snapshot(running)
-        state = snapshot.get("state")
-        current = snapshot.get("current_attempt") or 0
-        will_retry = state not in ENDED or current > job.attempt
-        run_at = snapshot.get("run_at") if current == job.attempt else None
-        retry_in = (run_at - own.finished_at).total_seconds() if run_at is not None else None
-        return store.FailResult(
-            job.job_id, True, will_retry, run_at, retry_in, job.attempt, job.max_attempts
-        )
+        else:
+            snapshot = self._snapshot(running)
+            state = snapshot.get("state")
+            current = snapshot.get("current_attempt") or 0
+            will_retry = state not in ENDED or current > job.attempt
+            run_at = snapshot.get("run_at") if current == job.attempt else None
+            retry_in = (run_at - own.finished_at).total_seconds() if run_at is not None else None
+            result = store.FailResult(
+                job.job_id, True, will_retry, run_at, retry_in, job.attempt, job.max_attempts
+            )
+        return result, recorded_failure(closing, result)
 
     def _cursor(self) -> contextlib.AbstractContextManager[psycopg.Cursor]:
         """A cursor on the writer's connection, held for the block."""
@@ -323,19 +329,11 @@ class Writer(threading.Thread):
             refusal = self._refusal(owner, [item])
             if refusal is None:
                 return
-        running = item.running
-        job = running.job
         if item.ok:
-            error = InvalidPayloadError(
-                f"the database refused to store the result of job {job.name!r}: "
-                f"{str(refusal).strip()}; return something smaller or simpler"
-            )
-            failed = Finished(
-                running, False, error=error, retryable=False, abandoned=item.abandoned
-            )
-            refusal = self._refusal(owner, [failed])
+            refusal = self._refusal(owner, [refused_by_database(item, refusal)])
             if refusal is None:
                 return
+        job = item.running.job
         logger.error(
             "workhorse writer: the database refused to record job %s #%s (%s); its lease "
             "expires and it runs again",
@@ -344,27 +342,22 @@ class Writer(threading.Thread):
             str(refusal).strip(),
             extra=job_extra(job.job_id, job.queue, job.attempt, job.name),
         )
-        self.on_written([running])
+        self.reporter.dropped(item.running)
+        self.on_written([item.running])
 
     def _write(self, owner: str, batch: list[Finished]) -> None:
-        successes: list[Finished] = []
-        encoded: list[str] = []
-        failures: list[Failure] = []
-        sleeps: list[Finished] = []
+        successes: list[Closing] = []
+        failures: list[Closing] = []
+        sleeps: list[Closing] = []
         for item in batch:
-            if item.ok:
-                try:
-                    encoded.append(encode_result(item.value))
-                    successes.append(item)
-                    continue
-                except InvalidPayloadError as exc:
-                    item = Finished(
-                        item.running, False, error=exc, retryable=False, abandoned=item.abandoned
-                    )
-            elif type(item.error) is SleepRequested:
-                sleeps.append(item)
-                continue
-            failures.append(classify(item))
+            closing = close(item)
+            outcome = closing.outcome
+            if outcome == SUCCEEDED:
+                successes.append(closing)
+            elif outcome == SLEPT:
+                sleeps.append(closing)
+            else:
+                failures.append(closing)
         # One call is its own transaction (autocommit); two or three share one.
         several = (bool(successes) + bool(failures) + bool(sleeps)) > 1
         with (
@@ -377,17 +370,15 @@ class Writer(threading.Thread):
                 # the other they would not: the whole batch first, in one
                 # pass, so that a heartbeat or an idle worker's look-up (both
                 # in job_id order) cannot close a deadlock with this batch.
-                runs = [f.running for f in sleeps + successes] + [f.item.running for f in failures]
-                store.lock_runs(
-                    cursor, owner, [r.job.job_id for r in runs], [r.job.fence for r in runs]
-                )
+                jobs = [c.running.job for c in (*sleeps, *successes, *failures)]
+                store.lock_runs(cursor, owner, [j.job_id for j in jobs], [j.fence for j in jobs])
             if sleeps:
-                requests = [cast(SleepRequested, f.error) for f in sleeps]
+                requests = [cast(SleepRequested, c.item.error) for c in sleeps]
                 slept = store.sleep_many(
                     cursor,
                     owner,
-                    [f.running.job.job_id for f in sleeps],
-                    [f.running.job.fence for f in sleeps],
+                    [c.running.job.job_id for c in sleeps],
+                    [c.running.job.fence for c in sleeps],
                     [r.name for r in requests],
                     [r.wake_at for r in requests],
                     [r.delay for r in requests],
@@ -396,77 +387,59 @@ class Writer(threading.Thread):
                 succeeded = store.succeed_many(
                     cursor,
                     owner,
-                    [f.running.job.job_id for f in successes],
-                    [f.running.job.fence for f in successes],
-                    encoded,
+                    [c.running.job.job_id for c in successes],
+                    [c.running.job.fence for c in successes],
+                    [c.encoded for c in successes],
                 )
             if failures:
                 failed = store.fail_many(
                     cursor,
                     owner,
-                    [f.item.running.job.job_id for f in failures],
-                    [f.item.running.job.fence for f in failures],
-                    [error_json(f.exception) for f in failures],
-                    [f.kind for f in failures],
-                    [f.retryable for f in failures],
-                    [f.delay for f in failures],
+                    [c.running.job.job_id for c in failures],
+                    [c.running.job.fence for c in failures],
+                    [c.error_json() for c in failures],
+                    [c.outcome for c in failures],
+                    [c.retryable for c in failures],
+                    [c.delay for c in failures],
                 )
-        self.on_written([item.running for item in batch])
+        report = self.reporter.report
         if sleeps:
-            for (_job_id, ok, run_at, canceled), item, request in zip(
-                slept, sleeps, requests, strict=True
-            ):
-                if ok and canceled:
+            for (_job_id, ok, run_at, was_canceled), closing in zip(slept, sleeps, strict=True):
+                if ok and was_canceled:
                     # Its cancel was requested and not yet heard here: the
                     # sleep ended it canceled (workhorse_sleep_many_v1).
                     with self._cursor() as cursor:
-                        reason = stored_reason(cursor, item.running.job.job_id)
-                    log_canceled(item.running, reason)
-                    self._cancel_hook(item.running, reason)
+                        reason = stored_reason(cursor, closing.running.job.job_id)
+                    report(closing, Recorded(CANCELED, reason=reason))
                 elif ok:
-                    log_sleep(item.running, request.name, run_at)
-                elif self._own_attempt(item.running, SLEPT) is not None:
-                    snapshot = self._snapshot(item.running)
-                    log_sleep(item.running, request.name, snapshot.get("run_at"))
+                    report(closing, Recorded(SLEPT, run_at=run_at))
+                elif self._own_attempt(closing.running, SLEPT_OUTCOMES) is not None:
+                    snapshot = self._snapshot(closing.running)
+                    report(closing, Recorded(SLEPT, run_at=snapshot.get("run_at")))
                 else:
-                    report_lost(item.running, f"sleep {request.name!r}")
+                    report(closing, None)
         if successes:
-            for i, ((job_id, ok), item) in enumerate(zip(succeeded, successes, strict=True)):
+            # A written success has nothing to report (its after-recorded
+            # call is handed WRITTEN_SUCCESS): only a refused one is looked at.
+            for i, ((job_id, ok), closing) in enumerate(zip(succeeded, successes, strict=True)):
                 if ok:
                     continue
-                if self._own_attempt(item.running, SUCCEEDED) is not None:
+                if self._own_attempt(closing.running, SUCCEEDED_OUTCOMES) is not None:
                     succeeded[i] = (job_id, True)
                 else:
-                    report_lost(item.running, "success")
+                    report(closing, None)
             instruments.count_successes(successes, succeeded)
         if failures:
-            for i, (result, failure) in enumerate(zip(failed, failures, strict=True)):
-                running = failure.item.running
+            for i, (result, closing) in enumerate(zip(failed, failures, strict=True)):
                 if not result.ok:
-                    own = self._own_attempt(running, FAILED)
+                    own = self._own_attempt(closing.running, FAILED_OUTCOMES)
                     if own is None:
-                        report_lost(running, "failure")
+                        report(closing, None)
                         continue
-                    result = failed[i] = self._recorded_failure(running, own)
-                if failure.canceled or result.canceled:
-                    # A cancel is not a failure: ON_JOB_CANCELED, not ON_JOB_FAILURE.
-                    log_canceled(running, result.reason)
-                    self._cancel_hook(running, result.reason)
-                    continue
-                log_failure(running, result, failure.kind, failure.exception)
-                if self.hook is not None:
-                    self.hooks.submit(
-                        running.job.job_id,
-                        "on_job_failure",
-                        functools.partial(call_hook, self.hook, failure, result),
-                    )
+                    result, recorded = self._recorded_failure(closing, own)
+                    failed[i] = result
+                else:
+                    recorded = recorded_failure(closing, result)
+                report(closing, recorded)
             instruments.count_failures(failures, failed)
-
-    def _cancel_hook(self, running: Running, reason: str | None) -> None:
-        """Hand ``ON_JOB_CANCELED`` for a recorded cancel to the hook thread."""
-        if self.cancel_hook is not None:
-            self.hooks.submit(
-                running.job.job_id,
-                "on_job_canceled",
-                functools.partial(call_cancel_hook, self.cancel_hook, of_run(running, reason)),
-            )
+        self.on_written([item.running for item in batch])

@@ -13,3 +13,7 @@ class JobtestsConfig(AppConfig):
         # installed app (tests/integration/test_enqueue_from_any_thread.py).
         import searchlib.jobs
         import searchlib.tasks  # noqa: F401
+
+        from .spans import install_from_environment
+
+        install_from_environment()

@@ -6,7 +6,10 @@ handler can end, and each way a claimed job can be refused before its
 handler runs, is run once under ``run_jobs`` in the test's process and once
 under a real ``runworker``, and what the database holds afterwards is
 compared: the outcome row (state, attempts, error), every attempt of the
-history, and the Django Tasks signals the run sent (docs/testing.md).
+history, the Django Tasks signals the run sent, the ``ON_JOB_FAILURE`` and
+``ON_JOB_CANCELED`` calls, and the handler spans with their outcome and
+status (docs/testing.md). Both runners take the run through the same
+executor and reporter (``django_workhorse.worker.executor``, ``.report``).
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.db import connection
+from django.test import override_settings
+from jobtests import spans
 from jobtests.fates import QUEUE, fate
-from jobtests.models import RunRecord
+from jobtests.models import FailureCall, RunRecord
 from jobtests.tasks import fate_task
 
 import django_workhorse as workhorse
@@ -30,6 +36,10 @@ pytestmark = pytest.mark.django_db(
 )
 
 TASK_QUEUE = "jobtests.tasks"
+HOOKS = {
+    "ON_JOB_FAILURE": "jobtests.hooks.record_failure",
+    "ON_JOB_CANCELED": "jobtests.hooks.record_canceled",
+}
 
 
 def enqueue_from_sql(name: str, payload_json: str) -> int:
@@ -91,8 +101,9 @@ def _first_clause(error: dict[str, Any] | None) -> tuple[str, str] | None:
     return error["type"], message
 
 
-def stored(job_id: int) -> dict[str, Any]:
-    """What the database holds about how ``job_id`` ran."""
+def stored(job_id: int, spans_file: str) -> dict[str, Any]:
+    """What the database holds about how ``job_id`` ran, the hook calls it
+    made and the spans it opened."""
     outcome = JobOutcome.objects.get(job_id=job_id)
     attempts = AttemptHistory.objects.filter(job_id=job_id).order_by("attempt", "started_at")
     signals = RunRecord.objects.filter(job_id=job_id, label__startswith="signal:").order_by("id")
@@ -103,6 +114,12 @@ def stored(job_id: int) -> dict[str, Any]:
         "error": _first_clause(outcome.error),
         "history": [(a.attempt, a.outcome, _first_clause(a.error)) for a in attempts],
         "signals": [s.label for s in signals],
+        "hooks": sorted(
+            FailureCall.objects.filter(job_id=job_id).values_list(
+                "hook", "attempt", "will_retry", "timed_out", "exception_type"
+            )
+        ),
+        "spans": spans.read(spans_file, job_id),
     }
 
 
@@ -121,18 +138,36 @@ def ended(job_id: int) -> bool:
 
 @pytest.mark.parametrize("ending", ENDINGS)
 def test_a_run_is_stored_the_same_under_run_jobs_as_under_runworker(
-    ending, start_worker, wait_until
+    ending, start_worker, wait_until, tmp_path
 ):
     enqueue = ENDINGS[ending]
+    spans_file = str(tmp_path / "spans.jsonl")
 
     in_process = enqueue()
-    run_jobs(queues=[QUEUE, TASK_QUEUE])
-    under_run_jobs = stored(in_process)
+    spans.record_to(spans_file)
+    with override_settings(WORKHORSE={**django_settings.WORKHORSE, **HOOKS}):
+        run_jobs(queues=[QUEUE, TASK_QUEUE])
+    under_run_jobs = stored(in_process, spans_file)
 
     in_worker = enqueue()
-    worker = start_worker("--queues", f"{QUEUE},{TASK_QUEUE}")
+    worker = start_worker(
+        "--queues", f"{QUEUE},{TASK_QUEUE}", settings=HOOKS, env={spans.ENV: spans_file}
+    )
     wait_until(lambda: ended(in_worker), timeout=60, what=f"job {in_worker} ended")
-    assert worker.stop() == 0, worker.stderr
-    under_runworker = stored(in_worker)
+    # An abandoned handler (past its timeout) ends its span when it returns.
+    opened = len(under_run_jobs["spans"])
+    wait_until(
+        lambda: len(spans.read(spans_file, in_worker)) >= opened,
+        timeout=30,
+        what=f"the spans of job {in_worker} ended",
+    )
+    assert worker.stop() == 0, worker.stderr  # its hook calls are made by then
+    under_runworker = stored(in_worker, spans_file)
 
     assert under_run_jobs == under_runworker
+    if ending.startswith(("raises", "a task raises", "times out", "a task times out")):
+        assert under_runworker["hooks"], "the failure hook was called"
+    if ending in ("is canceled", "a task is canceled"):
+        assert under_runworker["hooks"][0][0] == "record_canceled"
+    if not ending.startswith("has a"):
+        assert under_runworker["spans"], "the handler ran in a span"
