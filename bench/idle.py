@@ -85,12 +85,15 @@ def expected() -> dict[str, tuple[str, str, float | None]]:
     """For each function an idle worker calls: the code that calls it, the
     setting that times it, and the calls per second per worker that the
     defaults give (None: not every turn, or off)."""
-    from django_workhorse.conf import DEFAULTS, RETENTION_DEFAULTS
+    from django_workhorse.conf import DEFAULTS, LISTENING_POLL_INTERVAL, RETENTION_DEFAULTS
     from django_workhorse.worker.heartbeat import PARTITION_SWEEP_INTERVAL
+    from django_workhorse.worker.presence import describe_every
 
     lock = float(DEFAULTS["LOCK_DURATION"])
     renew = DEFAULTS["LOCK_RENEW_INTERVAL"] or lock / 2
-    poll = float(DEFAULTS["POLL_INTERVAL"])
+    # Idle workers whose LISTEN works: None is the listening default.
+    poll = float(DEFAULTS["POLL_INTERVAL"] or LISTENING_POLL_INTERVAL)
+    described = describe_every(0, renew)
     metrics = DEFAULTS["QUEUE_METRICS_INTERVAL"]
     return {
         "workhorse_claim_many_v1": (
@@ -104,24 +107,32 @@ def expected() -> dict[str, tuple[str, str, float | None]]:
             1 / poll,
         ),
         "workhorse_heartbeat_many_v1": (
-            "worker/heartbeat.py:Heartbeat.renew, with the worker's description (lease connection)",
-            f"LOCK_RENEW_INTERVAL None = LOCK_DURATION / 2 = {renew:g} s",
-            1 / renew,
+            "worker/heartbeat.py:Heartbeat.renew, the worker's description alone while idle"
+            " (lease connection)",
+            f"worker/presence.py:describe_every, idle: {described:g} s",
+            1 / described,
+        ),
+        "workhorse_pulse_v1": (
+            "worker/wakeups.py:Listener._pulse, the liveness proof (LISTEN connection)",
+            f"LOCK_DURATION / 2 = {lock / 2:g} s",
+            2 / lock,
         ),
         "workhorse_recover_stalled_v1": (
-            "worker/heartbeat.py:Heartbeat.recover, the stall sweep (lease connection)",
-            f"STALLED_INTERVAL {DEFAULTS['STALLED_INTERVAL']:g} s",
-            1 / float(DEFAULTS["STALLED_INTERVAL"]),
+            "worker/heartbeat.py:Heartbeat.recover, the stall sweep (lease connection):"
+            " the fleet's leader only",
+            f"STALLED_INTERVAL {DEFAULTS['STALLED_INTERVAL']:g} s, one worker",
+            None,
         ),
         "workhorse_schedule_due_v1": (
-            "worker/scheduler.py:ScheduleSweeper.tick -> sweep (claim connection)",
-            f"SCHEDULE_SWEEP_INTERVAL {DEFAULTS['SCHEDULE_SWEEP_INTERVAL']:g} s",
-            1 / float(DEFAULTS["SCHEDULE_SWEEP_INTERVAL"]),
+            "worker/scheduler.py:ScheduleSweeper.tick -> sweep (claim connection):"
+            " the fleet's leader only",
+            f"SCHEDULE_SWEEP_INTERVAL {DEFAULTS['SCHEDULE_SWEEP_INTERVAL']:g} s, one worker",
+            None,
         ),
         "workhorse_vacuum_due_v1": (
-            "worker/vacuum.py:VacuumSweeper.tick (claim connection)",
-            f"VACUUM_INTERVAL {DEFAULTS['VACUUM_INTERVAL']:g} s",
-            1 / float(DEFAULTS["VACUUM_INTERVAL"]),
+            "worker/vacuum.py:VacuumSweeper.tick (claim connection): the fleet's leader only",
+            f"VACUUM_INTERVAL {DEFAULTS['VACUUM_INTERVAL']:g} s, one worker",
+            None,
         ),
         "workhorse_prune_v1": (
             "worker/retention.py:RetentionSweeper.tick -> retention.prune, a call per step"

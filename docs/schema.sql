@@ -321,7 +321,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_live_queues_v1(p_names text[])
 --   RETURNS TABLE(queue text) LANGUAGE sql -- body sha256 da403b4ff5499b3b
 -- FUNCTION workhorse_live_workers_v1()
---   RETURNS text[] LANGUAGE sql -- body sha256 8be832c34daa4d54
+--   RETURNS text[] LANGUAGE plpgsql -- body sha256 164ff52a9ad46213
 -- FUNCTION workhorse_lock_prerequisites_v1(p_ids bigint[])
 --   RETURNS TABLE(missing_id bigint) LANGUAGE plpgsql -- body sha256 094a9b1064e4e23a
 -- FUNCTION workhorse_lock_runs_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])
