@@ -251,8 +251,8 @@ CREATE INDEX workhorse_outcome_finished_brin ON public.workhorse_job_outcome USI
 CREATE INDEX workhorse_outcome_unsuccessful ON public.workhorse_job_outcome USING btree (state, job_id) WHERE ((state)::text <> 'succeeded'::text);
 CREATE UNIQUE INDEX workhorse_queue_minute_pkey ON public.workhorse_queue_minute USING btree (minute, queue, shard);
 CREATE UNIQUE INDEX workhorse_queue_pkey ON public.workhorse_queue USING btree (name);
+CREATE INDEX workhorse_runtime_active ON public.workhorse_job_runtime USING btree (queue, lease_expires_at) WHERE ((state)::text = 'active'::text);
 CREATE INDEX workhorse_runtime_blocked ON public.workhorse_job_runtime USING btree (queue) WHERE ((state)::text = 'blocked'::text);
-CREATE INDEX workhorse_runtime_lease ON public.workhorse_job_runtime USING btree (lease_expires_at) WHERE ((state)::text = 'active'::text);
 CREATE INDEX workhorse_runtime_ready ON public.workhorse_job_runtime USING btree (queue, priority DESC, run_at, job_id) WHERE ((state)::text = 'ready'::text);
 CREATE INDEX workhorse_runtime_scheduled ON public.workhorse_job_runtime USING btree (queue, run_at) WHERE ((state)::text = 'scheduled'::text);
 CREATE INDEX workhorse_schedule_due ON public.workhorse_schedule USING btree (next_run_at) WHERE (NOT paused);

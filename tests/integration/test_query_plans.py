@@ -7,6 +7,7 @@ name), with the PL/pgSQL variables replaced by literal parameters.
 
 import json
 import re
+from importlib import resources
 
 import pytest
 from demo.jobs import add
@@ -19,9 +20,21 @@ pytestmark = pytest.mark.django_db
 QUEUES = ["plan-a", "plan-b", "plan-c"]
 
 
+def latest(filename: str) -> str:
+    """``<function>.sql``'s text as the migrations leave it: its last
+    re-creation, ``<function>_<NNNN>.sql``, when there is one (docs/releasing.md)."""
+    stem = filename.removesuffix(".sql")
+    found = sorted(
+        entry.name
+        for entry in resources.files("django_workhorse").joinpath("sql").iterdir()
+        if re.fullmatch(rf"{stem}(_\d{{4}})?\.sql", entry.name)
+    )
+    return read_sql(found[-1])
+
+
 def cte(filename: str, name: str) -> str:
-    """The body of the CTE ``name AS (...)`` in ``django_workhorse/sql/<filename>``."""
-    sql = read_sql(filename)
+    """The body of the CTE ``name AS (...)`` in the latest ``django_workhorse/sql/<filename>``."""
+    sql = latest(filename)
     match = re.search(rf"\b{name} AS \(", sql)
     assert match, f"no CTE {name!r} in {filename}: update this test with the function"
     depth, end = 1, match.end()
@@ -50,6 +63,11 @@ def runtime_scans(nodes: list[dict]) -> list[tuple[str, str | None]]:
         for n in nodes
         if n.get("Relation Name") == "workhorse_job_runtime"
     ]
+
+
+def indexes_read(nodes: list[dict]) -> list[str]:
+    """The indexes a plan reads (Index, Index Only and Bitmap Index Scans)."""
+    return [n["Index Name"] for n in nodes if n.get("Index Name")]
 
 
 @pytest.fixture(scope="module")
@@ -91,18 +109,35 @@ def test_the_promotion_finds_due_scheduled_jobs_in_the_scheduled_index(cursor, b
     assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")]
 
 
-def test_recovery_finds_expired_leases_in_the_lease_index(cursor, busy_queues):
+def test_recovery_finds_expired_leases_among_the_active_jobs_alone(cursor, busy_queues):
     expired = cte("workhorse_recover_stalled_v1.sql", "expired")
-    statement = expired.replace("p_limit", "%s")
+    statement = expired.replace("p_limit", "%s").replace("v_live", "'{}'::text[]")
+    cursor.execute("SET LOCAL enable_seqscan = off")  # as the function runs
 
     nodes = plan_nodes(cursor, statement, [1000])
 
-    assert runtime_scans(nodes) == [("Index Scan", "workhorse_runtime_lease")]
-    assert not [n for n in nodes if n["Node Type"] in ("Sort", "Incremental Sort")]
+    # The active jobs of every queue, sorted by expiry: bounded by the
+    # fleet's slots (runtime_active_v1.sql); each one's job by its key.
+    assert sorted(indexes_read(nodes)) == ["workhorse_job_pkey", "workhorse_runtime_active"]
+
+
+def test_a_limited_queues_count_of_active_jobs_reads_that_queues_entries_alone(cursor, busy_queues):
+    sql = latest("workhorse_claim_many_v1.sql")
+    start = sql.index("SELECT v_q.concurrency_limit - count(*)")
+    statement = sql[start : sql.index(";", start)]
+    statement = statement.replace("v_q.concurrency_limit", "4").replace("INTO v_room", "")
+    statement = statement.replace("v_q.name", "%s")
+    cursor.execute("SET LOCAL enable_seqscan = off")  # as the claim runs
+
+    nodes = plan_nodes(cursor, statement, [QUEUES[0]])
+
+    assert indexes_read(nodes) == ["workhorse_runtime_active"]
+    (scan,) = [n for n in nodes if n.get("Index Name") == "workhorse_runtime_active"]
+    assert "queue" in scan.get("Index Cond", ""), scan
 
 
 def test_the_next_due_lookup_reads_the_scheduled_index(cursor, busy_queues):
-    body = read_sql("workhorse_next_run_at_v1.sql")
+    body = latest("workhorse_next_run_at_v1.sql")
     statement = body[body.index("SELECT min(least") : body.index(";\n    RETURN v_at")]
     statement = statement.replace("INTO v_at", "").replace("p_queues", "%s::text[]")
     # The function runs with enable_seqscan off, as the claim does.
@@ -111,11 +146,11 @@ def test_the_next_due_lookup_reads_the_scheduled_index(cursor, busy_queues):
     nodes = plan_nodes(cursor, statement, [QUEUES])
 
     # The scheduled index for due times; the ready index only to ask whether
-    # a rate-limited queue has work waiting, the lease index only to count a
+    # a rate-limited queue has work waiting, the active index only to count a
     # concurrency-limited queue's active jobs.
     scans = runtime_scans(nodes)
     assert sorted(str(index) for _, index in scans) == [
-        "workhorse_runtime_lease",
+        "workhorse_runtime_active",
         "workhorse_runtime_ready",
         "workhorse_runtime_scheduled",
     ], scans

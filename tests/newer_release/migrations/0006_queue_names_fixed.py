@@ -10,6 +10,6 @@ NEWER = read_sql("workhorse_queue_names_v1.sql").replace(
 
 
 class Migration(migrations.Migration):
-    dependencies = [("django_workhorse", "0004_bulk_actions")]
+    dependencies = [("django_workhorse", "0005_runtime_active")]
 
     operations = [migrations.RunSQL(NEWER, reverse_sql=migrations.RunSQL.noop)]
