@@ -260,7 +260,10 @@ class _Runner:
             import_callable(settings.on_job_failure) if settings.on_job_failure else None,
             import_callable(settings.on_job_canceled) if settings.on_job_canceled else None,
         )
-        self.instruments = instruments.ACTIVE or instruments.tracing_only(settings, worker_id)
+        # Its own, from the settings and tracer provider of now: the
+        # instruments a worker of this process configured may be a finished
+        # worker's, with that worker's settings.
+        self.instruments = instruments.tracing_only(settings, worker_id)
 
     def run(self, job: store.ClaimedJob) -> JobRun:
         """Run one claimed job and record how it ended, as a worker does:
