@@ -256,7 +256,7 @@ class Worker:
             on_cancel=self._cancel_notified,
             send_probe=self._send_probe,
             application_name=application_name("workhorse-listener", self.worker_id),
-            pulse=(self.worker_id, lease, self._liveness.proved),
+            pulse=(self.worker_id, lease, self._pulsed),
         )
         self._listener.start()
         self._liveness.start()
@@ -784,6 +784,15 @@ class Worker:
                     "out; the run was stopped so that the job does not run twice",
                 ),
             )
+
+    def _pulsed(self, sent: float, leads: bool) -> None:
+        """A pulse landed (the listener's thread). It proves the worker alive
+        only where stall recovery looks: on this worker's own database, which
+        the listener's start-up NOTIFY reaching it showed (a LISTEN_DATABASE
+        on another server or database would prove nothing there)."""
+        listener = self._listener
+        if listener is not None and listener.delivering.is_set():
+            self._liveness.proved(sent, leads)
 
     def _take_unowned(self) -> list[tuple[str, int, int]]:
         return [(r.owner, r.job.job_id, r.job.fence) for r in self.ledger.take_unowned()]
