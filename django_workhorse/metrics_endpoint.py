@@ -168,7 +168,19 @@ class MetricsEndpoint:
         else:
             from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-            body = generate_latest(self.registry)
+            try:
+                body = generate_latest(self.registry)
+            except Exception as exc:
+                # Such as a worker process's metrics file read while the
+                # process was creating it (multiprocess mode): this scrape
+                # fails, the endpoint goes on, and the next scrape reads it.
+                logger.warning("workhorse: the metrics could not be read for a scrape: %r", exc)
+                self._answer(
+                    conn,
+                    "503 Service Unavailable",
+                    f"the metrics could not be read this time ({exc!r}); scrape again\n".encode(),
+                )
+                return
             self._answer(conn, "200 OK", body, CONTENT_TYPE_LATEST, head_only=method == "HEAD")
 
     def _answer(

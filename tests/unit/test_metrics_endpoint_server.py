@@ -125,3 +125,28 @@ def test_a_client_that_never_reads_its_answer_holds_up_no_other_answer():
 )
 def test_anything_but_a_get_of_the_metrics_is_refused_plainly(endpoint, request_bytes, status):
     assert ask(endpoint, request_bytes).startswith(b"HTTP/1.1 " + status)
+
+
+def test_a_scrape_whose_metrics_cannot_be_read_is_a_503_and_the_next_one_is_answered():
+    class FailsOnce:
+        failed = False
+
+        def collect(self):
+            if not FailsOnce.failed:
+                FailsOnce.failed = True
+                raise ValueError("a metrics file read while it was made")
+            return []
+
+    registry = CollectorRegistry()
+    Counter("workhorse_probe", "A sample to serve.", registry=registry).inc()
+    registry.register(FailsOnce())
+    served = MetricsEndpoint("127.0.0.1", 0, registry)
+    try:
+        first = ask(served, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        second = ask(served, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    finally:
+        served.close()
+
+    assert first.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+    assert b"scrape again" in first
+    assert second.startswith(b"HTTP/1.1 200 OK\r\n")
