@@ -343,7 +343,7 @@ CREATE SEQUENCE workhorse_job_life_seq;
 -- FUNCTION workhorse_queue_stats_v1(p_window interval, p_buckets integer, p_count_limit integer)
 --   RETURNS TABLE(queue text, paused boolean, blocked bigint, scheduled bigint, ready bigint, active bigint, succeeded bigint, failed bigint, canceled bigint, oldest_ready_at timestamp with time zone, oldest_ready_seconds double precision, finished_per_bucket bigint[], window_seconds double precision, capped text[], concurrency_limit integer, rate_limit integer, rate_period_seconds double precision) LANGUAGE plpgsql SET jit=off -- body sha256 043782b6fbfccbff
 -- FUNCTION workhorse_recover_stalled_v1(p_limit integer)
---   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 992f375795e60533
+--   RETURNS TABLE(job_id bigint, queue text, attempt integer, stall_count integer, failed boolean, name text, max_attempts integer, max_stalled integer, canceled boolean) LANGUAGE plpgsql SET enable_seqscan=off -- body sha256 b75f07960c2e1930
 -- FUNCTION workhorse_refuse_named_twice_v1(p_caller text, p_job_ids bigint[])
 --   RETURNS void LANGUAGE plpgsql -- body sha256 f09d469dee60e522
 -- FUNCTION workhorse_release_many_v1(p_worker text, p_job_ids bigint[], p_fences bigint[])

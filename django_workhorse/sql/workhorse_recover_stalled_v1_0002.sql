@@ -56,6 +56,10 @@ DECLARE
     v_e_att_err  jsonb[];
     v_e_data     jsonb[];
     v_live       text[];
+    -- The database's clock when the sweep begins its work, not its
+    -- transaction's start (DESIGN.md principle 5): a sweep that waited on a
+    -- lock judges the leases by the time it judges them.
+    v_now        timestamptz := clock_timestamp();
 BEGIN
     IF p_limit IS NULL OR p_limit < 0 THEN
         RAISE EXCEPTION 'workhorse_recover_stalled_v1: p_limit must be 0 or more, got %',
@@ -63,9 +67,10 @@ BEGIN
     END IF;
     -- Most sweeps find no lease run out: they read no more than the index.
     IF NOT EXISTS (SELECT 1 FROM workhorse_job_runtime rt
-                   WHERE rt.state = 'active' AND rt.lease_expires_at < now()) THEN
+                   WHERE rt.state = 'active' AND rt.lease_expires_at < v_now) THEN
         RETURN;
     END IF;
+    v_now := clock_timestamp();  -- after any wait for the table above
     v_live := workhorse_live_workers_v1();
     WITH expired AS (
         SELECT rt.job_id, rt.queue, rt.attempt, rt.stall_count, rt.stall_count + 1 AS stalls,
@@ -75,7 +80,7 @@ BEGIN
                j.name, j.max_attempts, j.max_stalled
         FROM workhorse_job_runtime rt
         JOIN workhorse_job j ON j.id = rt.job_id
-        WHERE rt.state = 'active' AND rt.lease_expires_at < now()
+        WHERE rt.state = 'active' AND rt.lease_expires_at < v_now
           AND NOT workhorse_worker_key_v1(rt.worker_id) = ANY (v_live)
         ORDER BY rt.lease_expires_at
         LIMIT p_limit

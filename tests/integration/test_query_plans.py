@@ -112,6 +112,7 @@ def test_the_promotion_finds_due_scheduled_jobs_in_the_scheduled_index(cursor, b
 def test_recovery_finds_expired_leases_among_the_active_jobs_alone(cursor, busy_queues):
     expired = cte("workhorse_recover_stalled_v1.sql", "expired")
     statement = expired.replace("p_limit", "%s").replace("v_live", "'{}'::text[]")
+    statement = statement.replace("v_now", "now()")
     cursor.execute("SET LOCAL enable_seqscan = off")  # as the function runs
 
     nodes = plan_nodes(cursor, statement, [1000])
