@@ -532,9 +532,9 @@ def run_action(conn, jobs: int) -> None:
     then the action run to its end by its job in this process (its rate)."""
     from django.contrib.auth import get_user_model
     from django.test import Client
+    from django_workhorse.bulk_actions import OPERATOR_QUEUE
 
     from django_workhorse import Admin
-    from django_workhorse.bulk_actions import OPERATOR_QUEUE
     from django_workhorse.testing import run_jobs
 
     from . import common

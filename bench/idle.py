@@ -86,6 +86,7 @@ def expected() -> dict[str, tuple[str, str, float | None]]:
     setting that times it, and the calls per second per worker that the
     defaults give (None: not every turn, or off)."""
     from django_workhorse.conf import DEFAULTS, LISTENING_POLL_INTERVAL, RETENTION_DEFAULTS
+
     from django_workhorse.worker.heartbeat import PARTITION_SWEEP_INTERVAL
     from django_workhorse.worker.presence import describe_every
 

@@ -11,25 +11,10 @@ Everything a user calls is importable from here::
     handle.refresh().status                 # 'ready', ..., 'succeeded'
 """
 
-from . import installed_check  # noqa: F401  (registers workhorse.E103 / E009)
-from .admin_api import (
-    ActionResult,
-    Admin,
-    BulkOutcome,
-    Checkpoint,
-    FailureGroup,
-    JobDependency,
-    JobRow,
-    JobSnapshot,
-    Page,
-    QueueStats,
-    TimelineEntry,
-    WorkerInfo,
-)
-from .backoff import exponential, fixed
-from .bulk_actions import BulkAction
+from . import old_paths  # noqa: F401  (the module paths of 0.1.0 still import)
 from .context import JobContext, current_job
-from .definitions import (
+from .core.backoff import exponential, fixed
+from .core.definitions import (
     AsyncJobDefinition,
     BoundJob,
     JobDecorator,
@@ -38,6 +23,11 @@ from .definitions import (
     enqueue,
     job,
 )
+from .core.handles import JobHandle
+from .core.hooks import JobCancel, JobFailure, deprecated_name
+from .core.job_options import JobOptions
+from .db.snapshots import Checkpoint, JobDependency, JobSnapshot
+from .db.store import QueueLimits, ScheduleRow
 from .exceptions import (
     DuplicateCheckpointError,
     InvalidCheckpointError,
@@ -47,7 +37,7 @@ from .exceptions import (
     InvalidQueryError,
     InvalidQueueLimitError,
     JobAlreadyRegistered,
-    JobCancelled,
+    JobCanceledError,
     JobNotFoundError,
     JobTimeout,
     NotInJobError,
@@ -61,10 +51,19 @@ from .exceptions import (
     UnknownScheduleError,
     WorkhorseError,
 )
-from .handles import JobHandle
-from .hooks import JobCancel, JobFailure, deprecated_name
-from .job_options import JobOptions
-from .store import QueueLimits, ScheduleRow
+from .operations import installed_check  # noqa: F401  (registers workhorse.E103 / E009)
+from .operations.admin_api import (
+    ActionResult,
+    Admin,
+    BulkOutcome,
+    FailureGroup,
+    JobRow,
+    Page,
+    QueueStats,
+    TimelineEntry,
+    WorkerInfo,
+)
+from .operations.bulk_actions import BulkAction
 
 __version__ = "0.1.0"
 """This package's release (CHANGELOG.md); pyproject.toml says the same."""
@@ -87,7 +86,7 @@ __all__ = [
     "InvalidQueueLimitError",
     "JobAlreadyRegistered",
     "JobCancel",
-    "JobCancelled",
+    "JobCanceledError",
     "JobContext",
     "JobDecorator",
     "JobDefinition",
@@ -125,5 +124,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """Old names, kept a while with a ``DeprecationWarning`` (``JobCanceled``)."""
+    """Old names, kept a while with a ``DeprecationWarning``: ``JobCanceled``
+    (now ``JobCancel``) and ``JobCancelled`` (now ``JobCanceledError``)."""
+    if name == "JobCancelled":
+        import warnings
+
+        warnings.warn(
+            "django_workhorse.JobCancelled is deprecated: it is "
+            "django_workhorse.JobCanceledError (cancel is spelled as in the "
+            "'canceled' state everywhere)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return JobCanceledError
     return deprecated_name(__name__, name)

@@ -14,12 +14,10 @@ class WorkhorseConfig(AppConfig):
         from django.db.models.signals import pre_migrate
         from django.utils.module_loading import autodiscover_modules
 
-        from . import (
-            checks,  # noqa: F401  (registers the checks)
-            registry,
-        )
-        from .discovery import defined_job, import_problem, remember_apps
-        from .servable import uses_tasks_backend
+        from .core import registry
+        from .core.discovery import defined_job, import_problem, remember_apps
+        from .operations import checks  # noqa: F401  (registers the checks)
+        from .operations.servable import uses_tasks_backend
 
         remember_apps()
         pre_migrate.connect(refuse_other_databases, sender=self)
@@ -42,8 +40,8 @@ def refuse_other_databases(using: str, **kwargs: object) -> None:
     before it applies anything, with one line that says what to change."""
     from django.core.management.base import CommandError
 
-    from .checks import store_aliases
-    from .preflight import not_postgresql
+    from .db.preflight import not_postgresql
+    from .operations.checks import store_aliases
 
     if using in store_aliases() and (problem := not_postgresql(using)):
         raise CommandError(problem)

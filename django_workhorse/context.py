@@ -12,7 +12,7 @@ handler goes on. A sleep not yet taken ends the run: the worker records it
 (``workhorse_sleep_many_v1``) and the job waits, holding no slot, until its
 wake time; on the run after the wake-up the same sleep returns at once.
 Once the run heard of a cancel, every checkpoint and sleep raises
-``JobCancelled``, a replayed one too.
+``JobCanceledError``, a replayed one too.
 
 Every check on the caller's input happens before any SQL, and a refused
 input writes nothing. Async handlers read and write through
@@ -27,6 +27,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -35,15 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar, cast
 
 from asgiref.sync import sync_to_async
 
-from . import store
-from .exceptions import (
-    DuplicateCheckpointError,
-    InvalidCheckpointError,
-    InvalidPayloadError,
-    JobCancelled,
-    NotInJobError,
-)
-from .limits import (
+from .core.limits import (
     MAX_DURATION_SECONDS,
     RUN_AT_END,
     RUN_AT_MIN,
@@ -51,11 +44,19 @@ from .limits import (
     run_at_problem,
     seconds_of,
 )
-from .payloads import encode_result
+from .core.payloads import encode_result
+from .db import snapshots, store
+from .exceptions import (
+    DuplicateCheckpointError,
+    InvalidCheckpointError,
+    InvalidPayloadError,
+    JobCanceledError,
+    NotInJobError,
+)
 
 if TYPE_CHECKING:
-    from .admin_api import JobSnapshot
-    from .outcomes import Recorded
+    from .db.snapshots import JobSnapshot
+    from .worker.outcomes import Recorded
 
 T = TypeVar("T")
 
@@ -116,7 +117,7 @@ class JobContext:
     def _lose(self, error: LeaseLost) -> None:
         """Set by the worker when this run no longer holds its job (its lease
         was refused, or the worker could not prove itself alive in time):
-        the handler's next checkpoint, sleep or ``raise_if_cancelled()``
+        the handler's next checkpoint, sleep or ``raise_if_canceled()``
         raises ``error``; a plain attribute write, which any thread reads."""
         object.__setattr__(self, "_lost", error)
 
@@ -151,16 +152,28 @@ class JobContext:
         """Whether a call is waiting for the run's end to be recorded."""
         return "_after_recorded" in self.__dict__
 
-    def raise_if_cancelled(self) -> None:
-        """Raise JobCancelled when an operator asked to cancel this job.
+    def raise_if_canceled(self) -> None:
+        """Raise ``JobCanceledError`` when an operator asked to cancel this
+        job (``LeaseLost`` when the run no longer holds it).
 
-        Sync handlers call this between steps; async handlers are cancelled.
+        Sync handlers call this between steps; async handlers are cancelled
+        by asyncio.
         """
         lost = self.__dict__.get("_lost")
         if lost is not None:
             raise lost
         if self._cancelled:
-            raise JobCancelled(f"job {self.job_id} was cancelled by an operator")
+            raise JobCanceledError(f"job {self.job_id} was canceled by an operator")
+
+    def raise_if_cancelled(self) -> None:
+        """Deprecated: ``raise_if_canceled`` (one spelling of cancel in the
+        public names, the one of the ``canceled`` state)."""
+        warnings.warn(
+            "ctx.raise_if_cancelled() is deprecated: call ctx.raise_if_canceled()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self.raise_if_canceled()
 
     def checkpoint(self, name: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` once for this job and return its result.
@@ -174,7 +187,7 @@ class JobContext:
         Raises ``InvalidCheckpointError`` for a bad name or a result that is
         not JSON, ``DuplicateCheckpointError`` for a name this run already
         used, ``NotInJobError`` outside the running job (all before anything
-        is written), and ``JobCancelled`` once an operator asked to cancel
+        is written), and ``JobCanceledError`` once an operator asked to cancel
         the job. If the run has lost its job to another run (its lease
         expired), the write is refused and the run ends at once.
         """
@@ -208,14 +221,11 @@ class JobContext:
         """The snapshots of the jobs this one depends on (``depends_on``), in
         id order, read now: their state, and their ``result`` once succeeded.
         Empty for a job without prerequisites. Two queries, whatever their number."""
-        from .admin_api import Admin
-
-        admin = Admin(using=self.using)
-        # get_jobs, not get_job: the job's own checkpoints are not needed here.
-        own = admin.get_jobs([self.job_id])
+        # read_jobs, not read_job: the job's own checkpoints are not needed here.
+        own = snapshots.read_jobs(self.using, [self.job_id])
         if not own:
             return []
-        return admin.get_jobs([link.id for link in own[0].prerequisites])
+        return snapshots.read_jobs(self.using, [link.id for link in own[0].prerequisites])
 
     async def aprerequisites(self) -> list[JobSnapshot]:
         """``prerequisites`` for async handlers: the same two queries, run
@@ -437,7 +447,7 @@ def _write(ctx: JobContext, journal: Journal, name: str, encoded: str) -> None:
     journal.written[name] = encoded
     if cancel_requested:
         ctx._request_cancel()
-        raise JobCancelled(f"job {ctx.job_id} was cancelled by an operator")
+        raise JobCanceledError(f"job {ctx.job_id} was canceled by an operator")
 
 
 def checkpoint(ctx: JobContext, name: str, fn: Callable[[], T]) -> T:
@@ -451,7 +461,7 @@ def checkpoint(ctx: JobContext, name: str, fn: Callable[[], T]) -> T:
     row = _replay(ctx, journal, "checkpoint", CHECKPOINT, name)
     # A cancel heard before this point ends the run here, replay or not: a
     # recorded stage must not carry a cancelled run on to the next one.
-    ctx.raise_if_cancelled()
+    ctx.raise_if_canceled()
     if row is not None:
         return cast(T, row.result)
     value = fn()
@@ -486,7 +496,7 @@ async def acheckpoint(ctx: JobContext, name: str, afn: Callable[[], Awaitable[T]
     if journal is None:
         journal = await sync_to_async(_load)(ctx)
     row = _replay(ctx, journal, "acheckpoint", CHECKPOINT, name)
-    ctx.raise_if_cancelled()  # as in checkpoint(): before a replayed result too
+    ctx.raise_if_canceled()  # as in checkpoint(): before a replayed result too
     if row is not None:
         return cast(T, row.result)
     awaitable = afn()
@@ -535,7 +545,7 @@ def sleep(ctx: JobContext, name: str, when: float | timedelta | datetime) -> Non
     _check_call(ctx, "sleep", SLEEP, name)
     request = _wake(ctx, "sleep", name, when)
     replayed = _replay(ctx, _load(ctx), "sleep", SLEEP, name) is not None
-    ctx.raise_if_cancelled()  # a sleep already taken returns only to a run not cancelled
+    ctx.raise_if_canceled()  # a sleep already taken returns only to a run not cancelled
     if replayed:
         return
     raise request
@@ -548,7 +558,7 @@ async def asleep(ctx: JobContext, name: str, when: float | timedelta | datetime)
     if journal is None:
         journal = await sync_to_async(_load)(ctx)
     replayed = _replay(ctx, journal, "asleep", SLEEP, name) is not None
-    ctx.raise_if_cancelled()
+    ctx.raise_if_canceled()
     if replayed:
         return
     raise request

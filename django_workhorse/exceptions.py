@@ -40,8 +40,31 @@ class SchemaVersionError(WorkhorseError, ImproperlyConfigured):
     """The database holds a django-workhorse schema this code does not speak."""
 
 
-class JobCancelled(WorkhorseError):
-    """Raised inside a handler whose job an operator cancelled."""
+class JobCanceledError(WorkhorseError):
+    """Raised inside a handler whose job an operator canceled (at its next
+    checkpoint, sleep or ``ctx.raise_if_canceled()``).
+
+    Stored error envelopes name it ``django_workhorse.exceptions.JobCancelled``,
+    its name up to 0.1.0: rows written since then, and the SQL functions that
+    end a job canceled, say so (``exception_path``)."""
+
+
+JobCancelled = JobCanceledError
+"""The name of ``JobCanceledError`` up to 0.1.0, which error envelopes keep
+(``"type": "django_workhorse.exceptions.JobCancelled"``), so that a stored
+path still imports. New code names ``JobCanceledError``;
+``django_workhorse.JobCancelled`` warns that it is deprecated."""
+
+_STORED_PATHS: dict[type[BaseException], str] = {
+    JobCanceledError: "django_workhorse.exceptions.JobCancelled",
+}
+
+
+def exception_path(cls: type[BaseException]) -> str:
+    """The dotted path an error envelope (and a Django ``TaskError``) stores
+    for exceptions of ``cls``: its module and name, or for
+    ``JobCanceledError`` the name of 0.1.0 that stored rows use."""
+    return _STORED_PATHS.get(cls) or f"{cls.__module__}.{cls.__qualname__}"
 
 
 class JobTimeout(WorkhorseError, TimeoutError):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import bulk_actions
 from .context import current_job
-from .definitions import job
-from .exceptions import JobCancelled
+from .core.definitions import job
+from .exceptions import JobCanceledError
+from .operations import bulk_actions
 
 
 @job(
@@ -43,7 +43,7 @@ def run_bulk_action(action_id: int, store: str) -> dict[str, Any]:
             )
             if progress["status"] in (*bulk_actions.ENDED, "gone"):
                 return progress
-    except JobCancelled:
+    except JobCanceledError:
         # The job itself was canceled: the action stops with it, so that its
         # record does not stay "running" and hold its filter.
         bulk_actions.stop(store, action_id, "the action's job was canceled")

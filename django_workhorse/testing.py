@@ -29,18 +29,19 @@ from typing import Any, cast
 from asgiref.sync import async_to_sync
 from django.db import connections, transaction
 
-from . import registry, store
-from .conf import get_settings, import_callable
 from .context import JobContext, LeaseLost, SleepRequested, claimed_context, set_current
-from .definitions import JobDefinition
-from .exceptions import JobCancelled, UnknownJobError
-from .handles import JobHandle
-from .limits import queue_name_problem
-from .outcomes import Recorded
-from .servable import unknown_queues_note
+from .core import registry
+from .core.conf import get_settings, import_callable
+from .core.definitions import JobDefinition
+from .core.handles import JobHandle
+from .core.limits import queue_name_problem
+from .db import store
+from .exceptions import JobCanceledError, UnknownJobError
+from .operations.servable import unknown_queues_note
 from .worker import executor, instruments
 from .worker.cancels import stored_reason
 from .worker.executor import Finished, Running
+from .worker.outcomes import Recorded
 from .worker.report import WRITTEN_SUCCESS, InlineCalls, Reporter, recorded_failure
 
 logger = logging.getLogger("django_workhorse.testing")
@@ -396,7 +397,7 @@ def _job_run(closing: executor.Closing, recorded: Recorded | None) -> JobRun:
         return JobRun(job.job_id, job.name, job.queue, job.attempt, True, closing.item.value)
     if closing.outcome == executor.SLEPT:
         if recorded is not None and recorded.outcome == executor.CANCELED:
-            error = JobCancelled(f"job {job.job_id} was canceled as it went to sleep")
+            error = JobCanceledError(f"job {job.job_id} was canceled as it went to sleep")
             return JobRun(job.job_id, job.name, job.queue, job.attempt, False, error=error)
         return JobRun(job.job_id, job.name, job.queue, job.attempt, False, slept=True)
     return JobRun(

@@ -2,7 +2,7 @@
 
 Every factory enqueues with the public ``enqueue`` and moves the job on with
 the SQL functions a worker calls (claim, succeed, fail), through
-``django_workhorse.store``. None of them writes a runtime or outcome row
+``django_workhorse.db.store``. None of them writes a runtime or outcome row
 itself, so every row and timestamp is one the database produced for that
 state.
 
@@ -23,7 +23,8 @@ import factory
 from demo.jobs import add
 from django.db import connection
 
-from django_workhorse import Admin, JobHandle, JobSnapshot, store
+from django_workhorse import Admin, JobHandle, JobSnapshot
+from django_workhorse.db import store
 
 
 def options_row(**overrides: Any) -> store.JobOptionsRow:

@@ -177,7 +177,7 @@ CHANGE_MIGRATION = f'''
 
 from django.db import migrations
 
-from django_workhorse.sql_files import read_sql
+from django_workhorse.db.sql_files import read_sql
 
 NEWER = read_sql("{CHANGED}.sql").replace("AS $$", "AS $$\\n{CHANGE}", 1)
 

@@ -23,15 +23,13 @@ from django.db import connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .. import registry, store
-from ..admin_api import Admin
-from ..backoff import BackoffSpec
-from ..conf import job_defaults
-from ..definitions import JobDefinition
-from ..discovery import may_import
-from ..exceptions import WorkhorseError
-from ..job_options import BACKEND_OPTIONS, TASK_ENQUEUE_OPTIONS
-from ..limits import (
+from ..core import registry
+from ..core.backoff import BackoffSpec
+from ..core.conf import job_defaults
+from ..core.definitions import JobDefinition
+from ..core.discovery import may_import
+from ..core.job_options import BACKEND_OPTIONS, TASK_ENQUEUE_OPTIONS
+from ..core.limits import (
     MAX_ATTEMPTS_MAX,
     MAX_ATTEMPTS_MIN,
     MAX_STALLED_MAX,
@@ -41,7 +39,11 @@ from ..limits import (
     shown,
     whole_problem,
 )
+from ..db import store
+from ..exceptions import WorkhorseError
+from ..operations.admin_api import Admin
 from ..states import JobState
+from .backend_options import BackendOptions, option_problems, parse_options
 from .compat import (
     TASK_MAX_PRIORITY,
     TASK_MIN_PRIORITY,
@@ -54,7 +56,6 @@ from .compat import (
     task_backends,
     task_enqueued,
 )
-from .options import BackendOptions, option_problems, parse_options
 from .results import build_result
 
 ID_RE = re.compile(r"[1-9][0-9]{0,18}")

@@ -14,8 +14,8 @@ from ..states import AttemptOutcome, JobState
 from .compat import Task, TaskError, TaskResult, TaskResultStatus
 
 if TYPE_CHECKING:
-    from ..admin_api import JobSnapshot
-    from ..store import AttemptRow
+    from ..db.snapshots import JobSnapshot
+    from ..db.store import AttemptRow
 
 STATUS_OF_STATE = {
     JobState.BLOCKED: TaskResultStatus.READY,

@@ -9,7 +9,7 @@ recorded (by a worker on its hook thread, with the ``ON_JOB_FAILURE`` calls;
 by ``run_jobs`` right after its write), with the end the database recorded
 (``outcomes.Recorded``, handed over by the runner's ``report``), never a
 guess made before the write: SUCCESSFUL with the return value, FAILED when
-the job ended (the last attempt, ``JobCancelled``, an operator's cancel, a
+the job ended (the last attempt, ``JobCanceledError``, an operator's cancel, a
 return value that could not be stored), READY when a retry follows or a
 durable sleep ends the run. The exception is raised on, so workhorse
 records the attempt and decides the retry as for any job.
@@ -30,8 +30,9 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from ..context import SleepRequested, current_job, reset_current, set_current
-from ..outcomes import Recorded
+from ..exceptions import exception_path
 from ..states import AttemptOutcome
+from ..worker.outcomes import Recorded
 from .compat import (
     TaskContext,
     TaskError,
@@ -83,10 +84,9 @@ def _as_recorded(
         return
     error = (recorded.error if recorded is not None else None) or exc
     if error is not None and not isinstance(error, SleepRequested):
-        cls = type(error)
         result.errors.append(
             TaskError(
-                exception_class_path=f"{cls.__module__}.{cls.__qualname__}",
+                exception_class_path=exception_path(type(error)),
                 traceback="".join(traceback.format_exception(error)),
             )
         )

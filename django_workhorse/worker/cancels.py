@@ -2,7 +2,7 @@
 recovery ended canceled. A run's own cancel is reported by ``report.py``.
 
 A run ends canceled when an operator's cancel reaches its worker (the
-ledger acks it at once), when its handler raises ``JobCancelled``, or when
+ledger acks it at once), when its handler raises ``JobCanceledError``, or when
 its job was flagged and its worker released it at shutdown or died. A cancel
 is not a failure: ``ON_JOB_FAILURE`` is not called for it.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .. import store
-from ..hooks import JobCancel
-from ..store import Recovered
+from ..core.hooks import JobCancel
+from ..db import store
+from ..db.store import Recovered
 from .logs import job_extra
 
 logger = logging.getLogger("django_workhorse.worker")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import psycopg
 
-from .. import store
+from ..db import store
 from . import instruments
 from .connection import SharedConnection
 

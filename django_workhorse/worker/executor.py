@@ -38,14 +38,14 @@ from django.db.transaction import TransactionManagementError
 from psycopg.pq import TransactionStatus
 
 from ..context import JobContext, SleepRequested, reset_current, set_current
-from ..definitions import JobDefinition
-from ..exceptions import InvalidPayloadError, JobCancelled, JobTimeout
-from ..outcomes import admit as admission
-from ..outcomes import error_json, retry_decision, timeout_error
-from ..payloads import encode_result
+from ..core.definitions import JobDefinition
+from ..core.payloads import encode_result
+from ..db.store import ClaimedJob
+from ..exceptions import InvalidPayloadError, JobCanceledError, JobTimeout
 from ..states import AttemptOutcome
-from ..store import ClaimedJob
 from . import instruments
+from .outcomes import admit as admission
+from .outcomes import error_json, retry_decision, timeout_error
 
 SUCCEEDED = AttemptOutcome.SUCCEEDED.value
 FAILED = AttemptOutcome.FAILED.value
@@ -302,7 +302,7 @@ def timed_out(running: Running, *, abandoned: bool) -> Finished:
 def canceled(running: Running) -> Finished:
     """The end of a run an operator's cancel reached while it ran: acked at
     once, its handler abandoned (it keeps its slot until it returns)."""
-    error = JobCancelled(f"job {running.job.job_id} was canceled by an operator while it ran")
+    error = JobCanceledError(f"job {running.job.job_id} was canceled by an operator while it ran")
     running.context._record_end(error)
     return Finished(running, False, error=error, kind=CANCELED, retryable=False, abandoned=True)
 
@@ -378,7 +378,7 @@ def close(item: Finished) -> Closing:
     running = item.running
     if (
         item.kind == CANCELED
-        or isinstance(exc, JobCancelled)
+        or isinstance(exc, JobCanceledError)
         or (isinstance(exc, asyncio.CancelledError) and running.context.cancel_requested)
     ):
         return Closing(item, CANCELED)

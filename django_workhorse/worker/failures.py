@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from ..core.hooks import JobFailure
+from ..db.store import ClaimedJob, Recovered
 from ..exceptions import StalledJobError
-from ..hooks import JobFailure
-from ..store import ClaimedJob, Recovered
 from .logs import job_extra
 
 logger = logging.getLogger("django_workhorse.worker")

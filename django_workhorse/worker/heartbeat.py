@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from .. import store
+from ..db import store
 from .connection import SharedConnection, connect, retry_delays
 
 logger = logging.getLogger("django_workhorse.worker")

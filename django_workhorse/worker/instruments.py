@@ -23,13 +23,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import metrics, store, tracing
-from ..conf import WorkhorseSettings
+from ..core.conf import WorkhorseSettings
+from ..db import store
+from ..operations import metrics
+from . import tracing
 
 logger = logging.getLogger("django_workhorse.worker")
 
 if TYPE_CHECKING:
-    from ..definitions import JobDefinition
+    from ..core.definitions import JobDefinition
     from .executor import Closing, Running
 
 

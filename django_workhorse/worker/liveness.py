@@ -22,7 +22,7 @@ claim, its last renewal and the last pulse, each as sent (so never later
 than the database's own reckoning), plus ``LOCK_DURATION``, less a margin.
 A run past that moment is stopped (``Worker._check_liveness``): its handler
 is told (``LeaseLost`` at its next checkpoint, sleep or
-``raise_if_cancelled()``; an async handler is cancelled), its failure is not
+``raise_if_canceled()``; an async handler is cancelled), its failure is not
 written, its success only under its fence, and once the worker reaches the
 database again the job is released back to ready if nobody took it.
 """

@@ -54,7 +54,7 @@ def _install() -> None:
 def use_log_format(log_format: str, worker_id: str) -> None:
     """``WORKHORSE["LOG_FORMAT"]``: "json" formats the worker's log lines as JSON."""
     if log_format == "json":
-        from ..logformat import use_json
+        from ..operations.logformat import use_json
 
         use_json(worker_id)
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .. import registry, schedules
-from ..conf import WorkhorseSettings, get_settings, import_callable
-from ..definitions import JobDefinition
+from ..core import registry, schedules
+from ..core.conf import WorkhorseSettings, get_settings, import_callable
+from ..core.definitions import JobDefinition
+from ..core.limits import queue_name_problem
 from ..exceptions import StoreMismatchError
-from ..limits import queue_name_problem
-from ..servable import servable_queues, unknown_queues_note, unknown_queues_problem
+from ..operations.servable import servable_queues, unknown_queues_note, unknown_queues_problem
 
 
 @dataclass

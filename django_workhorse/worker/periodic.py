@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from ..store import Cursor
+from ..db.store import Cursor
 from .connection import SharedConnection, connect
 
 logger = logging.getLogger("django_workhorse.worker")

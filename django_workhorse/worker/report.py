@@ -24,13 +24,13 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from .. import store
-from ..hooks import JobCancel, JobFailure
-from ..outcomes import Recorded, describe
+from ..core.hooks import JobCancel, JobFailure
+from ..db import store
 from .cancels import call_cancel_hook
 from .executor import CANCELED, SLEPT, SUCCEEDED, TIMED_OUT, Closing, Running
 from .failures import job_failure
 from .logs import job_extra
+from .outcomes import Recorded, describe
 
 logger = logging.getLogger("django_workhorse.worker")
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import psycopg
 
-from .. import schedules, store
-from ..store import Cursor
+from ..core import schedules
+from ..db import store
+from ..db.store import Cursor
 from .connection import SharedConnection
 from .logs import job_extra
 from .periodic import PeriodicThread

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .. import metrics, store
-from ..store import Cursor
+from ..db import store
+from ..db.store import Cursor
+from ..operations import metrics
 from . import instruments
 from .connection import SharedConnection
 from .options import WorkerOptions

@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .. import metrics
+from ..operations import metrics
 
 logger = logging.getLogger("django_workhorse.worker")
 

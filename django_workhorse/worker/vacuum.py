@@ -33,8 +33,8 @@ from collections.abc import Callable
 
 import psycopg
 
-from .. import store
-from ..store import Cursor, VacuumCandidate
+from ..db import store
+from ..db.store import Cursor, VacuumCandidate
 from .connection import SharedConnection
 from .periodic import PeriodicThread
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .. import store
-from ..unserved import close_matches, served_by_rows, unserved_ready
+from ..db import store
+from ..operations.unserved import close_matches, served_by_rows, unserved_ready
 from .options import WorkerOptions
 
 logger = logging.getLogger("django_workhorse.worker")

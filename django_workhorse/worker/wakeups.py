@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 import psycopg
 from psycopg import sql
 
-from .. import store
+from ..db import store
 from .connection import connect, retry_delays
 
 logger = logging.getLogger("django_workhorse.worker")

@@ -28,12 +28,13 @@ from typing import Any
 
 import psycopg
 
-from .. import registry, store
-from ..conf import import_callable
 from ..context import LeaseLost, claimed_context
-from ..definitions import JobDefinition
+from ..core import registry
+from ..core.conf import import_callable
+from ..core.definitions import JobDefinition
+from ..db import store
 from ..exceptions import JobTimeout, SchemaVersionError
-from . import executor, instruments, limits, sidecars
+from . import executor, instruments, queue_limits, sidecars
 from .cancels import call_cancel_hook, log_recovered_cancel, of_recovered, stored_reason
 from .claims import ClaimSession
 from .connection import SharedConnection, application_name, connect, retry_delays
@@ -55,7 +56,7 @@ from .options import (  # noqa: F401  (re-exported: runworker and tests import t
 from .presence import describe_every, describe_worker
 from .recycle import Recycle
 from .report import Reporter, lost
-from .retention import RetentionSweeper, start_retention
+from .retention_turn import RetentionSweeper, start_retention
 from .routes import SuccessRoute
 from .vacuum import VacuumSweeper, start_vacuum
 from .waiting import say_what_waits
@@ -209,7 +210,7 @@ class Worker:
             if problem:
                 raise SchemaVersionError(f"database {self.options.alias!r}: {problem}")
             store.ensure_partitions(cursor, self.settings.partition_days_ahead)
-            limits.sync(cursor, self.settings, self.options.queues)
+            queue_limits.sync(cursor, self.settings, self.options.queues)
             say_what_waits(cursor, self.options)
         self._sidecars = sidecars.start(
             self.options, self._session.shared, duty=self._liveness.sweeps
@@ -799,7 +800,7 @@ class Worker:
 
     def _stop_run(self, running: Running, error: LeaseLost) -> None:
         """Tell a run that no longer holds its job: a sync handler gets
-        ``error`` at its next checkpoint, sleep or ``raise_if_cancelled()``,
+        ``error`` at its next checkpoint, sleep or ``raise_if_canceled()``,
         an async one is cancelled."""
         running.context._lose(error)
         definition = running.definition
@@ -820,7 +821,7 @@ class Worker:
     ) -> None:
         """Stop the run of ``job_id``: the ledger acks it canceled at once (the
         writer records it); an async handler is cancelled, a sync one sees
-        ``JobCancelled`` at its next ``raise_if_cancelled()`` or is abandoned
+        ``JobCanceledError`` at its next ``raise_if_canceled()`` or is abandoned
         like a timed-out one, keeping its slot until it returns."""
         running = self.ledger.cancel(job_id, fence, owner)
         if running is None:

@@ -38,10 +38,9 @@ from typing import Any, cast
 
 import psycopg
 
-from .. import store
 from ..context import SleepRequested
-from ..hooks import JobCancel, JobFailure
-from ..outcomes import Recorded
+from ..core.hooks import JobCancel, JobFailure
+from ..db import store
 from . import instruments
 from .cancels import stored_reason
 from .connection import SharedConnection, connect, retry_delays
@@ -58,6 +57,7 @@ from .executor import (
 from .hookcalls import HookCalls
 from .linger import Linger
 from .logs import job_extra
+from .outcomes import Recorded
 from .report import Reporter, recorded_failure
 
 logger = logging.getLogger("django_workhorse.worker")

@@ -138,9 +138,9 @@ def replays_after_cancel(kind: str) -> str:
     """Records a checkpoint (``kind`` "checkpoint") or takes a short sleep
     ("sleep") in its first run, then fails that run. The next run waits
     until its worker has heard of a cancel, without asking
-    ``raise_if_cancelled()``, and only then reaches the recorded stage
+    ``raise_if_canceled()``, and only then reaches the recorded stage
     again: it records whether the replay went on ("<kind>:replayed") or
-    raised JobCancelled ("<kind>:cancelled")."""
+    raised JobCanceledError ("<kind>:cancelled")."""
     ctx = workhorse.current_job()
     if not _ran_before("first life"):
         if kind == "checkpoint":
@@ -158,7 +158,7 @@ def replays_after_cancel(kind: str) -> str:
             ctx.checkpoint("stage", lambda: "ran again")
         else:
             ctx.sleep("nap", 0)
-    except workhorse.JobCancelled:
+    except workhorse.JobCanceledError:
         _run_record(f"{kind}:cancelled")
         raise
     _run_record(f"{kind}:replayed")

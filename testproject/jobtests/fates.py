@@ -31,7 +31,7 @@ def end_as(kind: str) -> str:
         time.sleep(1.5)  # past its timeout of 1 s
         return "returned too late"
     if kind == "cancel":
-        raise workhorse.JobCancelled("nothing left to do")
+        raise workhorse.JobCanceledError("nothing left to do")
     if kind == "sleep":
         workhorse.current_job().sleep("nap", timedelta(milliseconds=100))
         return "woke up"

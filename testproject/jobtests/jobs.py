@@ -196,7 +196,7 @@ def checks_for_cancel(seconds: float = 3600) -> None:
     run = start_run("checks")
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        ctx.raise_if_cancelled()
+        ctx.raise_if_canceled()
         time.sleep(0.01)
     finish_run(run)
 
@@ -269,9 +269,9 @@ def fails_first_life() -> str:
 
 @workhorse.job(queue="jobtests.cancel", max_attempts=3)
 def cancels_itself() -> None:
-    """Decides on its own that there is nothing to do: raises JobCancelled."""
+    """Decides on its own that there is nothing to do: raises JobCanceledError."""
     start_run("gives up", finished=True)
-    raise workhorse.JobCancelled("nothing left to do")
+    raise workhorse.JobCanceledError("nothing left to do")
 
 
 FAILURES = {"refused": ConnectionRefusedError, "reset": ConnectionResetError, "value": ValueError}
@@ -328,7 +328,7 @@ def watches_its_lease(marks: str, seconds: float = 6) -> None:
     end = time.monotonic() + seconds
     try:
         while time.monotonic() < end:
-            ctx.raise_if_cancelled()
+            ctx.raise_if_canceled()
             time.sleep(0.01)
     except BaseException:
         with open(mark + ".stopped", "w") as f:

@@ -77,7 +77,7 @@ def fate_task(kind: str) -> str:
 @task(queue_name="jobtests.tasks")
 def gives_up(message: str) -> None:
     """Ends its job canceled on its first attempt, though attempts remain."""
-    raise workhorse.JobCancelled(message)
+    raise workhorse.JobCanceledError(message)
 
 
 @task(queue_name="jobtests.tasks")

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from django_workhorse import Admin
-from django_workhorse.bulk_actions import OPERATOR_QUEUE
+from django_workhorse.operations.bulk_actions import OPERATOR_QUEUE
 from tests.factories import many_failed_jobs
 
 pytestmark = pytest.mark.django_db(

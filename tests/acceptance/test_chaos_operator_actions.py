@@ -11,7 +11,7 @@ the promises of docs/admin.md and docs/concepts.md hold:
 - a cancel that said ``changed`` ends the job ``canceled``; one that said
   ``requested`` ends it canceled, succeeded or failed, and no run of the job
   starts after it (unless an operator retried the job later);
-- every canceled job's error names ``JobCancelled``;
+- every canceled job's error names ``JobCanceledError``;
 - no attempt number exceeds ``max_attempts``;
 - no run of a queue starts while the queue is paused;
 - a queue's concurrency limit is never exceeded (sampled while it runs).

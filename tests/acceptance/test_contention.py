@@ -36,7 +36,7 @@ from django.db import connection, transaction
 from jobtests.jobs import gated, record
 from jobtests.models import RunRecord
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.models import AttemptHistory, JobOutcome, JobRuntime
 from tests.acceptance.conftest import WorkerProcess
 from tests.helpers import PGBOUNCER_POOL_SIZE

@@ -11,7 +11,7 @@ import pytest
 from jobtests.jobs import broken_retry_delay, waits_by_the_hour
 
 import django_workhorse as workhorse
-from django_workhorse import registry
+from django_workhorse.core import registry
 from django_workhorse.models import AttemptHistory
 from django_workhorse.testing import run_jobs
 

@@ -1,6 +1,6 @@
 """Checkpoints in real workers: a completed stage never runs again after a
 crash, a worker that lost its job cannot record a stage, and a recorded
-stage or sleep reached after a cancel raises JobCancelled."""
+stage or sleep reached after a cancel raises JobCanceledError."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from django.core.management import call_command
 from django.db import connection
 from jobtests.jobs import record
 
-from django_workhorse import installed_sql, store
-from django_workhorse.checks import schema_messages
+from django_workhorse.db import installed_sql, store
+from django_workhorse.operations.checks import schema_messages
 from tests.acceptance.conftest import TESTPROJECT, database_url
 
 pytestmark = pytest.mark.django_db(

@@ -1,4 +1,4 @@
-"""``django_workhorse.logformat.JsonFormatter`` named in a project's
+"""``django_workhorse.operations.logformat.JsonFormatter`` named in a project's
 ``LOGGING`` (docs/observability.md) formats the lines of the handlers that
 use it as ``LOG_FORMAT = "json"`` formats every line: ``worker`` on each one,
 the job's annotations on those about a job."""
@@ -23,7 +23,7 @@ from testproject.settings import *  # noqa: F403
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "django_workhorse.logformat.JsonFormatter"}},
+    "formatters": {"json": {"()": "django_workhorse.operations.logformat.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
 }

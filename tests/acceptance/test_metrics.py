@@ -15,7 +15,8 @@ from jobtests.jobs import async_stuck, doomed, record, rendezvous
 from jobtests.models import RunRecord
 from prometheus_client.parser import text_string_to_metric_families
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from django_workhorse.models import JobOutcome
 
 pytestmark = pytest.mark.django_db(

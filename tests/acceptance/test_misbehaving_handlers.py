@@ -14,7 +14,7 @@ from jobtests.models import RunRecord
 from jobtests.poison_jobs import amate, apoison, mate, poison
 
 from django_workhorse.models import AttemptHistory, JobOutcome
-from django_workhorse.outcomes import MESSAGE_LIMIT
+from django_workhorse.worker.outcomes import MESSAGE_LIMIT
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]

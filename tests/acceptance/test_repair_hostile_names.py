@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.db import connection
 from jobtests.jobs import record
 
-from django_workhorse import installed_sql, store
-from django_workhorse.checks import schema_messages
+from django_workhorse.db import installed_sql, store
+from django_workhorse.operations.checks import schema_messages
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]

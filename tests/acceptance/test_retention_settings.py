@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from django_workhorse.worker.retention import start_retention
+from django_workhorse.worker.retention_turn import start_retention
 from tests.factories import SucceededJobFactory
 
 pytestmark = pytest.mark.django_db(

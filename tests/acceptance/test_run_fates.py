@@ -1,7 +1,7 @@
 """A run ends the same under ``run_jobs`` as under ``runworker``.
 
 ``run_jobs`` (django_workhorse.testing) and the worker decide what becomes
-of a claimed run in one place (``django_workhorse.outcomes``): each way a
+of a claimed run in one place (``django_workhorse.worker.outcomes``): each way a
 handler can end, and each way a claimed job can be refused before its
 handler runs, is run once under ``run_jobs`` in the test's process and once
 under a real ``runworker``, and what the database holds afterwards is

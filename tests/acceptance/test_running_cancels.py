@@ -1,6 +1,6 @@
 """Cancelling running jobs in real ``runworker`` processes.
 
-An async handler, a sync handler that calls ``raise_if_cancelled()`` in a
+An async handler, a sync handler that calls ``raise_if_canceled()`` in a
 loop and a sync handler stuck in ``time.sleep(3600)`` each end ``canceled``:
 told by a notification on ``workhorse_control`` (the heartbeat is made far
 too slow to be the messenger), and told by the heartbeat when the LISTEN

@@ -138,7 +138,7 @@ def test_a_schedule_payload_that_is_not_json_stops_runworker_with_a_command_erro
 
 
 def test_a_starting_worker_removes_the_schedules_no_longer_declared(start_worker):
-    from django_workhorse.schedules import Schedule, sync
+    from django_workhorse.core.schedules import Schedule, sync
 
     with connection.cursor() as cursor:
         sync(cursor, [Schedule("stale", "jobtests.jobs.record", "0 3 * * *")])

@@ -35,10 +35,10 @@ SCRIPT = BLOCKED + textwrap.dedent(
     import django
     django.setup()
     from django.core.management import call_command
-    from django_workhorse import tracing
+    from django_workhorse.core import trace_context
     from django_workhorse.worker import instruments
 
-    assert tracing.current_context() is None
+    assert trace_context.current_context() is None
     call_command("runworker", "--burst", "--queues", "jobtests.record")
     assert instruments.ACTIVE is None
     extras = ("opentelemetry", "prometheus_client")
@@ -99,7 +99,7 @@ def test_queue_metrics_interval_without_the_prometheus_extra_is_a_settings_error
         """
         import django
         django.setup()
-        from django_workhorse.conf import problems, raw_settings
+        from django_workhorse.core.conf import problems, raw_settings
         from django.test import override_settings
         with override_settings(WORKHORSE={"QUEUE_METRICS_INTERVAL": 5}):
             print(problems(raw_settings()))

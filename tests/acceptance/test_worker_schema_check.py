@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from jobtests.jobs import record
 
-from django_workhorse import store
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db(
     transaction=True, available_apps=["django_workhorse", "jobtests"]

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test import Client
 
 from django_workhorse import Admin
-from django_workhorse.bulk_actions import OPERATOR_QUEUE
+from django_workhorse.operations.bulk_actions import OPERATOR_QUEUE
 from django_workhorse.testing import run_jobs
 from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory
 

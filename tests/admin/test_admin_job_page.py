@@ -10,7 +10,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from tests.factories import (
     BlockedJobFactory,
     FailedJobFactory,

@@ -12,8 +12,10 @@ from django.contrib.messages import get_messages
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from django_workhorse import Admin, store
-from django_workhorse import admin as admin_module
+from django_workhorse import Admin
+from django_workhorse.admin import base as admin_module
+from django_workhorse.admin import queues as admin_queues
+from django_workhorse.db import store
 from django_workhorse.worker.presence import describe_worker
 from tests.factories import (
     ActiveJobFactory,
@@ -427,7 +429,7 @@ def test_the_queues_page_shows_counts_chart_and_pauses_a_queue(operator_client):
 def test_the_queues_page_stops_counting_at_its_limit_and_shows_the_queues_limits(
     operator_client, monkeypatch
 ):
-    monkeypatch.setattr(admin_module, "QUEUE_PAGE_COUNT_LIMIT", 2)
+    monkeypatch.setattr(admin_queues, "QUEUE_PAGE_COUNT_LIMIT", 2)
     for _ in range(3):
         ReadyJobFactory(queue="shop")
     Admin().set_queue_limits("shop", global_concurrency=4)
@@ -439,7 +441,7 @@ def test_the_queues_page_stops_counting_at_its_limit_and_shows_the_queues_limits
 
 
 def test_the_queues_page_lists_the_schedules_and_their_next_run(operator_client):
-    from django_workhorse.schedules import Schedule, sync
+    from django_workhorse.core.schedules import Schedule, sync
     from django_workhorse.worker.scheduler import sweep
 
     with connection.cursor() as cursor:

@@ -15,7 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from django_workhorse import Admin
-from django_workhorse.schedules import Schedule, sync
+from django_workhorse.core.schedules import Schedule, sync
 from django_workhorse.worker.scheduler import sweep
 from tests.admin.conftest import _staff
 from tests.factories import FailedJobFactory, ReadyJobFactory, SucceededJobFactory
@@ -149,7 +149,7 @@ def test_the_queues_page_charts_the_jobs_finished_in_the_last_hour(operator_clie
 def test_a_queue_reads_running_only_when_a_live_worker_says_it_serves_it(operator_client):
     import json
 
-    from django_workhorse import store
+    from django_workhorse.db import store
     from django_workhorse.worker.presence import describe_worker
 
     ReadyJobFactory(queue="page-served")
@@ -168,7 +168,7 @@ def test_a_queue_reads_running_only_when_a_live_worker_says_it_serves_it(operato
 def test_a_queue_whose_only_worker_went_silent_reads_no_worker(operator_client):
     import json
 
-    from django_workhorse import store
+    from django_workhorse.db import store
     from django_workhorse.worker.presence import describe_worker
 
     ReadyJobFactory(queue="page-orphaned")

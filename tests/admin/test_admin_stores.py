@@ -8,7 +8,7 @@ import pytest
 from demo.jobs import add
 
 from django_workhorse import Admin
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core.definitions import JobDefinition
 from tests.factories import ReadyJobFactory
 from tests.second_store import second_store
 

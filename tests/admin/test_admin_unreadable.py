@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from django_workhorse import store
-from django_workhorse.schedules import Schedule, sync
+from django_workhorse.core.schedules import Schedule, sync
+from django_workhorse.db import store
 from django_workhorse.worker.scheduler import sweep
 from tests.factories import ActiveJobFactory
 

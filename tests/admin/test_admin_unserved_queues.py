@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.worker.presence import describe_worker
 from tests.factories import ActiveJobFactory, ReadyJobFactory, ScheduledJobFactory
 

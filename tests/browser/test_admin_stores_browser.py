@@ -10,7 +10,7 @@ import pytest
 from demo.jobs import add
 from django.contrib.auth.models import Permission
 
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core.definitions import JobDefinition
 from tests.factories import ReadyJobFactory
 from tests.second_store import second_store
 

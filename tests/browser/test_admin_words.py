@@ -11,7 +11,8 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from tests.browser.pages import log_in, screenshot, staff
 from tests.factories import (
     ActiveJobFactory,

@@ -12,7 +12,7 @@ from demo.jobs import add
 from django.db import connection
 
 from django_workhorse import Admin
-from django_workhorse.bulk_actions import OPERATOR_QUEUE
+from django_workhorse.operations.bulk_actions import OPERATOR_QUEUE
 from tests.acceptance.conftest import workers  # noqa: F401  (the runworker fixture)
 from tests.browser.pages import log_in, staff
 from tests.factories import ReadyJobFactory, many_failed_jobs

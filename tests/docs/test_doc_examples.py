@@ -33,7 +33,7 @@ from django.core.checks import run_checks
 from django.core.management import get_commands, load_command_class
 from django.test import override_settings
 
-from django_workhorse.conf import DEFAULTS, problems
+from django_workhorse.core.conf import DEFAULTS, problems
 from django_workhorse.testing import WorkhorseJobs
 from tests.helpers import run_pytest
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import load_command_class
 
-from django_workhorse.conf import DEFAULTS, RETENTION_DEFAULTS
-from django_workhorse.tasks.options import OPTION_KEYS
+from django_workhorse.core.conf import DEFAULTS, RETENTION_DEFAULTS
+from django_workhorse.tasks.backend_options import OPTION_KEYS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 ROW_KEY = re.compile(r"^\| `([A-Z_]+)` \|", re.MULTILINE)
@@ -69,7 +69,7 @@ DEFAULT_CELL = re.compile(r"^\| `([A-Z_]+)` \| `([^`]+)`( \([^)]*\))? \|", re.MU
 def test_the_defaults_settings_md_gives_are_the_defaults_in_force():
     from django.test import override_settings
 
-    from django_workhorse.conf import get_settings, raw_settings
+    from django_workhorse.core.conf import get_settings, raw_settings
 
     documented = dict(
         (key, value) for key, value, _ in DEFAULT_CELL.findall((DOCS / "settings.md").read_text())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from django_workhorse import metrics
+from django_workhorse.operations import metrics
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
 

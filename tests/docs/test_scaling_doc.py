@@ -21,7 +21,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.test import override_settings
 
-from django_workhorse.conf import DEFAULTS, problems
+from django_workhorse.core.conf import DEFAULTS, problems
 from tests.docs.test_doc_examples import blocks
 
 PAGE = "scaling.md"

@@ -9,7 +9,8 @@ from datetime import datetime
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, InvalidQueryError, UnknownQueueError, store
+from django_workhorse import Admin, InvalidQueryError, UnknownQueueError
+from django_workhorse.db import store
 from tests.factories import (
     ActiveJobFactory,
     FailedJobFactory,

@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, InvalidCursorError, InvalidQueryError, store
+from django_workhorse import Admin, InvalidCursorError, InvalidQueryError
+from django_workhorse.db import store
 from tests.factories import (
     ActiveJobFactory,
     FailedJobFactory,
@@ -392,7 +393,7 @@ def test_a_job_list_cursor_is_refused_by_a_list_with_other_filters():
 def test_a_signed_cursor_with_an_id_out_of_range_is_refused_before_any_sql():
     from django.core import signing
 
-    from django_workhorse.admin_api import list_cursor
+    from django_workhorse.operations.admin_api import list_cursor
 
     job = ReadyJobFactory()
     huge = list_cursor("older", 2**63)

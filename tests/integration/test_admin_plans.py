@@ -12,7 +12,7 @@ import pytest
 from demo.jobs import add
 from django.db import connection
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import FailedJobFactory, ReadyJobFactory, SucceededJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import ActiveJobFactory, ReadyJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, InvalidQueryError, bulk_actions
+from django_workhorse import Admin, InvalidQueryError
+from django_workhorse.operations import bulk_actions
 from django_workhorse.testing import run_jobs
 from tests.factories import ReadyJobFactory, many_failed_jobs
 from tests.helpers import timeline_events

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from django_workhorse import Admin
-from django_workhorse.bulk_actions import OPERATOR_QUEUE
+from django_workhorse.operations.bulk_actions import OPERATOR_QUEUE
 from django_workhorse.testing import run_jobs
 from tests.factories import many_failed_jobs
 

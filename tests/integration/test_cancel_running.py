@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from tests.factories import ActiveJobFactory
 
 pytestmark = pytest.mark.django_db

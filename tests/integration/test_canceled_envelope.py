@@ -11,8 +11,9 @@ from datetime import datetime
 import pytest
 from django.utils.module_loading import import_string
 
-from django_workhorse import Admin, JobCancelled, store
-from django_workhorse.outcomes import error_envelope
+from django_workhorse import Admin, JobCanceledError
+from django_workhorse.db import store
+from django_workhorse.worker.outcomes import error_envelope
 from tests.factories import ActiveJobFactory, BlockedJobFactory, ReadyJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
@@ -23,7 +24,7 @@ DOTTED = "django_workhorse.exceptions.JobCancelled"
 def acked_by_the_worker(cursor) -> int:
     job = ActiveJobFactory()
     Admin().cancel(job.id, reason="stop", by="ops")
-    envelope = error_envelope(JobCancelled(f"job {job.id} was canceled by an operator"))
+    envelope = error_envelope(JobCanceledError(f"job {job.id} was canceled by an operator"))
     store.fail_many(
         cursor,
         job.worker,
@@ -115,7 +116,7 @@ def test_every_canceled_envelope_names_the_exception_by_its_dotted_path(end, cur
     job = Admin().get_job(job_id)
     assert job.state == "canceled"
     assert job.error["type"] == DOTTED
-    assert import_string(job.error["type"]) is JobCancelled
+    assert import_string(job.error["type"]) is JobCanceledError
 
 
 @pytest.mark.parametrize("end", ENDS_OF_A_RUN)

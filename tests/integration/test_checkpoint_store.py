@@ -11,9 +11,10 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, store
-from django_workhorse.conf import RetentionSettings
-from django_workhorse.retention import prune
+from django_workhorse import Admin
+from django_workhorse.core.conf import RetentionSettings
+from django_workhorse.db import store
+from django_workhorse.operations.retention import prune
 from tests.factories import ActiveJobFactory, SucceededJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

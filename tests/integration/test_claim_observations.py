@@ -10,7 +10,7 @@ import json
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 

@@ -6,7 +6,7 @@ import time
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db
 

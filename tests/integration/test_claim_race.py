@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import ReadyJobFactory
 from tests.helpers import poll_until
 

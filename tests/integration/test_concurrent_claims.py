@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 

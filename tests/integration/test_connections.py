@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.worker.connection import application_name, connect
 
 pytestmark = pytest.mark.django_db

@@ -13,14 +13,9 @@ from django.db import connection, transaction
 from django.db.utils import IntegrityError
 
 import django_workhorse as workhorse
-from django_workhorse import (
-    Admin,
-    InvalidJobOptionError,
-    UnknownDependencyError,
-    current_job,
-    store,
-)
+from django_workhorse import Admin, InvalidJobOptionError, UnknownDependencyError, current_job
 from django_workhorse.context import JobContext, reset_current, set_current
+from django_workhorse.db import store
 from django_workhorse.testing import run_jobs
 from tests.factories import (
     ActiveJobFactory,

@@ -19,7 +19,8 @@ import psycopg
 import pytest
 from demo.jobs import add
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 

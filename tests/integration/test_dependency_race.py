@@ -15,7 +15,8 @@ import pytest
 from demo.jobs import add
 from django.db import connection
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 

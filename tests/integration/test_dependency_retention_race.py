@@ -16,7 +16,8 @@ import pytest
 from demo.jobs import add
 from django.db import connection, transaction
 
-from django_workhorse import Admin, UnknownDependencyError, store
+from django_workhorse import Admin, UnknownDependencyError
+from django_workhorse.db import store
 from tests.factories import SucceededJobFactory
 from tests.helpers import poll_until
 

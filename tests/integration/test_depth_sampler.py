@@ -10,7 +10,7 @@ from django.db import connection
 from jobtests.jobs import record
 from prometheus_client import REGISTRY
 
-from django_workhorse import metrics
+from django_workhorse.operations import metrics
 from django_workhorse.worker.sidecars import DepthSampler
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,8 @@ import pytest
 from demo.jobs import add
 from django.db import connection
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from tests.factories import (
     ActiveJobFactory,
     BlockedJobFactory,

@@ -26,12 +26,13 @@ from jobtests.tasks import (
     returns_int_keys,
 )
 
-from django_workhorse import Admin, enqueue, store
-from django_workhorse.conf import RetentionSettings
+from django_workhorse import Admin, enqueue
 from django_workhorse.context import LeaseLost
+from django_workhorse.core.conf import RetentionSettings
+from django_workhorse.db import store
 from django_workhorse.exceptions import StalledJobError
 from django_workhorse.models import Job
-from django_workhorse.retention import prune
+from django_workhorse.operations.retention import prune
 from django_workhorse.tasks import WorkhorseBackend
 from django_workhorse.tasks.compat import (
     InvalidTask,
@@ -417,7 +418,7 @@ def test_the_database_option_writes_the_job_through_that_alias(settings, side_al
 
 
 def test_the_check_says_the_app_must_be_installed(settings):
-    from django_workhorse.installed_check import check_installed
+    from django_workhorse.operations.installed_check import check_installed
 
     apps = [a for a in settings.INSTALLED_APPS if a != "django_workhorse"]
     with override_settings(INSTALLED_APPS=apps):

@@ -312,7 +312,7 @@ def test_a_checkpoint_after_a_recorded_cancel_request_raises_job_cancelled(curso
 
     report = run_jobs(names=[cancelled])
 
-    assert isinstance(report.runs[0].error, workhorse.JobCancelled)
+    assert isinstance(report.runs[0].error, workhorse.JobCanceledError)
     assert CALLS == ["first"]
     assert (handle.refresh().status, handle.attempts) == ("canceled", 1)  # not retried
 

@@ -15,7 +15,7 @@ from django.db import DataError, connection, transaction
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from django_workhorse import store
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,8 @@ import pytest
 from demo.jobs import add
 from django.db import DatabaseError, connection, transaction
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ import json
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import options_row
 from tests.integration.test_function_plans import explained, problems  # noqa: F401
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from django_workhorse.admin_api import Admin
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.operations.admin_api import Admin
 
 pytestmark = pytest.mark.django_db
 

@@ -26,8 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from django_workhorse import WorkhorseError, store
-from django_workhorse.definitions import JobDefinition
+from django_workhorse import WorkhorseError
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db
 

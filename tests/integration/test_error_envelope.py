@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from django_workhorse.outcomes import error_json
+from django_workhorse.worker.outcomes import error_json
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ import re
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.helpers import AUTO_EXPLAIN_SETTINGS
 
 pytestmark = pytest.mark.django_db

@@ -16,9 +16,10 @@ import pytest
 from demo.jobs import add
 
 import django_workhorse as workhorse
-from django_workhorse import InvalidJobOptionError, InvalidPayloadError, WorkhorseError, store
-from django_workhorse.definitions import JobDefinition
-from django_workhorse.limits import PAYLOAD_MAX_BYTES, PAYLOAD_MAX_DEPTH
+from django_workhorse import InvalidJobOptionError, InvalidPayloadError, WorkhorseError
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.core.limits import PAYLOAD_MAX_BYTES, PAYLOAD_MAX_DEPTH
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,8 @@ import pytest
 from demo.jobs import add, sleep_for
 from django.db import transaction
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from tests.factories import SucceededJobFactory, options_row
 
 pytestmark = pytest.mark.django_db

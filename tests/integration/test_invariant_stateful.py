@@ -41,7 +41,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 

@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from django_workhorse import conf, defaults, fixed, registry, schedules, store
-from django_workhorse.backoff import Exponential
-from django_workhorse.defaults import DEFAULTS_FILE, JOB_DEFAULTS
-from django_workhorse.definitions import JobDefinition
+from django_workhorse import fixed
+from django_workhorse.core import conf, defaults, registry, schedules
+from django_workhorse.core.backoff import Exponential
+from django_workhorse.core.defaults import DEFAULTS_FILE, JOB_DEFAULTS
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.db import store
 from django_workhorse.exceptions import InvalidJobOptionError
 from django_workhorse.models import Job
 
@@ -244,7 +246,7 @@ def test_no_python_module_spells_a_job_default_again():
         for pattern in PYTHON_SECOND_SPELLINGS
         if (match := pattern.search(path.read_text()))
     }
-    assert found == {}, f"read these from django_workhorse.defaults.JOB_DEFAULTS: {found}"
+    assert found == {}, f"read these from django_workhorse.core.defaults.JOB_DEFAULTS: {found}"
 
 
 def test_the_scans_find_a_second_spelling_where_there_is_one():

@@ -15,8 +15,8 @@ from searchlib.jobs import rebuild_index
 from searchlib.tasks import index_object
 
 from django_workhorse.models import Job
-from django_workhorse.outcomes import retry_decision
 from django_workhorse.tasks.compat import default_task_backend
+from django_workhorse.worker.outcomes import retry_decision
 
 pytestmark = pytest.mark.django_db
 

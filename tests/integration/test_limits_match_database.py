@@ -1,4 +1,4 @@
-"""The rules of ``django_workhorse.limits`` are the database's own.
+"""The rules of ``django_workhorse.core.limits`` are the database's own.
 
 Every boundary Python enforces is probed in PostgreSQL through the SQL
 function alone (no Python check in the way): the last accepted value is
@@ -13,7 +13,7 @@ import json
 import pytest
 from django.db import DatabaseError, transaction
 
-from django_workhorse import limits
+from django_workhorse.core import limits
 
 pytestmark = pytest.mark.django_db
 

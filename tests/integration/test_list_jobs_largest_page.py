@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import django_workhorse as workhorse
-from django_workhorse.admin_api import MAX_PAGE
+from django_workhorse.operations.admin_api import MAX_PAGE
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import ActiveJobFactory
 from tests.helpers import poll_until
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from django.db import DataError, IntegrityError, transaction
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.states import EventKind
 from tests.factories import ActiveJobFactory
 
 pytestmark = pytest.mark.django_db
 
 ERROR = json.dumps({"type": "RuntimeError", "message": "boom"})
-SQL_DIR = Path(store.__file__).parent / "sql"
+SQL_DIR = Path(store.__file__).parent.parent / "sql"
 
 
 def refused(call, match: str) -> None:

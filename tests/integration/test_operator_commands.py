@@ -10,7 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from django_workhorse.worker.presence import describe_worker
 from tests.factories import ActiveJobFactory, FailedJobFactory, ReadyJobFactory
 
@@ -157,7 +158,7 @@ def declare_schedules() -> None:
     """Two schedules as a worker's start writes them; one planned by a sweep, one paused."""
     from django.db import connection
 
-    from django_workhorse.schedules import Schedule, sync
+    from django_workhorse.core.schedules import Schedule, sync
     from django_workhorse.worker.scheduler import sweep
 
     with connection.cursor() as cursor:
@@ -218,7 +219,7 @@ def test_status_lists_the_schedules_and_their_next_run():
 def test_status_says_a_schedule_no_sweep_has_planned_runs_at_the_next_sweep():
     from django.db import connection
 
-    from django_workhorse.schedules import Schedule, sync
+    from django_workhorse.core.schedules import Schedule, sync
 
     with connection.cursor() as cursor:
         sync(cursor, [Schedule("unplanned", "jobtests.jobs.record", "0 3 * * *", "UTC")])

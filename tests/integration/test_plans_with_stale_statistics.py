@@ -30,7 +30,7 @@ import psycopg
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.helpers import AUTO_EXPLAIN_SETTINGS
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

@@ -12,8 +12,8 @@ from importlib import resources
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
-from django_workhorse.sql_files import read_sql
+from django_workhorse.db import store
+from django_workhorse.db.sql_files import read_sql
 
 pytestmark = pytest.mark.django_db
 

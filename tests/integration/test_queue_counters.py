@@ -9,9 +9,10 @@ import json
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, store
-from django_workhorse.conf import RetentionSettings
-from django_workhorse.retention import prune
+from django_workhorse import Admin
+from django_workhorse.core.conf import RetentionSettings
+from django_workhorse.db import store
+from django_workhorse.operations.retention import prune
 from tests.factories import (
     ActiveJobFactory,
     FailedJobFactory,

@@ -9,14 +9,9 @@ import pytest
 from demo.jobs import add
 from django.test import override_settings
 
-from django_workhorse import (
-    Admin,
-    InvalidQueryError,
-    InvalidQueueLimitError,
-    UnknownQueueError,
-    store,
-)
-from django_workhorse.conf import DEFAULTS, problems
+from django_workhorse import Admin, InvalidQueryError, InvalidQueueLimitError, UnknownQueueError
+from django_workhorse.core.conf import DEFAULTS, problems
+from django_workhorse.db import store
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])
 

@@ -9,7 +9,8 @@ import threading
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, store
+from django_workhorse import Admin
+from django_workhorse.db import store
 from tests.factories import (
     ActiveJobFactory,
     FailedJobFactory,

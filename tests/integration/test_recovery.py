@@ -4,7 +4,7 @@
 import pytest
 from demo.jobs import add
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import ActiveJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

@@ -18,9 +18,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from django_workhorse.conf import RetentionSettings, retention_problems
-from django_workhorse.retention import prune
-from django_workhorse.worker.retention import RetentionSweeper
+from django_workhorse.core.conf import RetentionSettings, retention_problems
+from django_workhorse.operations.retention import prune
+from django_workhorse.worker.retention_turn import RetentionSweeper
 from tests.factories import (
     ActiveJobFactory,
     ReadyJobFactory,
@@ -301,7 +301,7 @@ def test_a_step_that_drops_partitions_commits_before_it_deletes(history):
 
 
 def test_a_worker_behind_on_retention_takes_its_next_turn_at_once(db_rows, monkeypatch, caplog):
-    from django_workhorse.worker import retention as worker_retention
+    from django_workhorse.worker import retention_turn as worker_retention
 
     monkeypatch.setattr(worker_retention, "MAX_STEPS_PER_TURN", 2)
     ids = [SucceededJobFactory(queue="behind").id for _ in range(5)]
@@ -381,7 +381,8 @@ def dependency_rows(*job_ids: int) -> list[tuple]:
 
 
 def test_a_retired_job_takes_its_checkpoints_and_dependency_rows_with_it(db_rows):
-    from django_workhorse import Admin, store
+    from django_workhorse import Admin
+    from django_workhorse.db import store
 
     prerequisite = ActiveJobFactory(queue="retire-rows")
     dependent = ReadyJobFactory(queue="retire-rows", depends_on=[prerequisite.id])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import django_workhorse as workhorse
-from django_workhorse import registry
+from django_workhorse.core import registry
 from django_workhorse.testing import run_jobs
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 import django_workhorse as workhorse
-from django_workhorse import registry
+from django_workhorse.core import registry
+from django_workhorse.core.schedules import declared, sync
 from django_workhorse.models import Job, JobRuntime
-from django_workhorse.schedules import declared, sync
 from django_workhorse.worker.scheduler import sweep
 
 pytestmark = pytest.mark.django_db

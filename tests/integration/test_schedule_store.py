@@ -13,8 +13,9 @@ from demo.jobs import add
 from django.core.exceptions import ImproperlyConfigured
 
 import django_workhorse as workhorse
-from django_workhorse import Admin, UnknownScheduleError, store
-from django_workhorse.schedules import Schedule, declared, sync
+from django_workhorse import Admin, UnknownScheduleError
+from django_workhorse.core.schedules import Schedule, declared, sync
+from django_workhorse.db import store
 from django_workhorse.worker.scheduler import sweep
 
 NOOP = "jobtests.jobs.record"

@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from django_workhorse import Admin
-from django_workhorse.schedules import Schedule, sync
+from django_workhorse.core.schedules import Schedule, sync
 from django_workhorse.worker.scheduler import sweep
 
 RECORD = "jobtests.jobs.record"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import ActiveJobFactory, SucceededJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from django_workhorse.store import JSONB_ARRAY, _ints, _json_list, _names
+from django_workhorse.db.store import JSONB_ARRAY, _ints, _json_list, _names
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +37,7 @@ def test_json_arrays_round_trip_in_order(cursor, values):
 def test_parallel_arrays_of_different_lengths_are_refused_by_the_function(cursor):
     from django.db import DataError
 
-    from django_workhorse import store
+    from django_workhorse.db import store
 
     with pytest.raises(DataError, match="succeed_many_v1: 2 ids, 1 fences, 2 results"):
         store.succeed_many(cursor, "w", [1, 2], [1], ["null", "null"])
@@ -46,7 +46,7 @@ def test_parallel_arrays_of_different_lengths_are_refused_by_the_function(cursor
 def test_a_short_optional_array_of_fail_many_is_refused_by_the_function(cursor):
     from django.db import DataError
 
-    from django_workhorse import store
+    from django_workhorse.db import store
 
     with pytest.raises(DataError, match="fail_many_v1: 2 ids, 2 fences, 2 errors, 1 kinds"):
         store.fail_many(cursor, "w", [1, 2], [1, 1], ["{}", "{}"], ["failed"], [True, True], [0, 0])

@@ -5,7 +5,7 @@ commit waits for its flush even on a claim connection that does not."""
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.factories import ActiveJobFactory, ReadyJobFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, available_apps=["django_workhorse"])

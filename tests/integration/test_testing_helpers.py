@@ -51,7 +51,7 @@ def writes_then_fails() -> None:
 
 @workhorse.job(queue="tests.helpers.gives_up", name="tests.helpers.gives_up")
 def gives_up() -> None:
-    raise workhorse.JobCancelled("nothing left to do")
+    raise workhorse.JobCanceledError("nothing left to do")
 
 
 @workhorse.job(queue="tests.helpers.other", name="tests.helpers.other")

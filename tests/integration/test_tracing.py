@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import django_workhorse as workhorse
-from django_workhorse.conf import get_settings
+from django_workhorse.core.conf import get_settings
 from django_workhorse.models import Job
 from django_workhorse.worker.worker import Worker, resolve_options
 from tests.helpers import poll_until
@@ -50,7 +50,7 @@ def boom() -> None:
 
 @workhorse.job(name="tests.tracing.gives_up", queue=QUEUE)
 def gives_up() -> None:
-    raise workhorse.JobCancelled("nothing to do")
+    raise workhorse.JobCanceledError("nothing to do")
 
 
 @workhorse.job(name="tests.tracing.second_time", queue=QUEUE, backoff=workhorse.fixed(0))
@@ -399,7 +399,7 @@ def test_an_operator_cancel_of_a_running_job_is_canceled_with_job_cancelled_on_i
     assert span.attributes["workhorse.outcome"] == "canceled"
     assert span.status.status_code == StatusCode.ERROR
     [event] = [e for e in span.events if e.name == "exception"]
-    assert event.attributes["exception.type"].endswith("JobCancelled")
+    assert event.attributes["exception.type"].endswith("JobCanceledError")
 
 
 @pytest.mark.parametrize(

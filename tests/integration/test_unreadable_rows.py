@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import django_workhorse as workhorse
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.testing import run_jobs
 
 pytestmark = pytest.mark.django_db

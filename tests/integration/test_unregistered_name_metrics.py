@@ -8,8 +8,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 import django_workhorse as workhorse
-from django_workhorse import metrics
-from django_workhorse.conf import get_settings
+from django_workhorse.core.conf import get_settings
+from django_workhorse.operations import metrics
 from django_workhorse.worker.worker import Worker, resolve_options
 
 pytestmark = pytest.mark.django_db(transaction=True)

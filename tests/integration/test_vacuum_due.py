@@ -16,7 +16,7 @@ from secrets import token_hex
 import pytest
 from django.db import connection
 
-from django_workhorse import store
+from django_workhorse.db import store
 from tests.helpers import (
     CHURN_TABLES,
     autovacuum_off,

@@ -9,9 +9,10 @@ import json
 import pytest
 from django.db import connection
 
-from django_workhorse import Admin, InvalidQueryError, store
-from django_workhorse.conf import RetentionSettings
-from django_workhorse.retention import prune
+from django_workhorse import Admin, InvalidQueryError
+from django_workhorse.core.conf import RetentionSettings
+from django_workhorse.db import store
+from django_workhorse.operations.retention import prune
 from django_workhorse.worker.presence import describe_worker
 from tests.factories import ActiveJobFactory
 

@@ -13,10 +13,11 @@ from django.core.management.base import SystemCheckError
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
-from django_workhorse import registry, store
-from django_workhorse.checks import check_schema, schema_messages
-from django_workhorse.definitions import JobDefinition
-from django_workhorse.sql_files import RunSQLFile
+from django_workhorse.core import registry
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.db import store
+from django_workhorse.db.sql_files import RunSQLFile
+from django_workhorse.operations.checks import check_schema, schema_messages
 from tests.helpers import WORKHORSE_TABLES, side_alias
 
 SQL_FILES = sorted(

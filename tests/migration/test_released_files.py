@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 
 import django_workhorse
-from django_workhorse import installed_sql
+from django_workhorse.db import installed_sql
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASES: dict[str, dict[str, str]] = json.loads(

@@ -24,13 +24,13 @@ def test_current_job_inside_a_job_returns_its_context_until_reset():
         workhorse.current_job()
 
 
-def test_raise_if_cancelled_raises_only_once_cancel_was_requested():
+def test_raise_if_canceled_raises_only_once_cancel_was_requested():
     context = JobContext(job_id=7, name="demo.jobs.add", queue="default", attempt=1, max_attempts=5)
-    context.raise_if_cancelled()
+    context.raise_if_canceled()
     context._request_cancel()
     assert context.cancel_requested
-    with pytest.raises(workhorse.JobCancelled, match="job 7"):
-        context.raise_if_cancelled()
+    with pytest.raises(workhorse.JobCanceledError, match="job 7"):
+        context.raise_if_canceled()
 
 
 @workhorse.job(queue="tests.context", name="tests.context.reads_its_job")

@@ -7,7 +7,7 @@ import pytest
 
 import django_workhorse as workhorse
 from django_workhorse import InvalidJobOptionError, InvalidPayloadError
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core.definitions import JobDefinition
 
 
 def send(to: str) -> None: ...

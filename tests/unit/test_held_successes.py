@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django_workhorse.context import JobContext
-from django_workhorse.store import ClaimedJob
+from django_workhorse.db.store import ClaimedJob
 from django_workhorse.worker.execution import Finished, Running
 from django_workhorse.worker.ledger import Ledger
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import django_workhorse as workhorse
-from django_workhorse import registry
-from django_workhorse.checks import check_job_locations
+from django_workhorse.core import registry
+from django_workhorse.operations.checks import check_job_locations
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from django_workhorse.checks import check_job_options, check_settings
+from django_workhorse.operations.checks import check_job_options, check_settings
 
 TASK = "searchlib.tasks.index_object"
 

@@ -12,8 +12,8 @@ from dataclasses import fields
 import pytest
 
 from django_workhorse import InvalidJobOptionError, job
-from django_workhorse.definitions import EnqueueOptions, JobDefinition
-from django_workhorse.job_options import (
+from django_workhorse.core.definitions import EnqueueOptions, JobDefinition
+from django_workhorse.core.job_options import (
     BACKEND_OPTIONS,
     DEFINITION_DEFAULTS,
     DEFINITION_OPTIONS,
@@ -24,8 +24,8 @@ from django_workhorse.job_options import (
     SharedOptions,
 )
 from django_workhorse.tasks.backend import WorkhorseTask
+from django_workhorse.tasks.backend_options import OPTION_KEYS, BackendOptions
 from django_workhorse.tasks.compat import Task
-from django_workhorse.tasks.options import OPTION_KEYS, BackendOptions
 
 
 def handler(a: int = 0) -> int:

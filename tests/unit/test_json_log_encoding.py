@@ -8,7 +8,7 @@ import json
 import logging
 import os
 
-from django_workhorse.logformat import JsonFormatter
+from django_workhorse.operations.logformat import JsonFormatter
 
 STRAY = os.fsdecode(b"report-\xff.csv")  # 'report-\udcff.csv'
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from django.utils.log import AdminEmailHandler
 
-from django_workhorse.logformat import JsonFormatter, use_json
+from django_workhorse.operations.logformat import JsonFormatter, use_json
 
 
 class Quiet(logging.Handler):

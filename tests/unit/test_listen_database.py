@@ -8,7 +8,7 @@ import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
 
-from django_workhorse.conf import DEFAULTS, get_settings, problems
+from django_workhorse.core.conf import DEFAULTS, get_settings, problems
 
 # Only settings are read here, no connection is made.
 pytestmark = pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")

@@ -36,6 +36,10 @@ MUTATORS = {
 }
 
 CONFINED = {
+    "RunSpans": {
+        "_names": "a cache of span names: whichever thread fills a key stores the same "
+        "name in one dict store",
+    },
     "Worker": {
         "_session": "the claim loop (after run() opened it)",
         "_stop_deadline": "the claim loop",
@@ -360,7 +364,7 @@ def _module_state_changes(path: Path) -> list[tuple[str, int, bool]]:
 
 
 PROCESS_STATE = [
-    PACKAGE.parent / "registry.py",
+    PACKAGE.parent / "core" / "registry.py",
     *sorted(PACKAGE.glob("*.py")),
 ]
 """The registry (read by every thread of a worker) and the worker's modules:

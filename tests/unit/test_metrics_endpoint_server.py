@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from django_workhorse.metrics_endpoint import MetricsEndpoint
+from django_workhorse.operations.metrics_endpoint import MetricsEndpoint
 
 
 @pytest.fixture

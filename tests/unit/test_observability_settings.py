@@ -2,7 +2,7 @@
 
 import pytest
 
-from django_workhorse.conf import get_settings, problems, raw_settings
+from django_workhorse.core.conf import get_settings, problems, raw_settings
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from django_workhorse import InvalidPayloadError
-from django_workhorse.limits import PAYLOAD_MAX_BYTES
-from django_workhorse.payloads import (
+from django_workhorse.core.limits import PAYLOAD_MAX_BYTES
+from django_workhorse.core.payloads import (
     encode_one_payload_array,
     encode_payload,
     encode_payload_array,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.test import override_settings
 
-from django_workhorse.conf import get_settings
+from django_workhorse.core.conf import get_settings
 
 
 def test_left_at_none_a_polling_worker_claims_every_5_s_and_a_listening_one_every_60():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core.definitions import JobDefinition
 from django_workhorse.exceptions import InvalidPayloadError
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from django_workhorse import registry
-from django_workhorse.checks import check_queue_concurrency
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core import registry
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.operations.checks import check_queue_concurrency
 from django_workhorse.worker.options import resolve_options
 
 

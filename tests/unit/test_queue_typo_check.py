@@ -17,7 +17,7 @@ from django.conf import settings as django_settings
 from django.core.checks import run_checks
 from django.test import override_settings
 
-from django_workhorse.code_queues import mentions_in
+from django_workhorse.operations.code_queues import mentions_in
 
 APP = "typoapp"
 

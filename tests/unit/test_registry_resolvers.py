@@ -3,7 +3,7 @@
 import pytest
 
 import django_workhorse as workhorse
-from django_workhorse import registry
+from django_workhorse.core import registry
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ from django.core.management.base import CommandError
 from django.test import override_settings
 
 import django_workhorse as workhorse
-from django_workhorse import registry
+from django_workhorse.core import registry
 from django_workhorse.management.commands import runworker
 from django_workhorse.worker.supervisor import child_argv
 

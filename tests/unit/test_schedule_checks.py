@@ -7,7 +7,7 @@ import pytest
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 
-from django_workhorse.schedules import declared
+from django_workhorse.core.schedules import declared
 
 RECORD = "jobtests.jobs.record"
 
@@ -113,7 +113,7 @@ def test_a_schedule_the_sweep_keeps_up_with_is_not_warned_about(settings, entry,
 
 def test_a_job_schedule_finer_than_the_sweep_is_warned_about(settings, monkeypatch):
     import django_workhorse as workhorse
-    from django_workhorse import registry
+    from django_workhorse.core import registry
 
     monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
 
@@ -141,7 +141,7 @@ def test_a_name_the_schedule_table_would_refuse_is_e001_naming_the_rule(settings
 
 def test_a_settings_schedule_named_like_a_job_schedule_is_e003_naming_it(settings, monkeypatch):
     import django_workhorse as workhorse
-    from django_workhorse import registry
+    from django_workhorse.core import registry
 
     monkeypatch.setattr(registry, "_jobs", dict(registry._jobs))
 

@@ -5,9 +5,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from django_workhorse.conf import problems, raw_settings
-from django_workhorse.cron import ALL_SLOTS_PER_SWEEP, cron_problem
-from django_workhorse.schedules import plan
+from django_workhorse.core.conf import problems, raw_settings
+from django_workhorse.core.cron import ALL_SLOTS_PER_SWEEP, cron_problem
+from django_workhorse.core.schedules import plan
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

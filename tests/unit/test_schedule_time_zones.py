@@ -9,8 +9,8 @@ import pytest
 from django.test import override_settings
 
 import django_workhorse as workhorse
-from django_workhorse import registry
-from django_workhorse.schedules import declared
+from django_workhorse.core import registry
+from django_workhorse.core.schedules import declared
 
 
 @pytest.fixture

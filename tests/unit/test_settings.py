@@ -8,7 +8,7 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from django_workhorse.conf import DEFAULTS, get_settings, problems
+from django_workhorse.core.conf import DEFAULTS, get_settings, problems
 
 BAD_VALUES = [
     pytest.param({"CONCURRENCY": 0}, "CONCURRENCY", id="concurrency-zero"),

@@ -11,7 +11,7 @@ from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from django_workhorse.conf import get_retention, get_settings
+from django_workhorse.core.conf import get_retention, get_settings
 
 NESTED = [
     pytest.param(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from django_workhorse import InvalidPayloadError
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core.definitions import JobDefinition
 
 
 def plain(a: int, b: int = 2, *, c: int = 3) -> None: ...

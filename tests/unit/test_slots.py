@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 
 from django_workhorse.context import JobContext
-from django_workhorse.definitions import JobDefinition
-from django_workhorse.store import ClaimedJob
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.db.store import ClaimedJob
 from django_workhorse.worker.execution import Finished, Running, SyncSlots
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from django_workhorse import registry
-from django_workhorse.checks import check_stores
-from django_workhorse.definitions import JobDefinition
-from django_workhorse.stores import store_aliases
+from django_workhorse.core import registry
+from django_workhorse.core.definitions import JobDefinition
+from django_workhorse.core.stores import store_aliases
+from django_workhorse.operations.checks import check_stores
 
 DATABASES = {
     "default": {"ENGINE": "django.db.backends.postgresql", "NAME": "a"},

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import django_workhorse as workhorse
-from django_workhorse import registry
-from django_workhorse.discovery import may_import
+from django_workhorse.core import registry
+from django_workhorse.core.discovery import may_import
 from django_workhorse.tasks.backend import resolve_task_job, task_at
 
 SPY = """

@@ -2,7 +2,7 @@
 
 import pytest
 
-from django_workhorse.tracing import AUTO_PARENT_WINDOW, link_mode
+from django_workhorse.worker.tracing import AUTO_PARENT_WINDOW, link_mode
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from django_workhorse.logformat import JsonFormatter
-from django_workhorse.store import Recovered
+from django_workhorse.db.store import Recovered
+from django_workhorse.operations.logformat import JsonFormatter
 from django_workhorse.worker.failures import call_stall_hook, log_recovered
 
 

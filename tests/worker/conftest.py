@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from django_workhorse.conf import get_settings
+from django_workhorse.core.conf import get_settings
 from django_workhorse.worker.options import WorkerOptions, make_worker_id
 from django_workhorse.worker.worker import Worker
 from tests.helpers import poll_until

@@ -42,9 +42,9 @@ def chaos(seconds: float) -> float:
     context = workhorse.current_job()
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        context.raise_if_cancelled()
+        context.raise_if_canceled()
         time.sleep(0.0005)
-    context.raise_if_cancelled()
+    context.raise_if_canceled()
     return seconds
 
 

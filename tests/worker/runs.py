@@ -3,8 +3,8 @@ a claimed job, as the worker would hold it while its handler runs."""
 
 from __future__ import annotations
 
-from django_workhorse import store
 from django_workhorse.context import JobContext
+from django_workhorse.db import store
 from django_workhorse.worker.execution import Running
 from tests.worker import jobs
 

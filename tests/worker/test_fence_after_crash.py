@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from psycopg.types.string import TextLoader
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.worker.claims import ClaimSession
 
 ROOT = Path(__file__).resolve().parents[2]

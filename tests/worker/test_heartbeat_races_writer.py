@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished, Running
 from django_workhorse.worker.heartbeat import Heartbeat

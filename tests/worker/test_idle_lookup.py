@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.worker import worker as worker_module
 from tests.helpers import poll_until
 from tests.worker import jobs

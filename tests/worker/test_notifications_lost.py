@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from django_workhorse import registry
-from django_workhorse.definitions import JobDefinition
+from django_workhorse.core import registry
+from django_workhorse.core.definitions import JobDefinition
 from django_workhorse.worker import wakeups
 from tests.helpers import poll_until
 from tests.worker import jobs

@@ -12,7 +12,8 @@ import uuid
 
 import pytest
 
-from django_workhorse import metrics, tracing
+from django_workhorse.operations import metrics
+from django_workhorse.worker import tracing
 from tests.helpers import poll_until
 from tests.worker import jobs
 from tests.worker.conftest import IN_PROCESS

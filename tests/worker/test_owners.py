@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from django_workhorse import store
 from django_workhorse.context import JobContext
+from django_workhorse.db import store
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished, Running
 from django_workhorse.worker.heartbeat import Heartbeat

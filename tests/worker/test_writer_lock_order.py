@@ -16,7 +16,7 @@ import threading
 
 import psycopg
 
-from django_workhorse import store
+from django_workhorse.db import store
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished
 from django_workhorse.worker.hookcalls import HookCalls

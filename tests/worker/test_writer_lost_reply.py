@@ -19,9 +19,9 @@ import threading
 import psycopg
 import pytest
 
-from django_workhorse import store
 from django_workhorse.context import SleepRequested
-from django_workhorse.hooks import JobFailure
+from django_workhorse.core.hooks import JobFailure
+from django_workhorse.db import store
 from django_workhorse.worker.connection import connect
 from django_workhorse.worker.execution import Finished
 from django_workhorse.worker.hookcalls import HookCalls

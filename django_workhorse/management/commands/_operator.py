@@ -10,8 +10,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from ...conf import get_settings
-from ...preflight import not_postgresql
+from ...core.conf import get_settings
+from ...db.preflight import not_postgresql
 
 
 def database_alias(given: str | None) -> str:

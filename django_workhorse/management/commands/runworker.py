@@ -21,10 +21,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from ... import installed_sql, logformat, metrics, store
-from ...conf import CADENCE_FLOORS, cadence_problem, get_settings, worker_id_problem
-from ...exceptions import SchemaVersionError
-from ...limits import (
+from ...core.conf import CADENCE_FLOORS, cadence_problem, get_settings, worker_id_problem
+from ...core.limits import (
     CONCURRENCY_MAX,
     MAX_DURATION_SECONDS,
     PROCESSES_MAX,
@@ -32,7 +30,10 @@ from ...limits import (
     queue_name_problem,
     text_problem,
 )
-from ...preflight import refuse_unless_postgresql
+from ...db import installed_sql, store
+from ...db.preflight import refuse_unless_postgresql
+from ...exceptions import SchemaVersionError
+from ...operations import logformat, metrics
 from ...worker.logs import use_log_format
 from ...worker.options import resolve_options
 from ...worker.supervisor import Supervisor, child_argv

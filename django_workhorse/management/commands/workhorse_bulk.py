@@ -10,10 +10,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
-from ...admin_api import Admin
-from ...bulk_actions import BulkAction
+from ...db.preflight import explained
 from ...exceptions import WorkhorseError
-from ...preflight import explained
+from ...operations.admin_api import Admin
+from ...operations.bulk_actions import BulkAction
 from ._operator import database_alias
 
 PERMISSION = "manage.py (shell access)"

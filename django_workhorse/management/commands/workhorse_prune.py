@@ -8,9 +8,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from ...conf import get_retention
-from ...preflight import explained
-from ...retention import prune
+from ...core.conf import get_retention
+from ...db.preflight import explained
+from ...operations.retention import prune
 from ._operator import database_alias, database_help
 
 

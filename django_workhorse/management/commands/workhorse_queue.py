@@ -7,9 +7,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
-from ...admin_api import Admin
+from ...db.preflight import explained
 from ...exceptions import WorkhorseError
-from ...preflight import explained
+from ...operations.admin_api import Admin
 from ._operator import database_alias, database_help
 
 

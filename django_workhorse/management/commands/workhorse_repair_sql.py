@@ -17,8 +17,8 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connections, transaction
 
-from ... import installed_sql, store
-from ...preflight import not_postgresql
+from ...db import installed_sql, store
+from ...db.preflight import not_postgresql
 from ._operator import AliasCommand
 
 

@@ -15,10 +15,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
-from ...admin_api import STATES, Admin
-from ...preflight import explained
-from ...stores import store_aliases
-from ...unserved import WAITING_STATES, served_queues, unserved_note
+from ...core.stores import store_aliases
+from ...db.preflight import explained
+from ...operations.admin_api import STATES, Admin
+from ...operations.unserved import WAITING_STATES, served_queues, unserved_note
 from ._operator import database_alias, positive_int
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from ...limits import text_problem
-from ...store import JOB_TABLES, Cursor
+from ...core.limits import text_problem
+from ...db.store import JOB_TABLES, Cursor
 from ._operator import AliasCommand
 
 READ_WRITE = (

@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from django_workhorse.sql_files import read_sql
+from django_workhorse.db.sql_files import read_sql
 
 NEWER = read_sql("workhorse_queue_names_v1.sql").replace(
     "AS $$", "AS $$\n-- as a newer release ships it", 1

@@ -21,11 +21,9 @@ from typing import Any, Generic, Literal, TypeVar, cast
 from django.core import signing
 from django.db import connections, transaction
 
-from . import bulk_actions, registry, store
-from .bulk_actions import ACTION_STATES, OPERATOR_QUEUE, BulkAction
-from .conf import get_retention, get_settings
-from .exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
-from .limits import (
+from ..core import registry
+from ..core.conf import get_retention, get_settings
+from ..core.limits import (
     JOB_NAME_RE,
     MAX_DURATION_SECONDS,
     MIN_INTERVAL_SECONDS,
@@ -36,8 +34,15 @@ from .limits import (
     shown,
     text_problem,
 )
-from .payloads import search_problem
-from .states import JobState
+from ..core.payloads import search_problem
+from ..db import snapshots, store
+from ..db.snapshots import Checkpoint as Checkpoint  # (the names' old home)
+from ..db.snapshots import JobDependency as JobDependency
+from ..db.snapshots import JobSnapshot
+from ..exceptions import InvalidCursorError, InvalidQueryError, UnknownScheduleError
+from ..states import JobState
+from . import bulk_actions
+from .bulk_actions import ACTION_STATES, OPERATOR_QUEUE, BulkAction
 
 LIVE_STATES = tuple(s.value for s in JobState.live())
 TERMINAL_STATES = tuple(s.value for s in JobState.terminal())
@@ -53,92 +58,6 @@ MAX_BUCKETS = 1000
 INT4_MAX = 2**31 - 1
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class JobDependency:
-    """A job at the other end of a dependency, with its state when read."""
-
-    id: int
-    name: str | None
-    """None when retention has deleted the job."""
-    state: str | None
-    """One of ``JobState``; None when retention has deleted the job."""
-
-
-@dataclass(frozen=True)
-class JobSnapshot:
-    """One job as it stands, whichever side of the runtime/outcome split it is on."""
-
-    id: int
-    name: str
-    queue: str
-    payload: dict[str, Any]
-    state: str
-    """One of ``JobState``: blocked, scheduled, ready, active, succeeded, failed or canceled."""
-    priority: int
-    current_attempt: int
-    """The attempt running, else the last one that counted; 0 before the first
-    claim. A sleep or a stall gives its attempt back."""
-    max_attempts: int
-    stall_count: int
-    run_at: datetime | None
-    """When a live job becomes (or became) eligible; None once terminal."""
-    worker_id: str | None
-    lease_expires_at: datetime | None
-    cancel_requested: bool
-    result: Any
-    """The handler's return value once succeeded."""
-    error: dict[str, Any] | None
-    """The terminal error, or the last attempt's error while retries remain."""
-    idempotency_key: str | None
-    created_at: datetime
-    started_at: datetime | None
-    """When the running attempt started, while the job is active; None
-    otherwise (the starts of ended attempts are in its timeline,
-    ``get_job_timeline``)."""
-    finished_at: datetime | None
-    dependency_policy: str | None = None
-    """all_succeeded, all_finished or any_succeeded for a job enqueued with
-    ``depends_on``; None for a job without prerequisites."""
-    pending_dependencies: int = 0
-    """Prerequisites a blocked job still waits for (0 once it is released)."""
-    prerequisites: tuple[JobDependency, ...] = ()
-    """Every job this one depends on, in id order, with its state."""
-    dependents: tuple[JobDependency, ...] = ()
-    """The first 100 jobs that depend on this one, in id order, with their states."""
-    checkpoints: tuple[Checkpoint, ...] = ()
-    """The job's recorded stages and sleeps, oldest first; kept after it ends,
-    until retention deletes the job."""
-    sleeping_until: datetime | None = None
-    """The wake time of a job asleep in ``ctx.sleep`` (scheduled, with its
-    run_at at the wake time the sleep recorded); None otherwise."""
-
-    @property
-    def is_terminal(self) -> bool:
-        return self.state in TERMINAL_STATES
-
-
-def snapshot_of(row: dict[str, Any], **extra: Any) -> JobSnapshot:
-    """A JobSnapshot from a row of ``store.get_job`` / ``store.get_jobs``, with
-    ``extra`` fields (checkpoints, sleeping_until) read separately."""
-    row["id"] = row.pop("job_id")
-    for key in ("prerequisites", "dependents"):
-        row[key] = tuple(JobDependency(**link) for link in row[key])
-    return JobSnapshot(**row, **extra)
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A recorded stage (``ctx.checkpoint``) or sleep (``ctx.sleep``) of a job."""
-
-    name: str
-    kind: Literal["checkpoint", "sleep"]
-    result: Any
-    """The stage's stored result; for a sleep ``{"wake_at": "<ISO time>"}``."""
-    written_at: datetime
-    attempt: int
-    """The attempt that recorded it."""
 
 
 @dataclass(frozen=True)
@@ -512,31 +431,12 @@ class Admin:
 
     def get_job(self, job_id: int) -> JobSnapshot | None:
         """The job's snapshot, or None when no job has this id."""
-        job_id = _check_job_id(job_id)
-        with connections[self.using].cursor() as cursor:
-            row = store.get_job(cursor, job_id)
-            if row is None:
-                return None
-            stored = store.get_checkpoints(cursor, job_id)
-        checkpoints = tuple(
-            Checkpoint(c.name, c.kind, c.result, c.written_at, c.attempt)  # type: ignore[arg-type]
-            for c in stored
-        )
-        sleeping_until = None
-        if row["state"] == JobState.SCHEDULED:
-            wakes = {c.wake_time() for c in stored}
-            if row["run_at"] in wakes:
-                sleeping_until = row["run_at"]
-        return snapshot_of(row, checkpoints=checkpoints, sleeping_until=sleeping_until)
+        return snapshots.read_job(self.using, _check_job_id(job_id))
 
     def get_jobs(self, job_ids: Sequence[int]) -> list[JobSnapshot]:
         """The snapshots of the jobs of ``job_ids`` that exist, in that order,
         read in one query (without their checkpoints: ``get_job`` has them)."""
-        ids = _check_job_ids(job_ids)
-        if not ids:
-            return []
-        with connections[self.using].cursor() as cursor:
-            return [snapshot_of(row) for row in store.get_jobs(cursor, ids)]
+        return snapshots.read_jobs(self.using, _check_job_ids(job_ids))
 
     def pause_schedule(self, name: str) -> None:
         """Stop a repeatable schedule from enqueuing until ``resume_schedule``;
@@ -596,8 +496,8 @@ class Admin:
         """
         from django.db import transaction
 
-        from .conf import duration_seconds, queue_limit_problems
-        from .exceptions import InvalidQueueLimitError
+        from ..core.conf import duration_seconds, queue_limit_problems
+        from ..exceptions import InvalidQueueLimitError
 
         if concurrency is not _UNSET:
             if global_concurrency is not None:
@@ -628,9 +528,9 @@ class Admin:
         ``WORKHORSE['QUEUES']`` names it, it has a policy row (it was paused
         or limited before), or the database holds a job of it. A queue can be
         known before any job was enqueued on it; a typo is not known at all."""
-        from .exceptions import UnknownQueueError
-        from .models import JobQuery, Queue
-        from .registry import known_queues
+        from ..core.registry import known_queues
+        from ..exceptions import UnknownQueueError
+        from ..models import JobQuery, Queue
 
         known = known_queues(self.using, get_settings().queues)
         if name in known:

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..backoff import BackoffSpec, exponential, fixed
-from ..conf import duration_seconds
-from ..job_options import BACKEND_OPTIONS
-from ..limits import (
+from ..core.backoff import BackoffSpec, exponential, fixed
+from ..core.conf import duration_seconds
+from ..core.job_options import BACKEND_OPTIONS
+from ..core.limits import (
     MAX_ATTEMPTS_MAX,
     MAX_ATTEMPTS_MIN,
     MAX_STALLED_MAX,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import registry
-from .conf import WorkhorseSettings, job_defaults
+from ..core import registry
+from ..core.conf import WorkhorseSettings, job_defaults
 from .unserved import close_matches
 
 BACKEND_PATHS = frozenset(
@@ -55,7 +55,7 @@ def task_queues(alias: str) -> set[str]:
     whose jobs live in database ``alias``."""
     if not uses_tasks_backend():
         return set()  # and the Tasks API may not even be importable
-    from .tasks.backend import workhorse_backends
+    from ..tasks.backend import workhorse_backends
 
     names: set[str] = set()
     for backend in workhorse_backends():
@@ -74,7 +74,7 @@ def any_task_queue(alias: str) -> bool:
     queue no setting names, so a worker may be asked to serve any."""
     if not uses_tasks_backend():
         return False
-    from .tasks.backend import workhorse_backends
+    from ..tasks.backend import workhorse_backends
 
     for backend in workhorse_backends():
         try:

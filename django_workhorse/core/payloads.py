@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .exceptions import InvalidPayloadError
+from ..exceptions import InvalidPayloadError
 from .limits import PAYLOAD_MAX_BYTES, PAYLOAD_MAX_DEPTH, PAYLOAD_MAX_INT_DIGITS, text_problem
 
 FLOAT_EXACT_LIMIT = 1e16

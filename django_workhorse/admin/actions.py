@@ -29,10 +29,10 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from .admin_api import MAX_JOB_ID, Admin
-from .bulk_actions import BulkAction
-from .conf import get_settings
-from .exceptions import InvalidQueryError
+from ..core.conf import get_settings
+from ..exceptions import InvalidQueryError
+from ..operations.admin_api import MAX_JOB_ID, Admin
+from ..operations.bulk_actions import BulkAction
 
 CHANGE_PERMISSION = "django_workhorse.change_job"
 """What the admin checks before asking for an action, and records with it."""
@@ -41,7 +41,7 @@ REFRESH_WHILE_RUNNING = 2
 """Seconds between refreshes of a running action's page."""
 
 
-def _username(request: HttpRequest) -> str | None:
+def username_of(request: HttpRequest) -> str | None:
     user = getattr(request, "user", None)
     name = user.get_username() if user is not None else None
     return name or None
@@ -109,7 +109,7 @@ def start(
             name=filters.get("name"),
             state=filters.get("state"),
             reason=reason,
-            by=_username(request),
+            by=username_of(request),
             permission=CHANGE_PERMISSION,
         )
     except InvalidQueryError as exc:
@@ -195,7 +195,7 @@ def cancel_view(model_admin: Any, request: HttpRequest, object_id: str) -> HttpR
     action_id = _action_id(object_id)
     store = model_admin.store(request)
     in_store = model_admin.store_context(store, reverse("admin:django_workhorse_job_changelist"))
-    result = model_admin.service(store).cancel_bulk_action(action_id, by=_username(request))
+    result = model_admin.service(store).cancel_bulk_action(action_id, by=username_of(request))
     level = messages.WARNING if result.status in ("unchanged", "unknown") else messages.SUCCESS
     messages.add_message(request, level, result.message)
     return HttpResponseRedirect(action_url(model_admin, action_id, in_store["store_suffix"]))

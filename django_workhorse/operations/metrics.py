@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import registry
+from ..core import registry
 
 if TYPE_CHECKING:
     from .metrics_endpoint import MetricsEndpoint
@@ -161,7 +161,7 @@ def start_endpoint(port: int, *, merged: bool, addr: str = DEFAULT_ADDR) -> None
     ImproperlyConfigured without the extra; OSError when it cannot listen."""
     from django.core.exceptions import ImproperlyConfigured
 
-    from .conf import installed
+    from ..core.conf import installed
 
     if not installed("prometheus_client"):
         raise ImproperlyConfigured(

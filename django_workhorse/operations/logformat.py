@@ -5,7 +5,7 @@ Each line carries ``time`` (UTC, ISO 8601), ``level``, ``logger``,
 while a handler runs or by the worker about a job, ``job_id``, ``job_name``,
 ``queue`` and ``attempt``. An exception adds ``exception`` (the formatted
 traceback). The formatter can also be named in a project's ``LOGGING``
-(``"()": "django_workhorse.logformat.JsonFormatter"``).
+(``"()": "django_workhorse.operations.logformat.JsonFormatter"``).
 
 Every line is valid UTF-8: a lone surrogate (a file name decoded with
 ``surrogateescape``, say) is written as its JSON escape ``\\udcff``, which a

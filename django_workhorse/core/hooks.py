@@ -52,7 +52,7 @@ class JobCancel:
 
 
 _RENAMED = {"JobCanceled": "JobCancel"}
-"""Old public names: ``JobCanceled`` differed from the exception
+"""Old public names: ``JobCanceled`` differed from the exception's old name
 ``JobCancelled`` by one letter and meant something else."""
 
 
@@ -64,7 +64,7 @@ def deprecated_name(module: str, name: str) -> Any:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     warnings.warn(
         f"{module}.{name} is deprecated: it is {module}.{new} (what ON_JOB_CANCELED "
-        "receives), not to be confused with the exception JobCancelled",
+        "receives), not to be confused with the exception JobCanceledError",
         DeprecationWarning,
         stacklevel=3,
     )

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from ..exceptions import InvalidJobOptionError
 from .conf import duration_seconds
 from .defaults import JOB_DEFAULTS
-from .exceptions import InvalidJobOptionError
 from .limits import MAX_DURATION_SECONDS, duration_problem, shown
 
 

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from .. import store
-from ..conf import QUEUE_LIMIT_KEYS, WorkhorseSettings, duration_seconds
-from ..store import Cursor
+from ..core.conf import QUEUE_LIMIT_KEYS, WorkhorseSettings, duration_seconds
+from ..db import store
+from ..db.store import Cursor
 
 logger = logging.getLogger("django_workhorse.worker")
 

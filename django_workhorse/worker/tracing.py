@@ -1,43 +1,29 @@
-"""OpenTelemetry tracing (the ``otel`` extra): the producer's context and the run span.
+"""OpenTelemetry tracing (the ``otel`` extra): the span of each handler run.
 
 Only the OpenTelemetry *API* is used; the application configures the SDK and
-exporters as it likes. Without ``opentelemetry-api`` installed nothing here
-imports it: ``current_context()`` returns None after one cached look-up and
-the worker runs handlers without a span.
+exporters as it likes. Without ``opentelemetry-api`` installed, or without a
+tracer provider, the worker runs handlers without a span.
 
-- Enqueue stores the current trace context (W3C ``traceparent`` and friends,
-  as the configured propagator writes them) in the job's ``trace_context``.
-- Each handler run is a span named by ``HANDLER_SPAN_NAME``; ``TRACE_LINKING``
-  says how it attaches to the producer's span (``link_mode``).
+Each handler run is a span named by ``HANDLER_SPAN_NAME``; ``TRACE_LINKING``
+says how it attaches to the producer's span (``link_mode``), whose context
+the enqueue stored (``django_workhorse.core.trace_context``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .conf import installed
-from .context import SleepRequested
-from .exceptions import JobCancelled
+from ..context import SleepRequested
+from ..exceptions import JobCanceledError
 
 AUTO_PARENT_WINDOW = 60.0
 """With ``TRACE_LINKING = "auto"``, a first attempt that started at most this
 many seconds after its enqueue is a child of the producer's span; a later or
 retried run gets a link instead (its trace would otherwise stretch over
 minutes or hours of idle time, or show one request "doing" several runs)."""
-
-_available: bool | None = None
-
-
-def available() -> bool:
-    """Whether ``opentelemetry-api`` is installed (looked up once per process)."""
-    global _available
-    if _available is None:
-        _available = installed("opentelemetry") and installed("opentelemetry.trace")
-    return _available
 
 
 def provider_configured() -> bool:
@@ -49,30 +35,6 @@ def provider_configured() -> bool:
     if trace is None:
         return False
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-
-
-def current_context() -> dict[str, str] | None:
-    """The current trace context as a propagation carrier, or None when there is
-    no active span (or no OpenTelemetry). Stored with each job at enqueue."""
-    if not available():
-        return None
-    from opentelemetry import context as otel_context
-    from opentelemetry import propagate
-
-    # An empty context holds no span and no baggage: there is nothing to
-    # propagate, and running the propagators to find that out cost ~3 us of
-    # every enqueue (docs/decisions.md, "The single enqueue's own cost").
-    if not otel_context.get_current():
-        return None
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    return carrier or None
-
-
-def current_context_json() -> str | None:
-    """``current_context()`` as the JSON text an enqueue stores, or None."""
-    carrier = current_context()
-    return None if carrier is None else json.dumps(carrier)
 
 
 def link_mode(setting: str, attempt: int, waited: float | None) -> str:
@@ -171,7 +133,7 @@ class RunSpans:
         if isinstance(exc, SleepRequested):  # the run ended in ctx.sleep: no error
             span.set_attribute("workhorse.outcome", "slept")
             return
-        canceled = isinstance(exc, JobCancelled | asyncio.CancelledError)
+        canceled = isinstance(exc, JobCanceledError | asyncio.CancelledError)
         span.set_attribute("workhorse.outcome", "canceled" if canceled else "failed")
         span.record_exception(exc)
         span.set_status(

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .discovery import is_test_module
+from ..core.discovery import is_test_module
 
 CALLS = frozenset({"job", "options"})
 """The callables whose ``queue=`` keyword names a queue: the ``@job``

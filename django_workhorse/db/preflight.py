@@ -14,7 +14,7 @@ from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
-from .exceptions import SchemaVersionError
+from ..exceptions import SchemaVersionError
 
 MISSING_OBJECT_STATES = frozenset({"42883", "42P01"})
 """undefined_function and undefined_table: what PostgreSQL answers when the

@@ -39,13 +39,14 @@ from django.core.checks import Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, connections
 
-from . import configured_jobs, registry, store
-from .conf import import_callable, problems, raw_settings, setting_path
-from .preflight import not_postgresql
+from ..core import configured_jobs, registry
+from ..core.conf import import_callable, problems, raw_settings, setting_path
+from ..db import store
+from ..db.preflight import not_postgresql
 from .unserved import close_matches
 
 if TYPE_CHECKING:
-    from .definitions import JobDefinition
+    from ..core.definitions import JobDefinition
 
 
 @register("workhorse")
@@ -154,7 +155,7 @@ def functions_messages(alias: str) -> list[Error | Warning]:
     """workhorse.E005 when the installed SQL functions are not the package's;
     workhorse.W002 when some migrations are pending (a newer package's
     functions not installed yet) though the schema version is one it speaks."""
-    from . import installed_sql
+    from ..db import installed_sql
 
     try:
         with connections[alias].cursor() as cursor:
@@ -210,7 +211,7 @@ def migrations_pending(alias: str) -> bool:
 def check_stores(app_configs: object = None, **kwargs: object) -> list[Error]:
     """``WORKHORSE['STORES']``: the admin and ``workhorse_status`` show the
     stores it lists, so a store it leaves out would hide that store's jobs."""
-    from .stores import stores_problems, unlisted_bindings
+    from ..core.stores import stores_problems, unlisted_bindings
 
     listed = raw_settings().get("STORES")
     hint = (
@@ -288,8 +289,8 @@ def check_schedules(app_configs: object = None, **kwargs: object) -> list[Error]
     """Each settings schedule's job and payload, resolved as a worker's start
     would (checks run once the app registry is ready, after every app's
     ``jobs.py`` was imported). Entries with a bad shape are workhorse.E001's."""
-    from .cron import schedule_key, settings_problems
-    from .schedules import job_schedules, refuse_clash, settings_schedule
+    from ..core.cron import schedule_key, settings_problems
+    from ..core.schedules import job_schedules, refuse_clash, settings_schedule
 
     raw = raw_settings().get("SCHEDULES")
     if not isinstance(raw, Mapping) or not raw:
@@ -323,9 +324,9 @@ def check_schedules(app_configs: object = None, **kwargs: object) -> list[Error]
 def check_schedule_periods(app_configs: object = None, **kwargs: object) -> list[Warning]:
     """A ``latest`` schedule whose slots come faster than the sweep: each
     sweep finds several slots due and enqueues only the latest one."""
-    from .conf import duration_seconds
-    from .cron import cron_problem, schedule_key, settings_problems, shortest_period
-    from .schedules import default_timezone
+    from ..core.conf import duration_seconds
+    from ..core.cron import cron_problem, schedule_key, settings_problems, shortest_period
+    from ..core.schedules import default_timezone
 
     raw = raw_settings()
     try:
@@ -382,7 +383,7 @@ def check_job_locations(app_configs: object = None, **kwargs: object) -> list[Wa
     the same test that refuses their enqueue (``discovery.enqueue_refusal``).
     Only jobs this process has imported can be seen here; enqueue refuses
     the others when they are used."""
-    from .discovery import belongs_to_project, defining_module, installed_app_of, unfindable
+    from ..core.discovery import belongs_to_project, defining_module, installed_app_of, unfindable
 
     messages: list[Warning] = []
     for definition in registry.all_jobs().values():
@@ -412,8 +413,8 @@ def unserved_queue_warnings() -> list[Warning]:
     workhorse.W007: a job found by its import path (its module is not
     imported by app loading) on such a queue, for the names the source does
     not spell out (those are W010's)."""
+    from ..core.discovery import belongs_to_project, defining_module, found_by_name
     from .code_queues import project_mentions
-    from .discovery import belongs_to_project, defining_module, found_by_name
     from .servable import task_queues
 
     if problems():

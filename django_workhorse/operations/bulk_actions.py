@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from . import store
+from ..db import store
 
 OPERATOR_QUEUE = "workhorse.operator"
 """The queue of the jobs that run operator actions. Every worker of

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from asgiref.sync import sync_to_async
 
-from .exceptions import JobNotFoundError
-from .states import JobState
+from ..db import snapshots
+from ..exceptions import JobNotFoundError
+from ..states import JobState
 
 if TYPE_CHECKING:
-    from .admin_api import JobSnapshot
+    from ..db.snapshots import JobSnapshot
 
 R = TypeVar("R")
 
@@ -47,9 +48,7 @@ class JobHandle(Generic[R]):
         back, or it was enqueued in a transaction not yet committed that this
         connection cannot see.
         """
-        from .admin_api import Admin
-
-        snapshot = Admin(using=self.using).get_job(self.id)
+        snapshot = snapshots.read_job(self.using, self.id)
         if snapshot is None:
             raise JobNotFoundError(
                 f"job {self.name!r} #{self.id} is not in database {self.using!r}: the "

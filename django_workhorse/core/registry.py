@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import JobAlreadyRegistered, UnknownJobError
+from ..exceptions import JobAlreadyRegistered, UnknownJobError
 from .limits import shown
 
 if TYPE_CHECKING:

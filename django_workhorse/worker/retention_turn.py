@@ -1,4 +1,4 @@
-"""The worker's periodic retention run (see ``django_workhorse.retention``).
+"""The worker's periodic retention run (see ``django_workhorse.operations.retention``).
 
 A thread on the worker's claim connection (a statement at a time,
 ``periodic.TurnCursor``: claims go on between the steps) wakes every
@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import random
 
-from .. import retention
-from ..conf import RetentionSettings, get_retention
-from ..store import Cursor
+from ..core.conf import RetentionSettings, get_retention
+from ..db.store import Cursor
+from ..operations import retention
 from .connection import SharedConnection
 from .periodic import PeriodicThread
 

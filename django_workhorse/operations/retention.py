@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from . import store
-from .conf import RetentionSettings, get_retention
-from .store import Cursor
+from ..core.conf import RetentionSettings, get_retention
+from ..db import store
+from ..db.store import Cursor
 
 KEEP_FOREVER = datetime(1, 1, 2, tzinfo=UTC)
 """The cut-off used for a window of None: nothing is older."""

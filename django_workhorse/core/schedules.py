@@ -23,11 +23,12 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
-from . import registry, store
+from ..db import store
+from ..db.store import Cursor
+from ..exceptions import InvalidJobOptionError
+from . import registry
 from .cron import ALL_SLOTS_PER_SWEEP, cron_problem, timezone_problem
-from .exceptions import InvalidJobOptionError
 from .payloads import encode_payload
-from .store import Cursor
 
 if TYPE_CHECKING:
     from .definitions import JobDefinition

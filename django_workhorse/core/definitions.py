@@ -28,15 +28,16 @@ from asgiref.sync import sync_to_async
 from django.apps import apps
 from django.db import DatabaseError, connections, transaction
 
-from . import configured_jobs, discovery, preflight, registry, schedules, store, tracing
-from .backoff import custom_delay, policy_of
-from .conf import SettingsJobDefaults, duration_seconds, job_defaults
-from .exceptions import (
+from ..db import preflight, store
+from ..exceptions import (
     InvalidJobOptionError,
     InvalidPayloadError,
     UnknownDependencyError,
     UnknownJobError,
 )
+from . import configured_jobs, discovery, registry, schedules, trace_context
+from .backoff import custom_delay, policy_of
+from .conf import SettingsJobDefaults, duration_seconds, job_defaults
 from .handles import JobHandle
 from .job_options import (
     DEFINITION_DEFAULTS,
@@ -248,9 +249,9 @@ class _Enqueuer(Generic[P, R]):
             if options.dependency_policy is not None:
                 # Left out, workhorse_enqueue_many_v1 applies the default policy.
                 common["dependency_policy"] = options.dependency_policy
-        trace_context = tracing.current_context()
-        if trace_context is not None:
-            common["trace_context"] = trace_context
+        carrier = trace_context.current_context()
+        if carrier is not None:
+            common["trace_context"] = carrier
         tail = json.dumps(common, separators=(",", ":"))[1:]
         texts = encode_payloads(definition.name, checked_payloads(definition, payloads))
         parts = ['{"payload":' + text + "," + tail for text in texts]
@@ -272,7 +273,7 @@ class _Enqueuer(Generic[P, R]):
         # enqueue() (docs/decisions.md, "The single enqueue's own cost").
         definition.check_payload(payload)
         payload_json = encode_one_payload_array(row.name, checked_payload(row.name, payload))
-        trace_json = tracing.current_context_json()
+        trace_json = trace_context.current_context_json()
         if trace_json is not None:
             row = replace(row, trace_json=trace_json)
         return self._write(row, payload_json, using)[0]
@@ -294,7 +295,7 @@ class _Enqueuer(Generic[P, R]):
         if not checked:
             return []
         payloads_json = encode_payload_array(row.name, checked)
-        trace_json = tracing.current_context_json()
+        trace_json = trace_context.current_context_json()
         if trace_json is not None:
             row = replace(row, trace_json=trace_json)
         return self._write(row, payloads_json, using)

@@ -22,19 +22,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .discovery import unknown_job_message
-from .exceptions import (
+from ..core.discovery import unknown_job_message
+from ..exceptions import (
     InvalidCheckpointError,
     InvalidPayloadError,
-    JobCancelled,
+    JobCanceledError,
     JobTimeout,
     UnknownJobError,
+    exception_path,
 )
-from .states import AttemptOutcome
+from ..states import AttemptOutcome
 
 if TYPE_CHECKING:
-    from .definitions import JobDefinition
-    from .store import ClaimedJob
+    from ..core.definitions import JobDefinition
+    from ..db.store import ClaimedJob
 
 logger = logging.getLogger("django_workhorse.worker")
 
@@ -47,10 +48,9 @@ MESSAGE_LIMIT = 16_000
 
 def error_envelope(exc: BaseException, *, message: str | None = None) -> dict[str, str]:
     """The JSON stored for a failed attempt: exception class, message, traceback."""
-    cls = type(exc)
     text = "".join(traceback.format_exception(exc))
     return {
-        "type": f"{cls.__module__}.{cls.__qualname__}",
+        "type": exception_path(type(exc)),
         "message": storable(message if message is not None else describe(exc)),
         "traceback": storable(text[-TRACEBACK_LIMIT:]),
     }
@@ -192,7 +192,9 @@ def retry_decision(
     A job with no handler here (``definition`` None) is retried with the
     stored backoff: the code that defines it may be deployed by then.
     """
-    if kind == AttemptOutcome.CANCELED or isinstance(exc, JobCancelled | InvalidCheckpointError):
+    if kind == AttemptOutcome.CANCELED or isinstance(
+        exc, JobCanceledError | InvalidCheckpointError
+    ):
         return Retry(False, None)
     if not retryable:
         return Retry(False, None)
