@@ -9,8 +9,9 @@ lists the actions of the retention window. Seeing needs the view permission
 on jobs; asking for an action or stopping one needs the change permission,
 which is checked when the action is asked for and recorded with it.
 
-Called by ``JobAdmin`` (admin.py) with itself as ``model_admin``; nothing
-here imports admin.py.
+Called by the job pages of ``JobAdmin`` (``job_matching.py``, and the
+banner by ``job_list.py``) with the admin as ``model_admin``; nothing here
+imports them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ spelled: ``sql/workhorse_job_defaults_v1.sql``, the SQL function that the
 database's own functions read.
 
 Python reads the JSON between that file's ``$defaults$`` dollar quotes, so SQL and
-Python cannot disagree; ``tests/integration/test_defaults_single_source.py``
+Python cannot disagree; ``tests/integration/test_job_defaults.py``
 checks that the installed function returns the same values and that no other
 SQL or Python file spells them again. The ``WORKHORSE`` settings
 ``DEFAULT_QUEUE``, ``DEFAULT_MAX_ATTEMPTS`` and ``MAX_STALLED_COUNT`` default

@@ -947,7 +947,7 @@ def set_queue_limits(
     return QueueLimits(*cursor.fetchone())
 
 
-# The operator's view: reads, actions and retention (see admin_api.py).
+# The operator's view: reads, actions and retention (see operations/admin_api.py).
 
 
 def _dict_rows(cursor: Cursor) -> list[dict[str, Any]]:

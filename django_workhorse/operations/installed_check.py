@@ -7,7 +7,7 @@ once ``django.tasks`` has been imported. This module is imported with the
 package itself (``import django_workhorse``, a ``jobs.py``, the Tasks
 backend), so ``manage.py check`` and ``migrate`` say what to add whenever
 anything of workhorse was imported before the checks ran; an enqueue says
-it too (preflight.py).
+it too (db/preflight.py).
 """
 
 from __future__ import annotations

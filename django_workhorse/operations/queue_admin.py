@@ -224,7 +224,7 @@ class QueueOperations(AdminBase):
             rows = store.list_workers(db, within)
             held: dict[str, int] = {}
             for holder in store.workers_holding_jobs(db):
-                # A claim session may own jobs under "<worker id>+N" (claims.py).
+                # A claim session may own jobs under "<worker id>+N" (worker/claims.py).
                 worker = str(holder["worker_id"]).split("+", 1)[0]
                 held[worker] = held.get(worker, 0) + int(holder["jobs"])
         found = []

@@ -216,7 +216,7 @@ class WorkhorseBackend(BaseTaskBackend):
                 )
             )
         # django_workhorse missing from INSTALLED_APPS is workhorse.E103 of
-        # installed_check.py, registered with the package whether or not
+        # operations/installed_check.py, registered with the package whether or not
         # django.tasks (whose checks call this one) was imported.
         return errors
 

@@ -1,6 +1,6 @@
 """``manage.py runworker``: run django-workhorse workers.
 
-A thin layer over ``django_workhorse.worker.Worker``: flags are checked here
+A thin layer over ``django_workhorse.worker.worker.Worker``: flags are checked here
 (bad values are refused with a message naming the flag), everything else is
 the Worker's.
 """

@@ -48,7 +48,7 @@ def snapshot(admin: Admin) -> dict[str, Any]:
             {
                 "queue": q.name,
                 "paused": q.paused,
-                # No live worker serves it: its waiting jobs wait for good (unserved.py).
+                # No live worker serves it: its waiting jobs wait for good (operations/unserved.py).
                 "served": q.name in served,
                 "unserved": (
                     unserved_note(q.name, served)
