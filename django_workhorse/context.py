@@ -15,9 +15,11 @@ Once the run heard of a cancel, every checkpoint and sleep raises
 ``JobCanceledError``, a replayed one too.
 
 Every check on the caller's input happens before any SQL, and a refused
-input writes nothing. Async handlers read and write through
-``sync_to_async`` (thread-sensitive, as Django's async ORM does), so the
-connection used is the one a sync caller on that thread would use.
+input writes nothing. Reads and writes go through the cursor the run was
+given (``RunTicket``): under a worker, its claim connection, in turn with the
+claims; under ``run_jobs``, the test's connection. Async handlers make them
+through ``sync_to_async`` (thread-sensitive, as Django's async ORM does), so
+no database call runs on the event loop.
 See docs/durable-execution.md.
 """
 
@@ -80,8 +82,9 @@ class JobContext:
     using: str = "default"
     """The database alias the job lives in."""
     _cancelled: bool = field(default=False, repr=False, compare=False)
-    # Set by the worker that runs the job: the owner name and fence its
-    # checkpoints are written under, and where it gets a cursor for them.
+    # Set by whoever runs the job (a worker, run_jobs): the owner name and
+    # fence its checkpoints are written under, and where it gets a cursor
+    # for them.
     # One field, not three: the context is built for every run, and each
     # field of a frozen dataclass costs its own setattr.
     _run: RunTicket | None = field(default=None, repr=False, compare=False)
@@ -90,8 +93,9 @@ class JobContext:
     _journal: ClassVar[Journal | None] = None
     # The end the worker recorded for this run while its handler still ran
     # (a sync handler past its timeout, a run acked canceled): the error it
-    # recorded. Set once, by the worker's ledger; read when the handler
-    # returns. Not a dataclass field either: almost no run sets it, and a
+    # recorded. Set once, by the executor's mark_timeout or canceled, for
+    # whoever noticed (the worker's ledger or event loop, run_jobs' timer);
+    # read when the handler returns. Not a dataclass field either: almost no run sets it, and a
     # field would cost every run's context a setattr.
     _ended_with: ClassVar[BaseException | None] = None
     # What the handler's code asked to be called once this run's end is
@@ -308,7 +312,9 @@ class RunTicket(NamedTuple):
     """The owner name the job was claimed under."""
     fence: int
     cursor: Callable[[], AbstractContextManager[Any]]
-    """A cursor outside the handler's own transactions (worker/checkpoints.py)."""
+    """Where a cursor for them comes from: under a worker, its claim
+    connection (``worker/connection.py``), outside the handler's own
+    transactions; under ``run_jobs``, the test's own connection."""
 
 
 def claimed_context(

@@ -3,8 +3,10 @@ and a pytest fixture.
 
 ``run_jobs()`` is a worker in the test's own process and connection: it
 claims, runs and records jobs through the same SQL functions as
-``runworker`` (``claim_many``, ``succeed_many``, ``fail_many``), so a job
-that runs here passes the same checks as in production. It works in
+``runworker`` (``claim_many``, ``succeed_many``, ``fail_many``,
+``sleep_many``), taking each run through the worker's own executor and
+report (``worker/executor.py``, ``worker/report.py``), so a job that runs
+here passes the same checks as in production. It works in
 pytest-django's plain ``db`` tests (everything stays inside the test's
 transaction) and in ``transactional_db`` tests.
 

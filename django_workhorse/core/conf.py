@@ -3,7 +3,7 @@
 Settings are read when used, never captured at import time, so
 ``override_settings(WORKHORSE=...)`` works. Durations accept seconds (int or
 float) or a ``timedelta``. ``manage.py check`` reports every invalid value with
-its key (see ``checks.py``); the worker refuses to start on one.
+its key (see ``operations/checks.py``); the worker refuses to start on one.
 """
 
 from __future__ import annotations
@@ -124,8 +124,9 @@ class WorkhorseSettings:
     log_format: str = "text"
     on_job_canceled: str | None = None
     vacuum_interval: float | None = 30.0
-    """How often each worker looks at the dead tuples of the tables with churn
-    and vacuums those past the threshold; None: never (docs/worker.md#vacuum)."""
+    """How often the worker that leads the fleet's sweeps looks at the dead
+    tuples of the tables with churn and vacuums those past the threshold;
+    None: never (docs/worker.md#vacuum)."""
     listen_database: str | Mapping[str, str] | None = None
     """The alias a worker opens its LISTEN connection on: one alias (for the
     worker of ``DATABASE``) or a dict from the worker's alias to it; None:

@@ -1,8 +1,9 @@
 """What the ``WORKHORSE['ON_JOB_FAILURE']`` and ``ON_JOB_CANCELED`` hooks receive.
 
-The worker builds a ``JobFailure`` after each failed run is recorded (a
-failure that will be retried, a terminal one, a timeout, or a job that
-stalled past its ``max_stalled``) and passes it to the hook. It is part of
+Whoever ran the job (a worker, or ``run_jobs`` in a test) builds a
+``JobFailure`` after each failed run is recorded (a failure that will be
+retried, a terminal one, a timeout, or, for a worker's stall recovery, a
+job that stalled past its ``max_stalled``) and passes it to the hook. It is part of
 the public surface (``django_workhorse.JobFailure``) so that a hook can be
 typed; the worker is not imported to get it. ``JobCancel`` is the same for
 a run that ended canceled (``django_workhorse.JobCancel``).

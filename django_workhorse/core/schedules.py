@@ -3,9 +3,10 @@
 A schedule enqueues one job of a registered type at every slot of a cron
 expression. Schedules come from ``@workhorse.job(schedule="*/5 * * * *")``
 and from ``WORKHORSE["SCHEDULES"]``; every worker writes them to the
-``workhorse_schedule`` table when it starts (``sync``), and every worker's
-sweep enqueues what is due (``worker/scheduler.py``). The database decides
-which sweep takes a slot, so a fleet enqueues one job per slot.
+``workhorse_schedule`` table when it starts (``sync``), and the sweep of the
+worker that leads the fleet's sweeps enqueues what is due
+(``worker/scheduler.py``). The database decides which sweep takes a slot, so
+a fleet enqueues one job per slot however many workers sweep.
 
 Cron expressions are read by ``cronsim``: five fields (minute resolution) or
 six with seconds first (``*/10 * * * * *``), ``L``, ``LW`` and ``#``, and

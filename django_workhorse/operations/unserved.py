@@ -23,8 +23,10 @@ WAITING_STATES = ("blocked", "scheduled", "ready")
 """The states of a job that waits for a worker to claim it (an active one has one)."""
 
 SILENT_AFTER_TURNS = 3
-"""A worker whose heartbeat is this many renew intervals (and 5 s) overdue
-is silent: it serves nothing (as the workers view reads it)."""
+"""A worker whose heartbeat is this many of the intervals it describes
+itself at (``info["renew_interval"]``: its renew interval while it runs
+jobs, a minute while idle) and 5 s overdue is silent: it serves nothing (as
+the workers view reads it)."""
 
 
 def close_matches(queue: str, names: Iterable[str]) -> list[str]:

@@ -4,8 +4,9 @@ for async handlers.
 The slots decide only where and when a run goes; calling its handler is
 ``executor.execute`` / ``executor.aexecute``. Each run reports back by
 calling ``done`` with its ``Finished`` end, on the thread (or loop) that ran
-it; the worker hands those to its writer thread. Nothing here touches the
-database.
+it; the worker has those written, by its writer thread or with its next
+claim (``Worker._done``, ``Worker._finished_sync``). Nothing here touches
+the database.
 """
 
 from __future__ import annotations

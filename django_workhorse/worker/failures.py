@@ -1,5 +1,6 @@
 """Jobs the stall recovery took back or failed: their log lines and the
-``ON_JOB_FAILURE`` call of a job failed by too many stalls. A run's own
+``ON_JOB_FAILURE`` call of a job failed by too many stalls; and
+``job_failure``, the ``JobFailure`` of either kind of failure. A run's own
 failure is closed by ``executor.close`` and reported by ``report.py``."""
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ class Heartbeat(threading.Thread):
         could not prove it owned them: released at the next renewal turn."""
         self.describe = describe
         """What the worker says of itself (worker_id, host, pid, queues, ...):
-        sent with each renewal turn's call, so the workers view (the
+        sent with each renewal turn's call (while idle, once a minute:
+        ``presence.describe_every``), so the workers view (the
         workhorse_worker row) costs no call of its own."""
         self._unreleased: list[tuple[str, int, int]] = []
         self._described: str | None = None
@@ -168,7 +169,7 @@ class Heartbeat(threading.Thread):
         for owner, job_id, fence in self.in_flight():
             by_owner.setdefault(owner, []).append((job_id, fence))
         # The worker's description rides on the turn's first call; an idle
-        # worker makes that call with no leases, once a turn.
+        # worker makes that call with no leases, as often as it says it will.
         described = self.describe() if self.describe is not None else None
         info = json.dumps(described) if described is not None else None
         if not by_owner and described is not None and info is not None:

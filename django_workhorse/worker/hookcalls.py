@@ -1,11 +1,13 @@
-"""The ``ON_JOB_FAILURE`` and ``ON_JOB_CANCELED`` calls, on a thread of their own.
+"""The ``ON_JOB_FAILURE`` and ``ON_JOB_CANCELED`` calls, and a run's
+after-recorded call (a Django task's ``task_finished``), on a thread of their own.
 
 A hook is the application's code: it may be slow, or hang on a socket with
 no timeout. Called where results are written, one hanging hook left every
 other job's result unwritten and its lease renewed, so no worker could take
 it over. So what ends a run is recorded first, by whoever records it (the
-writer, the stall recovery, the release at shutdown), and only then is the
-hook call handed here, to run after it, in order.
+writer, the one-slot route's claim, the stall recovery, the release at
+shutdown), and only then is the hook call handed here, to run after it, in
+order.
 
 The queue is bounded (``QUEUE_SIZE``): a hook slower than the failures that
 feed it cannot fill the memory; past the bound, calls are dropped, logged at
@@ -71,7 +73,8 @@ class HookCalls:
         """Queue ``call`` (the ``what`` hook for ``job_id``); never blocks.
 
         Called once the run's end is recorded. A full queue drops the call:
-        the caller is the ledger's writer, which must not wait for a hook.
+        the callers (the writer, the heartbeat's stall recovery, the claim
+        loop, a handler's thread) must not wait for a hook.
         """
         try:
             self._queue.put_nowait(_Call(job_id, what, call))

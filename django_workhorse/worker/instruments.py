@@ -49,8 +49,10 @@ class Instruments:
         self.tracing = tracing.RunSpans(settings, worker_id) if tracing_on else None
         self.metrics_on = metrics.enabled() if metrics_on is None else metrics_on
         self._timed: queue.SimpleQueue[tuple[str, str, float]] = queue.SimpleQueue()
-        """Runs timed by their threads and not yet observed: the writer
-        observes them after each batch it writes (``observe_runs``)."""
+        """Runs timed by their threads and not yet observed: whoever writes
+        their results observes them after each write (``observe_runs``: the
+        writer after a batch, the claim loop or a carrying handler thread
+        after a claim that wrote successes)."""
         # The run-time histogram child of each (queue, name): one dict look-up
         # per run instead of a call through the metrics module.
         self._run_histograms: dict[tuple[str, str], Any] = {}
@@ -114,7 +116,8 @@ class Instruments:
             self._ran(running.job, started)
 
     def _ran(self, job: store.ClaimedJob, started: float) -> None:
-        """Hand a run's time to the writer (metrics only, no span)."""
+        """Hand a run's time to whoever writes its result (metrics only, no
+        span): ``observe_runs``."""
         self._timed.put((job.queue, job.name, time.perf_counter() - started))
 
 

@@ -26,7 +26,8 @@ field                    written by (under ``_lock``)               read by
                          heartbeat and listener (cancel)            listener (cancel)
 ``_writing``             loop (expire), handler threads (finish,    loop (backlog, settled),
   runs the writer holds  carry_on), writer (written), heartbeat     heartbeat (leases)
-                         and listener (cancel)
+                         and listener (cancel), loop and carrying
+                         handler thread (written, with a claim)
 ``_held``                handler threads (finish), loop (take_held, loop (claim)
   successes held for     hold_successes)
   the next claim's call
@@ -41,7 +42,7 @@ field                    written by (under ``_lock``)               read by
 ``_next_due``,           listener (note_due),                       loop (idle wait)
 ``_due_known``           loop (set_due, forget_due)
   next known run_at
-``_error``               writer (fail)                              loop
+``_error``               writer, carrying handler thread (fail)     loop
   what stopped writer
 ``_early_cancels``       heartbeat and listener (cancel), loop and  loop and handler threads
   cancels heard before   handler threads (start)                    (start)
@@ -193,7 +194,8 @@ class Ledger:
 
     def finish(self, item: Finished) -> int | None:
         """A handler returned: free its slot and hand its result to the
-        writer. Returns the slots freed since the last claim, or None when
+        writer, or hold a success for the loop's next claim (see the
+        module). Returns the slots freed since the last claim, or None when
         the run was already let go (released at shutdown)."""
         running = item.running
         job = running.job
@@ -302,7 +304,8 @@ class Ledger:
             return running in self._writing
 
     def fail(self, exc: BaseException) -> None:
-        """The writer died of ``exc``: the loop raises it."""
+        """The writer died of ``exc`` (or a handler thread's claim of its next
+        job failed with a bug, ``Worker._carry_on``): the loop raises it."""
         with self._lock:
             self._error = exc
 

@@ -3,14 +3,15 @@
 A claimed job either may not run at all (its payload cannot be read, no
 handler answers to its name, its payload no longer fits the handler), or it
 runs and ends: it returns, raises, times out, is canceled or goes to sleep.
-This module holds what both ``runworker`` and ``run_jobs``
-(``django_workhorse.testing``) decide about those ends: the admission checks
-and their messages, the error envelope stored for a failed attempt, how an
-attempt closes and whether (and when) it is retried, and the shape of what the
-database recorded (``Recorded``). The steps that use them are the worker's
-executor (``worker/executor.py``), run by both runners. Each runner calls it
-and writes the result through the same SQL functions, so a job ends the same
-way under both. Nothing here talks to the database or imports a runner.
+This module holds the rules both ``runworker`` and ``run_jobs``
+(``django_workhorse.testing``) apply to those ends: the admission checks
+and their messages, the error envelope stored for a failed attempt, the
+error of a timeout, whether (and when) a failed attempt is retried, and the
+shape of what the database recorded (``Recorded``). The steps that use them
+are the executor's (``worker/executor.py``: ``close`` decides how an attempt
+closes), which both runners take each run through before they write its
+closing through the same SQL functions, so a job ends the same way under
+both. Nothing here talks to the database or imports a runner.
 """
 
 from __future__ import annotations

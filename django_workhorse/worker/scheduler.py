@@ -1,9 +1,12 @@
 """The schedule sweeper: syncs the schedules at worker start, then enqueues what is due.
 
-Every worker runs one, on its claim connection. Which sweep takes a slot is the
-database's decision (``workhorse_schedule_fire_v1`` moves the schedule on with
-a compare-and-set, and each slot's job carries an idempotency key), so any
-number of workers may sweep at once: the losers simply get no rows.
+Every worker but a ``--burst`` one runs one, on its claim connection, and
+sweeps only while it leads the fleet's sweeps (``Liveness.sweeps``: its
+pulse says so, or it has no pulse of its own; docs/worker.md#the-fleets-sweeps).
+Which sweep takes a slot is the database's decision
+(``workhorse_schedule_fire_v1`` moves the schedule on with a compare-and-set,
+and each slot's job carries an idempotency key), so any number of workers
+may sweep at once: the losers simply get no rows.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 autovacuum does (docs/worker.md#vacuum).
 
 Every ``VACUUM_INTERVAL`` (the first time after a random part of it, so a
-fleet started together does not line up) the thread asks
+fleet started together does not line up), while its worker leads the
+fleet's sweeps (``Liveness.sweeps``, docs/worker.md#the-fleets-sweeps), the
+thread asks
 ``workhorse_vacuum_due_v1`` which tables have more dead tuples than the
 threshold and nobody vacuumed within the interval, and runs ``VACUUM`` on
 each, one statement at a time: VACUUM cannot run inside a function or a

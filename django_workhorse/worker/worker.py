@@ -3,8 +3,9 @@
 The loop, in one thread, repeats: fail the runs whose timeout passed, then
 fill every free slot with one ``claim_many`` call. A slot is free as soon as
 its handler returns; the result goes to the writer thread (``writer.py``),
-which records a batch of them with one ``succeed_many`` and one ``fail_many``
-call on its own connection while the loop claims and starts the next jobs.
+which records a batch of them with one ``succeed_many``, ``fail_many`` and
+``sleep_many`` call each on the lease connection (which it shares with the
+heartbeat) while the loop claims and starts the next jobs.
 A success that ends the last run going skips the writer: the loop is about
 to claim for the slot it freed anyway, and writes it in that same call
 (``succeed_and_claim``), so a worker with one slot makes one round trip per
@@ -74,13 +75,18 @@ class Worker:
     which slots they hold is the ``ledger``'s alone (``ledger.py``); the
     worker asks it and tells it, from whichever thread a callback runs on.
     The worker's own fields are set in ``__init__`` and then only read,
-    except these, each used by one thread: ``_stop_deadline`` (the claim
-    loop), ``_signals`` (the main thread's signal handler), and ``_sync``,
-    ``_async``, ``_listener``, ``_heartbeat`` (set by ``run`` before the
-    threads they start exist; ``_async`` may instead be set by the first
-    async claim, under ``_claim_lock``). ``_session`` is used under ``_claim_lock``
-    only: by the claim loop, and with one slot by the handler thread that
-    claims its next job (``_carry_on``). Cross-thread signals are
+    except these, each used by one thread: ``_stop_deadline`` and
+    ``_db_clock_ahead`` (the claim loop), ``_signals`` (the main thread's
+    signal handler), and ``_sync``, ``_async``, ``_listener``,
+    ``_heartbeat``, ``_sidecars``, ``_retention``, ``_vacuum`` (set by
+    ``run`` before the threads they start exist; ``_async`` may instead be
+    set by the first async claim, under ``_claim_lock``). ``_session``
+    claims, opens and closes under ``_claim_lock`` only: by the claim loop,
+    and with one slot by the handler thread that claims its next job
+    (``_carry_on``); its connection (``_session.shared``) is lent a
+    statement or a transaction at a time to the other users of the claim
+    connection (checkpoints, the sweeps, the listener's start-up probe, the
+    look-up of a canceled job's reason). Cross-thread signals are
     ``threading.Event``s.
     """
 
@@ -687,9 +693,10 @@ class Worker:
     # -- finish ------------------------------------------------------------
 
     def _done(self, item: Finished, logged: bool = False) -> None:
-        """A handler returned (called on its thread): the ledger frees the
-        slot and hands the result to the writer; a freed slot may end the
-        claim linger and wakes the loop."""
+        """A handler returned (called on its thread, or on the loop's for a
+        run refused before it started): the ledger frees the slot and hands
+        the result to the writer, or holds a success for the loop's next
+        claim; a freed slot may end the claim linger and wakes the loop."""
         if not logged:
             log_success(item)
         freed = self.ledger.finish(item)

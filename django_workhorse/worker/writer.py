@@ -1,4 +1,4 @@
-"""The writer thread: records finished runs in batches, from its own connection.
+"""The writer thread: records finished runs in batches, on the worker's lease connection.
 
 It is the worker's batch writer of the executor's closings: each run's
 ``Finished`` is turned into what to write by ``executor.close``, a batch
@@ -10,7 +10,8 @@ its runs are reported, so a run's after-recorded call gets what was recorded.
 
 A handler's slot is free as soon as it returns; its result waits here for the
 next batch. Each batch is one transaction of at most three SQL calls
-(``succeed_many``, ``fail_many`` and ``sleep_many``), whatever its size, so
+(``succeed_many``, ``fail_many`` and ``sleep_many``, after a ``lock_runs``
+of the batch when it needs more than one), whatever its size, so
 the claim loop never waits on a finish and the database works on the
 finishes while Python starts the next jobs. Until its write lands a run keeps its lease: the
 heartbeat renews it with the running ones.
