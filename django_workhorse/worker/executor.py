@@ -18,10 +18,10 @@ thread) takes a claimed job through the same steps, defined here once:
   long. It is pure: no database, no hook, no log line.
 
 The runners differ only in how they write a ``Closing`` (the worker's writer
-batches, the worker's one-slot route with the next claim, ``run_jobs`` one
-by one) and hand what the database recorded to ``report.Reporter``, which
-logs, calls the hooks and hands the run's after-recorded call what was
-recorded.
+in batches, or a success with the worker's next claim: one held for the
+loop's claim, or the one-slot route's; ``run_jobs`` one by one) and hand
+what the database recorded to ``report.Reporter``, which logs, calls the
+hooks and hands the run's after-recorded call what was recorded.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """What is said about a run once the database recorded its end: the one
 ``report`` of both runners.
 
-Whoever wrote the run (the worker's writer, its one-slot route, the release
-at shutdown, ``run_jobs``) hands ``Reporter.report`` the ``Closing`` it wrote
-and what the SQL function answered (``Recorded``, or None when the fence
-refused the write: the run lost its job). The reporter logs the end, has
+Whoever wrote the run (the worker's writer, the claim that wrote a held
+success: the loop's, or with one slot the handler thread's; ``run_jobs``)
+hands ``Reporter.report`` the ``Closing`` it wrote and what the SQL function
+answered (``Recorded``, or None when the fence refused the write: the run
+lost its job); the release at shutdown hands ``Reporter.canceled`` the runs
+it ended canceled. The reporter logs the end, has
 ``ON_JOB_FAILURE`` or ``ON_JOB_CANCELED`` called, and keeps what was
 recorded on the run's context for its after-recorded call (a Django
 task's ``task_finished``), made by ``after_recorded`` once the runner has
