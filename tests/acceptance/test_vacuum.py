@@ -51,12 +51,29 @@ def _no_autovacuum(transactional_db):
         yield
 
 
+def older_snapshots() -> list[tuple[int, str]]:
+    """Other sessions of this database that hold a snapshot (pid, query)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid, query FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL"
+        )
+        return cursor.fetchall()
+
+
 @pytest.fixture
 def dead_runtime_rows(transactional_db, wait_until):
     """``dead_runtime_rows(n)``: fresh tables, then ``n`` dead runtime tuples
     the statistics show; returns the vacuum counts from before any worker."""
 
     def make(count: int) -> dict[str, int]:
+        # A session an earlier test left in a transaction (a blocker still
+        # closing) would keep VACUUM from removing the rows made dead here.
+        wait_until(
+            lambda: not older_snapshots(),
+            timeout=30,
+            what="no other session of the test database in a transaction",
+        )
         with connection.cursor() as cursor:
             vacuum_churn_tables(cursor)
             make_dead_runtime_rows(cursor, count)
