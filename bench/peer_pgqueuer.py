@@ -113,7 +113,9 @@ async def singles() -> None:
         await q.clear_queue()
         for _ in range(50):  # warm up, as ours is
             await q.enqueue(ENTRYPOINT, None)
-        emit({"ready": True})
+        # Its server process, whose CPU bench/peers.py reads around each turn.
+        backend = (await q.driver.fetch("SELECT pg_backend_pid() AS pid"))[0]["pid"]
+        emit({"ready": True, "backend_pid": backend})
         while line := await loop.run_in_executor(None, sys.stdin.readline):
             count = int(line)
             cpu, start = time.process_time(), time.perf_counter()

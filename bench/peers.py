@@ -273,18 +273,48 @@ def side_by_side(conn: psycopg.Connection, url: str, env: dict[str, str]) -> Non
         )
 
 
-def _calls(call: Callable[[], object], count: int) -> dict[str, float]:
-    """``count`` calls: their rate and this process's CPU per call (us)."""
+def _server_cpu(pid: int | None) -> Callable[[], float | None]:
+    """A reader of server process ``pid``'s CPU time so far (us), from
+    ``/proc/<pid>/schedstat``: None when the server is not on this machine
+    (or its processes cannot be read)."""
+    path = Path(f"/proc/{pid}/schedstat")
+
+    def read() -> float | None:
+        try:
+            return int(path.read_text().split()[0]) / 1e3
+        except (OSError, ValueError, IndexError):
+            return None
+
+    return read
+
+
+def _calls(
+    call: Callable[[], object], count: int, server: Callable[[], float | None]
+) -> dict[str, Any]:
+    """``count`` calls: their rate, this process's CPU per call and the server
+    process's (us; None when it cannot be read)."""
+    before = server()
     cpu, start = time.process_time(), time.perf_counter()
     for _ in range(count):
         call()
     seconds = time.perf_counter() - start
-    return {"rate": count / seconds, "cpu_us": (time.process_time() - cpu) / count * 1e6}
+    cpu_us = (time.process_time() - cpu) / count * 1e6
+    after = server()
+    backend = None if before is None or after is None else (after - before) / count
+    return {"rate": count / seconds, "cpu_us": cpu_us, "server_us": backend}
 
 
 def _spread(values: list[float], digits: int = 2) -> str:
     low, mid, high = statistics.quantiles(values, n=4)
     return f"median {mid:,.{digits}f}, quartiles {low:,.{digits}f} to {high:,.{digits}f}"
+
+
+OURS = "workhorse noop.enqueue()"
+PGQUEUER = "pgqueuer Queries.enqueue"
+BARE_DJANGO = "bare one-row INSERT, Django cursor"
+BARE_PSYCOPG = "bare one-row INSERT, psycopg connection"
+SQL_ALONE = "floor: the enqueue's SQL alone, psycopg cursor"
+THREE_ROWS = "floor: a job's three rows, one prepared statement"
 
 
 def single_in_turns(
@@ -293,21 +323,30 @@ def single_in_turns(
     turns: int = SINGLE_TURNS,
     count: int = SINGLE_PER_TURN,
 ) -> None:
-    """Our single enqueue, pgqueuer's, and a bare one-row INSERT commit, in fine turns.
+    """Our single enqueue, pgqueuer's, a bare one-row INSERT commit and two
+    floors of ours, in fine turns.
 
     Each turn makes ``count`` calls of each, one transaction each, the order
     swapped every turn: our ``noop.enqueue()`` (autocommit, ``DEBUG`` off),
     pgqueuer's ``Queries.enqueue`` from a process that stays up between
-    turns, and the bare INSERT through Django's cursor and through the
-    psycopg connection under it. A turn takes about a second, so the sides
-    meet the same load; the comparisons are the medians of the per-turn
-    ratios and differences. Client CPU is each process's ``process_time``
-    per call.
+    turns, the bare INSERT through Django's cursor and through the psycopg
+    connection under it; and the floors, on that psycopg connection: the
+    very text ``noop.enqueue()`` sends (the call of
+    ``workhorse_enqueue_batch_v1`` with its parameters written in) on one
+    kept cursor, which is the enqueue's SQL with as little Python as a client
+    can spend on it, and the three rows a job starts with written by one
+    prepared statement (``core.THREE_ROWS_ONE``: no function, NOTIFY or
+    check). A turn takes about a second a side, so the sides meet the same
+    load; the comparisons are the medians of the per-turn ratios and
+    differences. Client CPU is each process's ``process_time`` per call;
+    server CPU that of the side's server process (``/proc/<pid>/schedstat``,
+    when the server runs on this machine).
     """
+    import psycopg as driver
     from demo.jobs import noop
     from django.db import connection
 
-    from .core import as_in_production
+    from .core import THREE_ROWS_ONE, as_in_production
 
     flush = conn.execute("SHOW synchronous_commit").fetchone()[0]
     section(
@@ -324,59 +363,98 @@ def single_in_turns(
     assert peer_proc.stdin is not None and peer_proc.stdout is not None
     stdin, stdout = peer_proc.stdin, peer_proc.stdout
 
-    def pgqueuer(count: int) -> dict[str, float]:
-        stdin.write(f"{count}\n")
-        stdin.flush()
-        return _last_json(stdout.readline())
-
     def bare_django() -> None:
         with connection.cursor() as cursor:
             cursor.execute(BARE_INSERT)
 
     try:
-        if not _last_json(stdout.readline()).get("ready"):
+        ready = _last_json(stdout.readline())
+        if not ready.get("ready"):
             raise RuntimeError("pgqueuer's single enqueue process did not start")
+        peer_server = _server_cpu(ready.get("backend_pid"))
+
+        def pgqueuer(count: int) -> dict[str, Any]:
+            before = peer_server()
+            stdin.write(f"{count}\n")
+            stdin.flush()
+            result = _last_json(stdout.readline())
+            after = peer_server()
+            result["server_us"] = (
+                None if before is None or after is None else (after - before) / count
+            )
+            return result
+
         with as_in_production():
             connection.ensure_connection()
             raw = connection.connection
             raw.execute(
                 "CREATE TABLE IF NOT EXISTS bench_bare (id bigserial PRIMARY KEY, payload jsonb)"
             )
-            sides: dict[str, Callable[[int], dict[str, float]]] = {
-                "workhorse noop.enqueue()": lambda n: _calls(noop.enqueue, n),
-                "pgqueuer Queries.enqueue": pgqueuer,
-                "bare one-row INSERT, Django cursor": lambda n: _calls(bare_django, n),
-                "bare one-row INSERT, psycopg connection": lambda n: _calls(
-                    lambda: raw.execute(BARE_INSERT), n
-                ),
+            ours_server = _server_cpu(raw.execute("SELECT pg_backend_pid()").fetchone()[0])
+            noop.enqueue()
+            _options, row, _using = noop._call_options()
+            assert row is not None
+            with connection.cursor() as cursor:
+                sent = cursor.mogrify(row.statement, row.parameters("[{}]"))
+            kept = driver.Cursor(raw)  # server-side binding, so it can prepare
+
+            def sql_alone() -> None:
+                kept.execute(sent)
+                kept.fetchall()
+
+            def three_rows() -> None:
+                kept.execute(THREE_ROWS_ONE, prepare=True)
+
+            sides: dict[str, Callable[[int], dict[str, Any]]] = {
+                OURS: lambda n: _calls(noop.enqueue, n, ours_server),
+                PGQUEUER: pgqueuer,
+                BARE_DJANGO: lambda n: _calls(bare_django, n, ours_server),
+                BARE_PSYCOPG: lambda n: _calls(lambda: raw.execute(BARE_INSERT), n, ours_server),
+                SQL_ALONE: lambda n: _calls(sql_alone, n, ours_server),
+                THREE_ROWS: lambda n: _calls(three_rows, n, ours_server),
             }
-            _calls(noop.enqueue, 50)  # warm up: plans made, pages in memory
-            results: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+            for side in sides.values():  # warm up: plans made, pages in memory
+                side(50)
+            results: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
             for turn in range(turns):
                 for name in list(sides) if turn % 2 == 0 else reversed(sides):
                     results[name].append(sides[name](count))
+            kept.close()
             raw.execute("DROP TABLE bench_bare")
     finally:
         stdin.close()
         peer_proc.wait(60)
     common_reset(conn)
     for name, runs in results.items():
+        servers = [r["server_us"] for r in runs if r["server_us"] is not None]
+        server = f", server CPU {median(servers):.1f} us/call" if servers else ""
         report(
             name,
             median([r["rate"] for r in runs]),
             "jobs/s",
-            f"client CPU {median([r['cpu_us'] for r in runs]):.1f} us/call",
+            f"client CPU {median([r['cpu_us'] for r in runs]):.1f} us/call{server}",
         )
-    ours, theirs = results["workhorse noop.enqueue()"], results["pgqueuer Queries.enqueue"]
-    ratios = [a["rate"] / b["rate"] for a, b in zip(ours, theirs, strict=True)]
-    print(f"  workhorse / pgqueuer, jobs/s per turn: {_spread(ratios)} (target >= 1.0)")
-    for bare in ("bare one-row INSERT, Django cursor", "bare one-row INSERT, psycopg connection"):
-        extra = [a["cpu_us"] - b["cpu_us"] for a, b in zip(ours, results[bare], strict=True)]
-        print(
-            f"  workhorse client CPU over the {bare[len('bare one-row INSERT, ') :]} INSERT,"
-            f" us/call per turn: {_spread(extra, 1)} (target <= 60)",
-            flush=True,
-        )
+    theirs = results[PGQUEUER]
+    for name, who, target in (
+        (OURS, "workhorse", " (target >= 1.0)"),
+        (SQL_ALONE, "the SQL alone", ""),
+        (THREE_ROWS, "the three rows", ""),
+    ):
+        ratios = [a["rate"] / b["rate"] for a, b in zip(results[name], theirs, strict=True)]
+        print(f"  {who} / pgqueuer, jobs/s per turn: {_spread(ratios)}{target}")
+    for name, who, target in (
+        (OURS, "workhorse", " (target <= 60)"),
+        (SQL_ALONE, "the SQL alone", ""),
+    ):
+        for bare in (BARE_DJANGO, BARE_PSYCOPG):
+            extra = [
+                a["cpu_us"] - b["cpu_us"] for a, b in zip(results[name], results[bare], strict=True)
+            ]
+            print(
+                f"  {who}: client CPU over the {bare[len('bare one-row INSERT, ') :]} INSERT,"
+                f" us/call per turn: {_spread(extra, 1)}{target}",
+                flush=True,
+            )
 
 
 def enqueues(conn: psycopg.Connection, env: dict[str, str], turns: int = 5) -> None:
