@@ -29,6 +29,7 @@ from django.apps import apps
 from django.db import DatabaseError, connections, transaction
 
 from ..db import preflight, store
+from ..db.enqueue_cursor import kept_cursor
 from ..exceptions import (
     InvalidJobOptionError,
     InvalidPayloadError,
@@ -305,8 +306,13 @@ class _Enqueuer(Generic[P, R]):
     ) -> list[JobHandle[R]]:
         """Write the jobs of ``payloads_json`` (no prerequisites) in the
         caller's transaction on ``using``; a handle each, in order."""
+        db = connections[using]
         try:
-            with connections[using].cursor() as cursor:
+            cursor = kept_cursor(db)
+            if cursor is None:
+                with db.cursor() as cursor:
+                    results = store.enqueue_batch(cursor, row, payloads_json)
+            else:
                 results = store.enqueue_batch(cursor, row, payloads_json)
         except DatabaseError as exc:
             preflight.reraise(exc, using)
