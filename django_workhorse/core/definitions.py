@@ -277,7 +277,7 @@ class _Enqueuer(Generic[P, R]):
         trace_json = trace_context.current_context_json()
         if trace_json is not None:
             row = replace(row, trace_json=trace_json)
-        return self._write(row, payload_json, using)[0]
+        return self._write(row, payload_json, using, one=True)[0]
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> JobHandle[R]:
         """``enqueue`` for async code, in the transaction of Django's sync thread."""
@@ -302,13 +302,16 @@ class _Enqueuer(Generic[P, R]):
         return self._write(row, payloads_json, using)
 
     def _write(
-        self, row: store.JobOptionsRow, payloads_json: str, using: str
+        self, row: store.JobOptionsRow, payloads_json: str, using: str, *, one: bool = False
     ) -> list[JobHandle[R]]:
         """Write the jobs of ``payloads_json`` (no prerequisites) in the
-        caller's transaction on ``using``; a handle each, in order."""
+        caller's transaction on ``using``; a handle each, in order. ``one``
+        (a single enqueue) writes through the connection's kept cursor
+        (``enqueue_cursor``), which then holds its one-row result until the
+        next; a batch's result goes with its cursor."""
         db = connections[using]
         try:
-            cursor = kept_cursor(db)
+            cursor = kept_cursor(db) if one else None
             if cursor is None:
                 with db.cursor() as cursor:
                     results = store.enqueue_batch(cursor, row, payloads_json)

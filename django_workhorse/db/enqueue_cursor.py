@@ -1,17 +1,19 @@
-"""The cursor an enqueue writes through: Django's, over a driver cursor kept
-per connection.
+"""The cursor a single enqueue writes through: Django's, over a driver
+cursor kept per connection.
 
-An enqueue writes through Django's cursor wrapper (``CursorWrapper``, or
+A single enqueue (``enqueue()``; a batch takes ``connection.cursor()``)
+writes through Django's cursor wrapper (``CursorWrapper``, or
 ``CursorDebugWrapper`` while queries are logged) as any query does, so
 execute wrappers, query logs, the tools that patch the wrapper and Django's
 error translation all see it (tests/integration/test_enqueue_connection.py).
 What it does not do is make a new psycopg cursor under the wrapper on every
 call: ``kept_cursor`` takes the steps of ``connection.cursor()`` (health
 check, connection, thread check, the wrapper class of the moment) around one
-psycopg cursor kept for the connection. A new psycopg cursor looked up its
-result loaders afresh on each call, and after the round trip to the server,
-with the caches cold, the cursor's making and loaders cost ~20 us of client
-CPU per enqueue (docs/decisions.md, "The single enqueue's own cost").
+psycopg cursor kept for the connection, which holds its last one-row result
+until the next enqueue. A new psycopg cursor looked up its result loaders
+afresh on each call, and after the round trip to the server, with the
+caches cold, making it cost ~20 us of client CPU per enqueue
+(docs/decisions.md, "The single enqueue's own cost").
 
 Where ``connection.cursor()`` is not Django's own (replaced on the
 connection, as Django's ``SimpleTestCase`` guard, django-debug-toolbar and
