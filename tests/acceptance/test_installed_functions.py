@@ -187,10 +187,10 @@ def test_a_newer_release_with_a_pending_migration_runs_its_worker(put_back, star
     assert checked.returncode == 0, checked.stderr
     assert "workhorse.E005" not in checked.stderr
     assert "workhorse.W002" in checked.stderr, checked.stderr
-    assert "migration 0006_queue_names_fixed is not applied" in checked.stderr
+    assert "migration 0007_queue_names_fixed is not applied" in checked.stderr
     assert f"changed: {CHANGED}" in checked.stderr
     assert "run `manage.py migrate django_workhorse`" in checked.stderr
-    assert "migration 0006_queue_names_fixed is not applied" in worker.stderr
+    assert "migration 0007_queue_names_fixed is not applied" in worker.stderr
 
 
 def test_an_older_release_on_a_database_a_newer_one_migrated_runs_and_says_so(
@@ -205,7 +205,7 @@ def test_an_older_release_on_a_database_a_newer_one_migrated_runs_and_says_so(
 
     assert worker.wait_exit(60) == 0, worker.stderr
     assert handle.refresh().status == "succeeded"
-    assert "migrated by a newer django-workhorse (0006_queue_names_fixed)" in worker.stderr
+    assert "migrated by a newer django-workhorse (0007_queue_names_fixed)" in worker.stderr
     assert "workhorse.E005" not in manage("check", "--database", "default").stderr
 
 

@@ -10,6 +10,6 @@ NEWER = read_sql("workhorse_queue_names_v1.sql").replace(
 
 
 class Migration(migrations.Migration):
-    dependencies = [("django_workhorse", "0005_runtime_active")]
+    dependencies = [("django_workhorse", "0006_enqueue_one_statement")]
 
     operations = [migrations.RunSQL(NEWER, reverse_sql=migrations.RunSQL.noop)]
