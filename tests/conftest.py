@@ -9,6 +9,10 @@ Transactional tests that need no other app's tables say so with
 ``available_apps=["django_workhorse"]``: Django's flush then has nothing to
 truncate, which saves about a second per test.
 
+Users are made with a password by the admin and browser tests:
+``_fast_password_hashing`` makes that cheap for the session (Django's own
+hasher spends about half a second on each, on purpose).
+
 ``pgbouncer`` is one real PgBouncer (transaction mode, a pool of
 ``PGBOUNCER_POOL_SIZE``) in front of the test database for the session.
 With ``WORKHORSE_TEST_PGBOUNCER=1`` (``make test``'s second run, over
@@ -25,6 +29,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from django.test.signals import setting_changed
 
 from tests.helpers import (
     DIRECT,
@@ -36,6 +41,28 @@ from tests.helpers import (
     side_alias,
     start_pgbouncer,
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing() -> Iterator[None]:
+    """MD5 for the passwords of the test users (the admin's operator and
+    viewer, the browser tests' log-ins): PBKDF2's iterations cost each
+    user about 0.4 s, 100 s in all. No test here is about password storage.
+
+    Set on the settings themselves, not with ``override_settings``: under
+    that, ``settings.SETTINGS_MODULE`` reads None for the whole session."""
+    from django.conf import settings
+
+    def use(hashers: list[str], enter: bool) -> None:
+        settings.PASSWORD_HASHERS = hashers
+        setting_changed.send(
+            sender=type(settings), setting="PASSWORD_HASHERS", value=hashers, enter=enter
+        )
+
+    saved = list(settings.PASSWORD_HASHERS)
+    use(["django.contrib.auth.hashers.MD5PasswordHasher"], enter=True)
+    yield
+    use(saved, enter=False)
 
 
 @pytest.fixture(scope="session")
