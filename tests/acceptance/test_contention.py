@@ -2,7 +2,7 @@
 
 Each test runs a long job L on a real worker A with a second worker B
 beside it, both on short leases, and holds one blocker from a connection of
-its own for three lease durations: an application transaction that enqueues
+its own for two lease durations: an application transaction that enqueues
 a dependent of a job finishing on A, an operator's ``FOR UPDATE`` on a
 limited queue's row, a migration's ``LOCK TABLE`` on each table the lease
 renewal or the stall sweep touches, and a PgBouncer pool that claims waiting
@@ -57,8 +57,11 @@ SHORT_LEASES = {
     "POLL_INTERVAL": 0.5,
 }
 
-BLOCK = 3 * LEASE
-"""How long each blocker is held."""
+BLOCK = 2 * LEASE
+"""How long each blocker is held: long enough that a lease the blocker kept
+from being renewed (the last renewal at most LOCK_RENEW_INTERVAL before it
+took hold) has run out for two seconds or more when it lets go, while the
+other worker's sweeps, every STALLED_INTERVAL, look for such leases."""
 
 AFTER = LEASE + 2 * SHORT_LEASES["STALLED_INTERVAL"]
 """How long L keeps running once the blocker is gone: a lease and two stall
