@@ -8,7 +8,7 @@ sits in its reconnect loop. A process manager sends one SIGTERM and waits.
 from __future__ import annotations
 
 import signal
-import time
+from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -31,7 +31,7 @@ def url_through(relay: Relay) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def worker_through_a_relay(start_worker, poll_interval: float):
+def worker_through_a_relay(start_worker, poll_interval: float, *flags: str):
     """A worker of jobtests.record whose connections all pass through a relay
     the test can close and reopen."""
     s = connection.settings_dict
@@ -39,10 +39,31 @@ def worker_through_a_relay(start_worker, poll_interval: float):
     worker = start_worker(
         "--queues",
         "jobtests.record",
+        *flags,
         env={"DATABASE_URL": url_through(relay)},
         settings={"POLL_INTERVAL": poll_interval},
     )
     return relay, worker
+
+
+def database_now() -> datetime:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
+def idle_sessions_since(roles: list[str], since: datetime) -> int:
+    """How many connections of ``roles`` (the test's one worker's: named
+    ``<role> <id>``) were opened after ``since`` and are idle, done with
+    what they were opened for."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND split_part(application_name, ' ', 1) = ANY(%s)"
+            " AND backend_start > %s AND state = 'idle'",
+            [roles, since],
+        )
+        return cursor.fetchone()[0]
 
 
 def test_the_first_sigterm_stops_a_worker_waiting_for_its_database(start_worker, wait_until):
@@ -60,22 +81,32 @@ def test_the_first_sigterm_stops_a_worker_waiting_for_its_database(start_worker,
     assert "second SIGTERM" not in worker.stderr
 
 
+LOST = "workhorse listener: connection lost"
+TRIED = "workhorse listener: cannot reconnect yet"
+"""Logged at DEBUG (``-v 3``), once for each try that failed."""
+
+
 def test_the_listener_says_once_that_it_lost_the_database_and_wakes_the_worker_again(
     start_worker, wait_until
 ):
-    relay, worker = worker_through_a_relay(start_worker, poll_interval=60)
+    relay, worker = worker_through_a_relay(start_worker, 60, "-v", "3")
 
     relay.close()
-    wait_until(
-        lambda: "workhorse listener: connection lost" in worker.stderr,
-        timeout=30,
-        what="the listener losing its connection",
-    )
-    time.sleep(4)  # tries at 0.5, 1.5 and 3.5 s: each one used to log a warning
-    assert worker.stderr.count("workhorse listener: connection lost") == 1, worker.stderr
+    wait_until(lambda: LOST in worker.stderr, timeout=30, what="the listener losing its connection")
+    # Tries at 0.5, 1.5 and 3.5 s: each one used to log a warning.
+    wait_until(lambda: worker.stderr.count(TRIED) >= 3, timeout=30, what="three tries failing")
+    assert worker.stderr.count(LOST) == 1, worker.stderr
 
+    reopened = database_now()
     relay.reopen()
-    time.sleep(11)  # the listener's next try comes within 10 s
+    # The listener's next try comes within 10 s, and the claim loop's: once
+    # both are connected and idle, the claim made when the listener came
+    # back has found nothing.
+    wait_until(
+        lambda: idle_sessions_since(["workhorse-listener", "workhorse-worker"], reopened) == 2,
+        timeout=20,
+        what="the listener and the claim loop connected again",
+    )
     job = record.enqueue(label="after the outage")
     # POLL_INTERVAL is 60 s: only the listener's wake-up starts it this soon.
     wait_until(lambda: JobOutcome.objects.filter(job_id=job.id).exists(), timeout=5)
