@@ -78,7 +78,8 @@ help:
 	@echo "make test-lts  the LTS_TESTS on Django 5.2 LTS / Python 3.12 (.venv-lts)"
 	@echo "make lint    ruff check, ruff format --check and mypy (strict, on django_workhorse/)"
 	@echo "make fmt     ruff check --fix and ruff format"
-	@echo "make soak    the chaos test at length (SOAK_ROUNDS=200 chaos actions)"
+	@echo "make soak    the soak tests at length (SOAK_ROUNDS=200 chaos actions; the"
+	@echo "             schedule fleet sweeps for SOAK_ROUNDS seconds)"
 	@echo "make bench   run the benchmarks (BENCH_ARGS=... passed on)"
 	@echo "make schema  rewrite docs/schema.sql from the migrations (review the diff)"
 	@echo "make browser install Debian's chromium for the admin's browser tests (as root;"
@@ -127,7 +128,9 @@ $(STAMP_LTS): pyproject.toml constraints-django52.txt
 test-lts: $(VENV) $(VENV_LTS)
 	$(WITH_DB) $(PY_LTS) -m pytest -n $(PYTEST_WORKERS) $(DURATIONS) $(LTS_TESTS) $(PYTEST_ARGS)
 
-# make test runs the chaos test with 6 actions; this runs it with many more.
+# The tests marked soak: make test runs each chaos test with 6 actions and
+# the schedule fleet (three workers sweeping an every-second schedule) for
+# 10 s; this runs them with SOAK_ROUNDS actions, the fleet for as many seconds.
 SOAK_ROUNDS ?= 200
 soak: $(VENV)
 	WORKHORSE_SOAK_ROUNDS=$(SOAK_ROUNDS) $(WITH_DB) $(PY) -m pytest -m soak -rA $(PYTEST_ARGS)

@@ -1,8 +1,13 @@
 """Repeatable schedules swept by real ``runworker`` processes: one job per slot
-however many workers sweep, one catch-up job after an outage."""
+however many workers sweep, one catch-up job after an outage.
+
+Three workers sweep an every-second schedule for ``FLEET_SECONDS``: 10 s
+of slots in ``make test``, ``WORKHORSE_SOAK_ROUNDS`` seconds when that is
+more (``make soak``: 200)."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
 
 import pytest
@@ -16,6 +21,7 @@ pytestmark = pytest.mark.django_db(
 )
 
 QUEUE = ("--queues", "jobtests.record", "--concurrency", "4")
+FLEET_SECONDS = max(10, int(os.environ.get("WORKHORSE_SOAK_ROUNDS", "0")))
 
 
 def tick_settings(catch_up: str = "latest", sweep: float = 0.3) -> dict:
@@ -50,14 +56,17 @@ def schedule_state() -> tuple[datetime | None, datetime]:
     return (row[0], row[1]) if row else (None, None)
 
 
-def test_three_workers_enqueue_exactly_one_job_per_slot_over_30_seconds(start_worker, wait_until):
-    fleet = [start_worker(*QUEUE, settings=tick_settings("all")) for _ in range(3)]
+@pytest.mark.soak
+def test_three_workers_enqueue_exactly_one_job_per_slot(start_worker, wait_until):
+    fleet = [start_worker(*QUEUE, settings=tick_settings("all"), ready=False) for _ in range(3)]
+    for worker in fleet:
+        worker.wait_ready()
 
     wait_until(
-        lambda: len(slots()) >= 2 and slots()[-1] - slots()[0] >= timedelta(seconds=30),
-        timeout=120,
+        lambda: len(slots()) >= 2 and slots()[-1] - slots()[0] >= timedelta(seconds=FLEET_SECONDS),
+        timeout=FLEET_SECONDS + 90,
         interval=0.5,
-        what="30 s of every-second slots",
+        what=f"{FLEET_SECONDS} s of every-second slots",
     )
     for worker in fleet:
         assert worker.stop() == 0
@@ -66,7 +75,7 @@ def test_three_workers_enqueue_exactly_one_job_per_slot_over_30_seconds(start_wo
     assert len(found) == len(set(found)), "a slot got two jobs"
     expected = [found[0] + timedelta(seconds=i) for i in range(len(found))]
     assert found == expected, "every slot from the first to the last has its job"
-    assert len(found) >= 31
+    assert len(found) >= FLEET_SECONDS + 1
 
 
 def test_a_worker_stopped_across_several_slots_makes_one_catch_up_job(start_worker, wait_until):
@@ -75,10 +84,10 @@ def test_a_worker_stopped_across_several_slots_makes_one_catch_up_job(start_work
     assert first.stop() == 0
     owed, _ = schedule_state()
     wait_until(
-        lambda: schedule_state()[1] >= owed + timedelta(seconds=5),
+        lambda: schedule_state()[1] >= owed + timedelta(seconds=3),
         timeout=30,
         interval=0.2,
-        what="five slots passing with no worker",
+        what="three slots passing with no worker",
     )
 
     second = start_worker(*QUEUE, settings=tick_settings())
@@ -87,7 +96,7 @@ def test_a_worker_stopped_across_several_slots_makes_one_catch_up_job(start_work
 
     after_outage = [s for s in slots() if s >= owed]
     catch_up = after_outage[0]
-    assert catch_up - owed >= timedelta(seconds=5), "the missed slots made no job of their own"
+    assert catch_up - owed >= timedelta(seconds=3), "the missed slots made no job of their own"
     assert [s for s in slots() if owed <= s < catch_up] == []
 
 
