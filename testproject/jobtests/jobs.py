@@ -316,18 +316,21 @@ def broken_retry_delay() -> None:
 
 
 @workhorse.job(queue="jobtests.liveness", max_attempts=3)
-def watches_its_lease(marks: str, seconds: float = 6) -> None:
-    """Works in small steps for ``seconds``, asking between steps whether its
-    run still holds the job; writes ``<marks>/<pid>.started``, and
-    ``<pid>.stopped`` or ``<pid>.done``, each holding the time, to files (a
-    worker cut off from the database can still write those)."""
+def watches_its_lease(marks: str, wait: float = 120) -> None:
+    """Works in small steps until the file ``<marks>/finish`` exists (the
+    test decides when a run may end; at most ``wait`` seconds), asking
+    between steps whether its run still holds the job; writes
+    ``<marks>/<pid>.started``, and ``<pid>.stopped`` or ``<pid>.done``, each
+    holding the time, to files (a worker cut off from the database can
+    still write those)."""
     ctx = workhorse.current_job()
     mark = os.path.join(marks, str(os.getpid()))
     with open(mark + ".started", "w") as f:
         f.write(repr(time.time()))
-    end = time.monotonic() + seconds
+    finish = os.path.join(marks, "finish")
+    end = time.monotonic() + wait
     try:
-        while time.monotonic() < end:
+        while not os.path.exists(finish) and time.monotonic() < end:
             ctx.raise_if_canceled()
             time.sleep(0.01)
     except BaseException:

@@ -46,20 +46,23 @@ def test_a_worker_cut_off_from_the_database_stops_its_run_before_another_takes_t
     cut = start_worker(
         *flags, "--id", "cut", env={"DATABASE_URL": url_through(relay)}, settings=SHORT
     )
-    handle = watches_its_lease.enqueue(marks=str(tmp_path), seconds=8)
+    handle = watches_its_lease.enqueue(marks=str(tmp_path))
     wait_until(lambda: mark(tmp_path, cut.pid, "started"), what="the job running on A")
     other = start_worker(*flags, "--id", "other", settings=SHORT)
 
     relay.close()
+    started_again = wait_until(
+        lambda: mark(tmp_path, other.pid, "started"), timeout=40, what="the job taken by B"
+    )
+    (tmp_path / "finish").touch()  # every run of the job may end now
     wait_until(
         lambda: JobOutcome.objects.filter(job_id=handle.id).exists(),
-        timeout=40,
+        timeout=30,
         what="the job finished by B",
     )
     stopped = mark(tmp_path, cut.pid, "stopped")
-    started_again = mark(tmp_path, other.pid, "started")
     assert stopped is not None, "A's handler was never told to stop"
-    assert started_again is not None and stopped < started_again
+    assert stopped < started_again
     assert mark(tmp_path, cut.pid, "done") is None
     assert "could not prove it is alive" in cut.stderr
 
