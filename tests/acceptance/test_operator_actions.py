@@ -97,10 +97,15 @@ def runs_by_worker(ids, after=None) -> dict[str, int]:
 def test_a_paused_queue_gets_no_claims_from_three_workers_until_resumed(start_worker, wait_until):
     settings = {"POLL_INTERVAL": 0.5}
     workers = [
-        start_worker("--queues", "jobtests.sleep", "--concurrency", "2", settings=settings)
+        start_worker(
+            "--queues", "jobtests.sleep", "--concurrency", "2", settings=settings, ready=False
+        )
         for _ in range(3)
     ]
-    ids = [h.id for h in sleep.enqueue_many([{"seconds": 0.05, "label": "flow"}] * 400)]
+    for worker in workers:
+        worker.wait_ready()
+    # Six slots claim at most six jobs ahead of the pause: most of them wait.
+    ids = [h.id for h in sleep.enqueue_many([{"seconds": 0.05, "label": "flow"}] * 150)]
     wait_until(
         lambda: len(runs_by_worker(ids)) == 3,
         timeout=60,
