@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from django.db import transaction
 from jobtests.durable_jobs import nap, staged
-from jobtests.jobs import async_echo, checks_for_cancel, doomed, record, sleep
+from jobtests.jobs import async_echo, checks_for_cancel, doomed, gated, record
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
@@ -219,7 +220,8 @@ def lease_expiry(conn: psycopg.Connection, job_id: int) -> Any:
 
 
 def start_sleepers(start_worker: Any, pgbouncer: Any, workers: int) -> list[Any]:
-    return [
+    """``workers`` workers of jobtests.sleep behind ``pgbouncer``, started together."""
+    started = [
         start_worker(
             "--queues",
             "jobtests.sleep",
@@ -233,20 +235,34 @@ def start_sleepers(start_worker: Any, pgbouncer: Any, workers: int) -> list[Any]
             },
             through=pgbouncer,
             name=f"sleeper-{i}",
+            ready=False,
         )
         for i in range(workers)
     ]
+    for worker in started:
+        worker.wait_ready()
+    return started
+
+
+def long_job(tmp_path: Path) -> Any:
+    """A job of jobtests.sleep that runs until ``end_long_job(tmp_path)``,
+    however long what the test does to its worker takes."""
+    return gated.options(queue="jobtests.sleep").enqueue(path=str(tmp_path / "end"), label="long")
+
+
+def end_long_job(tmp_path: Path) -> None:
+    (tmp_path / "end").touch()
 
 
 def test_with_fewer_workers_than_the_pool_claims_stuck_on_a_lock_leave_renewals_a_connection(
-    pgbouncer, start_worker, wait_until, pg_connect
+    pgbouncer, start_worker, wait_until, pg_connect, tmp_path
 ):
     """Each worker process has one claim in flight at most: with fewer
     worker processes than the pool has server connections, claims waiting
     on a lock (an operator's, on the queue table) leave one to the lease
     renewals, and the running job's lease is renewed as usual."""
     workers = start_sleepers(start_worker, pgbouncer, PGBOUNCER_POOL_SIZE - 1)
-    running = sleep.enqueue(seconds=8)
+    running = long_job(tmp_path)
     watch = pg_connect()
     wait_until(lambda: lease_expiry(watch, running.id), what="the long job running")
     blocker = pg_connect()
@@ -265,6 +281,7 @@ def test_with_fewer_workers_than_the_pool_claims_stuck_on_a_lock_leave_renewals_
             )
             renewals.append(lease_expiry(watch, running.id)[0])
         assert claims_waiting_on_a_lock(watch) == len(workers)
+    end_long_job(tmp_path)
     wait_until(
         lambda: JobOutcome.objects.filter(job_id=running.id).exists(),
         timeout=30,
@@ -276,7 +293,7 @@ def test_with_fewer_workers_than_the_pool_claims_stuck_on_a_lock_leave_renewals_
 
 
 def test_with_more_workers_than_the_pool_stuck_claims_cost_a_live_worker_no_job(
-    pgbouncer, start_worker, wait_until, pg_connect
+    pgbouncer, start_worker, wait_until, pg_connect, tmp_path
 ):
     """When claims waiting on a lock hold every server connection of the
     pool, the renewals wait in PgBouncer behind them and the running job's
@@ -284,7 +301,7 @@ def test_with_more_workers_than_the_pool_stuck_claims_cost_a_live_worker_no_job(
     connection (docs/worker.md#liveness), so no stall sweep takes the job,
     and it runs once and succeeds."""
     workers = start_sleepers(start_worker, pgbouncer, PGBOUNCER_POOL_SIZE + 1)
-    running = sleep.enqueue(seconds=8)
+    running = long_job(tmp_path)
     watch = pg_connect()
     wait_until(lambda: lease_expiry(watch, running.id), what="the long job running")
     blocker = pg_connect()
@@ -303,6 +320,7 @@ def test_with_more_workers_than_the_pool_stuck_claims_cost_a_live_worker_no_job(
         # connections would see it, as would any worker's (none may take it).
         time.sleep(3)
         assert all(w.proc.poll() is None for w in workers)
+    end_long_job(tmp_path)
     wait_until(
         lambda: JobOutcome.objects.filter(job_id=running.id).exists(),
         timeout=30,
