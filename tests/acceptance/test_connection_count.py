@@ -16,7 +16,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 from jobtests.durable_jobs import nap, staged
-from jobtests.jobs import async_echo, checks_for_cancel, doomed, record, sleep
+from jobtests.jobs import async_echo, checks_for_cancel, doomed, gated, record, sleep
 from jobtests.models import RunRecord
 
 from django_workhorse import Admin
@@ -132,12 +132,13 @@ def lease_expiry(job_id: int):
 
 
 def test_a_claim_stuck_on_a_lock_does_not_hold_up_the_lease_renewals(
-    start_worker, wait_until, pg_connect
+    start_worker, wait_until, pg_connect, tmp_path
 ):
     """The heartbeat renews on the lease connection: while the claim
     connection waits (here on a lock an operator holds on the queue table),
     the running job's lease is renewed as usual and nobody takes it."""
-    running = sleep.enqueue(seconds=8)
+    # Runs until the test lets it end, once the lock is gone.
+    running = gated.options(queue="jobtests.sleep").enqueue(path=str(tmp_path / "end"))
     worker = start_worker(
         "--queues",
         "jobtests.sleep",
@@ -160,6 +161,7 @@ def test_a_claim_stuck_on_a_lock_does_not_hold_up_the_lease_renewals(
             )
             renewals.append(lease_expiry(running.id))
         assert claim_connection_waits_on_a_lock()
+    (tmp_path / "end").touch()
     wait_until(
         lambda: JobOutcome.objects.filter(job_id=running.id).exists(),
         timeout=30,
