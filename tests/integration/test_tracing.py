@@ -26,6 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 QUEUE = "tests.tracing"
 EXPORTER = InMemorySpanExporter()
+EXPORTED_FROM: list[TracerProvider] = []
 
 
 class Boom(Exception):
@@ -98,10 +99,16 @@ async def awaits_cancel() -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def tracer_provider() -> None:
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+    """EXPORTER gets the spans of the process's SDK provider: one made here,
+    or the one another test module of this process made first (a provider
+    can be set once a process)."""
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
         trace.set_tracer_provider(provider)
+    if provider not in EXPORTED_FROM:
+        provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+        EXPORTED_FROM.append(provider)
 
 
 @pytest.fixture(autouse=True)
