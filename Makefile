@@ -25,6 +25,11 @@ DURATIONS := --durations=15 --durations-min=1
 # wait on real worker processes, so two share this 2-core machine well
 # (7:44 -> 4:32 for the main line). PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
+# With --dist worksteal a process that has run its share takes half of what
+# another still has queued, so that a run does not end with one process
+# working alone; tests/conftest.py collects the longest tests (marked
+# fresh_venv or soak) first, so that none of them is what is left at the end.
+XDIST := -n $(PYTEST_WORKERS) --dist worksteal
 BENCH_ARGS ?=
 
 # make test's second run: these tests again with the test database behind a
@@ -105,12 +110,12 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 test: $(VENV) browser-for-tests pgbouncer-for-tests
-	status=0; $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(DURATIONS) $(PYTEST_ARGS) || status=$$?; \
+	status=0; $(WITH_DB) $(PY) -m pytest $(XDIST) $(DURATIONS) $(PYTEST_ARGS) || status=$$?; \
 	if [ -z "$(strip $(PYTEST_ARGS))" ]; then $(MAKE) --no-print-directory test-pgbouncer || status=1; fi; \
 	exit $$status
 
 test-pgbouncer: $(VENV) pgbouncer-for-tests
-	WORKHORSE_TEST_PGBOUNCER=1 $(WITH_DB) $(PY) -m pytest -n $(PYTEST_WORKERS) $(DURATIONS) $(PGBOUNCER_TESTS)
+	WORKHORSE_TEST_PGBOUNCER=1 $(WITH_DB) $(PY) -m pytest $(XDIST) $(DURATIONS) $(PGBOUNCER_TESTS)
 
 $(VENV_LTS): $(STAMP_LTS)
 
@@ -126,7 +131,7 @@ $(STAMP_LTS): pyproject.toml constraints-django52.txt
 	@touch $@
 
 test-lts: $(VENV) $(VENV_LTS)
-	$(WITH_DB) $(PY_LTS) -m pytest -n $(PYTEST_WORKERS) $(DURATIONS) $(LTS_TESTS) $(PYTEST_ARGS)
+	$(WITH_DB) $(PY_LTS) -m pytest $(XDIST) $(DURATIONS) $(LTS_TESTS) $(PYTEST_ARGS)
 
 # The tests marked soak: make test runs each chaos test with 6 actions and
 # the schedule fleet (three workers sweeping an every-second schedule) for

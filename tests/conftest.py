@@ -9,6 +9,9 @@ Transactional tests that need no other app's tables say so with
 ``available_apps=["django_workhorse"]``: Django's flush then has nothing to
 truncate, which saves about a second per test.
 
+The tests marked ``fresh_venv`` or ``soak`` are collected first (the
+longest, ``LONGEST_FIRST``).
+
 Users are made with a password by the admin and browser tests:
 ``_fast_password_hashing`` makes that cheap for the session (Django's own
 hasher spends about half a second on each, on purpose).
@@ -41,6 +44,14 @@ from tests.helpers import (
     side_alias,
     start_pgbouncer,
 )
+
+LONGEST_FIRST = ("fresh_venv", "soak")
+"""Markers of the longest tests (10 to 30 s each): they run first, so that
+under pytest-xdist none of them is left to run alone at the end."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONGEST_FIRST))
 
 
 @pytest.fixture(scope="session", autouse=True)
