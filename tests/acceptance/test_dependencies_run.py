@@ -174,7 +174,9 @@ def test_fan_in_and_fan_out_of_5000_jobs_release_while_two_workers_drain(start_w
     # 20 slots each: with persistent connections a slot holds one, and two
     # workers of 50 (plus their own sessions) outgrew max_connections = 100.
     flags = ("--queues", "bench,jobtests.record", "--concurrency", "20")
-    workers = [start_worker(*flags, persistent_connections=True) for _ in range(2)]
+    workers = [start_worker(*flags, persistent_connections=True, ready=False) for _ in range(2)]
+    for worker in workers:
+        worker.wait_ready()
 
     def drained():
         with connection.cursor() as cursor:

@@ -49,9 +49,13 @@ def test_a_global_concurrency_limit_of_2_holds_across_3_workers_of_4_slots(
 ):
     settings = {"QUEUES": {LIMITED: {"concurrency": 4, "global_concurrency": 2}}}
     workers = [
-        start_worker("--queues", LIMITED, settings=settings, persistent_connections=True)
+        start_worker(
+            "--queues", LIMITED, settings=settings, persistent_connections=True, ready=False
+        )
         for _ in range(3)
     ]
+    for worker in workers:
+        worker.wait_ready()
     handles = sleep.options(queue=LIMITED).enqueue_many([{"seconds": 0.05}] * 200)
     ids = [h.id for h in handles]
     wait_until(
@@ -71,7 +75,9 @@ def test_a_global_concurrency_limit_of_2_holds_across_3_workers_of_4_slots(
 
 def test_a_rate_limit_of_10_per_second_holds_over_5_seconds(start_worker, wait_until):
     settings = {"QUEUES": {LIMITED: {"concurrency": 8, "rate": 10, "period": 1}}}
-    workers = [start_worker("--queues", LIMITED, settings=settings) for _ in range(2)]
+    workers = [start_worker("--queues", LIMITED, settings=settings, ready=False) for _ in range(2)]
+    for worker in workers:
+        worker.wait_ready()
     ids = [h.id for h in record.options(queue=LIMITED).enqueue_many([{}] * 70)]
     wait_until(
         lambda: JobOutcome.objects.filter(job_id__in=ids).count() >= 50,

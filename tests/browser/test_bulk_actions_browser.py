@@ -27,7 +27,12 @@ ACTION_URL = re.compile(r".*/admin/django_workhorse/job/actions/(\d+)/$")
 
 def two_workers(workers):  # noqa: F811  (the fixture imported above)
     """Two live workers serving the operators' queue (and not the jobs acted on)."""
-    return [workers.start("--queues", OPERATOR_QUEUE, "--id", f"w{n}") for n in (1, 2)]
+    started = [
+        workers.start("--queues", OPERATOR_QUEUE, "--id", f"w{n}", ready=False) for n in (1, 2)
+    ]
+    for worker in started:
+        worker.wait_ready()
+    return started
 
 
 def done_of(page) -> int:
