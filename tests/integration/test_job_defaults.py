@@ -27,7 +27,7 @@ from django_workhorse.models import Job
 
 pytestmark = pytest.mark.django_db
 
-PACKAGE = Path(defaults.__file__).parent
+PACKAGE = Path(defaults.__file__).parent.parent
 OPTIONS = ("queue", "max_attempts", "priority", "max_stalled", "timeout", "backoff")
 
 
@@ -230,6 +230,11 @@ def python_sources() -> list[Path]:
         for p in sorted(PACKAGE.rglob("*.py"))
         if p.name != "defaults.py" and "migrations" not in p.parts
     ]
+
+
+def test_the_sources_searched_for_defaults_are_the_packages():
+    assert len(sql_sources()) > 20, f"no SQL files under {PACKAGE / 'sql'}"
+    assert any(p.name == "definitions.py" for p in python_sources())
 
 
 @pytest.mark.parametrize("path", sql_sources(), ids=lambda p: p.name)
